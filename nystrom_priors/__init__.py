@@ -1,0 +1,64 @@
+"""nystrom_priors: inductive low-rank kernel learning from side information.
+
+Learners
+--------
+Nystrom
+    The standard (clustered) Nystrom approximation: the unsupervised baseline and prior.
+
+Functions
+---------
+extrapolate, iter_extrapolate
+    The extrapolation matrix ``E = k(X, Z)``, whole or streamed in row blocks.
+mean_squared_distance
+    The Gaussian width heuristic ``b`` of Zhang et al. (2012), exactly, in O(nd).
+select_landmarks
+    Uniform, k-means++ or k-means (clustered Nystrom) landmarks.
+alignment, factored_alignment
+    Normalised (centred) kernel alignment, dense or from factors.
+save, load
+    Persist fitted estimators as ``.npz`` (no pickle).
+
+Importing the package is cheap: it imports neither numba nor scikit-learn, and compiles
+nothing. Submodules load on first attribute access (PEP 562); jitted kernels compile on first
+call and are cached on disk (``cache=True``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> submodule that defines it
+_LAZY = {
+    "Nystrom": "nystrom",
+    "extrapolate": "kernels",
+    "iter_extrapolate": "kernels",
+    "make_kernel": "kernels",
+    "KernelSpec": "kernels",
+    "mean_squared_distance": "kernels",
+    "select_landmarks": "landmarks",
+    "alignment": "alignment",
+    "factored_alignment": "alignment",
+    "save": "io",
+    "load": "io",
+    "ConvergenceWarning": "exceptions",
+    "InfeasibleConstraintsWarning": "exceptions",
+    "NotFittedError": "exceptions",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nystrom_priors' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

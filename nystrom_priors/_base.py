@@ -1,0 +1,256 @@
+"""Estimator base class: parameters, repr and scikit-learn tags without importing scikit-learn."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Iterator
+
+import numpy as np
+
+
+class BaseEstimator:
+    """Parameter handling in the scikit-learn style.
+
+    ``__init__`` of a subclass only stores its keyword arguments under the same names;
+    ``get_params`` / ``set_params`` are derived from the signature, so ``sklearn.base.clone``,
+    ``Pipeline`` and ``GridSearchCV`` work without scikit-learn being a dependency.
+    """
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return sorted(
+            p.name
+            for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        )
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Parameters of this estimator, as passed to ``__init__`` (the very same objects)."""
+        return {
+            name: self.__dict__[name] if name in self.__dict__ else getattr(self, name)
+            for name in self._param_names()
+        }
+
+    def set_params(self, **params: Any) -> "BaseEstimator":
+        """Set parameters; unknown names raise ``ValueError``. Returns ``self``."""
+        valid = set(self._param_names())
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(
+                    f"Invalid parameter {key!r} for estimator {type(self).__name__}. "
+                    f"Valid parameters are: {sorted(valid)}."
+                )
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        sig = inspect.signature(type(self).__init__)
+        parts = []
+        for name in self._param_names():
+            default = sig.parameters[name].default
+            value = self.__dict__.get(name, default)
+            if _differs(value, default):
+                parts.append(f"{name}={_short_repr(value)}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __sklearn_tags__(self):  # pragma: no cover - exercised only with scikit-learn
+        from sklearn.utils import Tags, TargetTags, TransformerTags, InputTags
+
+        return Tags(
+            estimator_type=None,
+            target_tags=TargetTags(required=False),
+            transformer_tags=TransformerTags(preserves_dtype=["float64", "float32"]),
+            input_tags=InputTags(two_d_array=True, allow_nan=False),
+        )
+
+
+def _differs(value: Any, default: Any) -> bool:
+    if isinstance(value, np.ndarray) or isinstance(default, np.ndarray):
+        return not (
+            isinstance(value, np.ndarray)
+            and isinstance(default, np.ndarray)
+            and value.shape == default.shape
+            and bool(np.all(value == default))
+        )
+    try:
+        return bool(value != default)
+    except Exception:
+        return value is not default
+
+
+def _short_repr(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"<array shape={value.shape} dtype={value.dtype}>"
+    r = repr(value)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+class _KernelName(str):
+    """The ``kernel`` parameter (a plain string value) that can also be called.
+
+    ``model.kernel == "rbf"`` compares the parameter; ``model.kernel(A, B=None)`` evaluates
+    the learned kernel ``G_A G_B^T`` (see :meth:`FactorTransformMixin._learned_kernel`).
+    """
+
+    def __call__(self, A: Any, B: Any = None) -> np.ndarray:
+        return self._owner._learned_kernel(A, B)
+
+    def __reduce__(self):  # copies and pickles are the plain string
+        return (str, (str(self),))
+
+
+class _KernelAttribute:
+    """Data descriptor reconciling the ``kernel`` parameter with the ``kernel()`` method.
+
+    The parameter is stored unchanged in ``__dict__['kernel']`` (so ``get_params`` returns the
+    very object passed to ``__init__``, as ``sklearn.base.clone`` requires); attribute access
+    returns it wrapped so that it is also callable.
+    """
+
+    __doc__ = _KernelName.__doc__
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        raw = obj.__dict__.get("kernel", None)
+        if isinstance(raw, str):
+            wrapped = _KernelName(raw)
+            wrapped._owner = obj
+            return wrapped
+        if raw is None:
+            return obj._learned_kernel
+        return raw
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__["kernel"] = value
+
+
+class FactorTransformMixin:
+    """``transform`` / ``kernel`` / streaming for learners whose kernel is ``G G^T``.
+
+    A subclass implements ``_features_block(X) -> F`` (for the Nystrom family
+    ``F = k(X, Z)``, shape (n_b, m)) and sets ``projection_`` (m, r) in ``fit``; factor rows
+    are ``G = F @ projection_``. Everything here works block by block, so peak memory is the
+    output plus one block of ``F``.
+    """
+
+    #: rows of F materialised at once inside ``transform`` (about 64 MiB of float64 F)
+    _transform_elements = 1 << 23
+
+    def _check_X(self, X: Any, name: str = "X") -> np.ndarray:
+        from ._validation import check_array, check_is_fitted, check_n_features
+
+        check_is_fitted(self, ("projection_",))
+        X = check_array(X, name=name)
+        check_n_features(X, self.n_features_in_, name=name)
+        return X
+
+    def _block_rows_default(self) -> int:
+        return max(1, self._transform_elements // max(1, self.projection_.shape[0]))
+
+    def _transform_validated(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        P = self.projection_.astype(X.dtype, copy=False)
+        if out is None:
+            out = np.empty((X.shape[0], P.shape[1]), dtype=X.dtype)
+        step = self._block_rows_default()
+        for s in range(0, X.shape[0], step):
+            np.matmul(self._features_block(X[s : s + step]), P, out=out[s : s + step])
+        return out
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Factor rows of the learned kernel for any samples.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+
+        Returns
+        -------
+        G : ndarray of shape (n, n_components_), dtype of X (float32 or float64)
+            The learned kernel between two sample sets A, B is ``G_A @ G_B.T``.
+        """
+        return self._transform_validated(self._check_X(X))
+
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
+        """``fit(X, y, **fit_params)`` then ``transform(X)``."""
+        return self.fit(X, y, **fit_params).transform(X)
+
+    kernel = _KernelAttribute()
+
+    def _learned_kernel(self, A: Any, B: Any = None) -> np.ndarray:
+        """Block of the learned kernel ``k(A, B) = G_A G_B^T`` (``B = A`` if omitted).
+
+        Called as ``model.kernel(A, B)``.
+
+        Returns
+        -------
+        K : ndarray of shape (n_A, n_B)
+        """
+        GA = self.transform(A)
+        GB = GA if B is None else self.transform(B)
+        return GA @ GB.T
+
+    def iter_transform(
+        self, X: Any, *, block_rows: int | None = None
+    ) -> "Iterator[tuple[int, np.ndarray]]":
+        """Stream factor rows in order, holding one block at a time.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d), np.memmap, or iterable of (n_b, d) blocks
+            Arrays are sliced into blocks of ``block_rows`` rows (read lazily for memmaps).
+        block_rows : int, optional
+            Rows per block for array input (default: about 64 MiB of float64 features).
+
+        Yields
+        ------
+        start : int
+            Index of the block's first row.
+        G_block : ndarray of shape (n_b, n_components_)
+        """
+        from ._validation import check_is_fitted, check_scalar
+        from .kernels import _iter_blocks
+
+        check_is_fitted(self, ("projection_",))
+        if block_rows is not None:
+            block_rows = int(check_scalar(block_rows, "block_rows", kind="int", lo=1))
+        else:
+            block_rows = self._block_rows_default()
+        for start, raw in _iter_blocks(X, block_rows, 1):
+            Xb = self._check_X(raw, name=f"X block at row {start}")
+            yield start, self._transform_validated(Xb)
+
+    def iter_kernel_rows(
+        self, A: Any, B: Any = None, *, block_rows: int | None = None
+    ) -> "Iterator[tuple[int, np.ndarray]]":
+        """Stream rows of the learned kernel ``k(A, B)`` (``B = A`` if omitted) in blocks.
+
+        ``B``'s factor rows are computed once and kept; ``A`` is streamed as in
+        :meth:`iter_transform`.
+
+        Yields
+        ------
+        start : int
+        K_block : ndarray of shape (n_b, n_B)
+        """
+        if B is None:
+            if not isinstance(A, np.ndarray):
+                raise TypeError("B must be given when A is an iterable of blocks.")
+            B = A
+        GB = self.transform(B)
+        for start, GA in self.iter_transform(A, block_rows=block_rows):
+            yield start, GA @ GB.T.astype(GA.dtype, copy=False)
+
+    @property
+    def n_components_(self) -> int:
+        """Width r of the factor rows (rank of the learned kernel)."""
+        from ._validation import check_is_fitted
+
+        check_is_fitted(self, ("projection_",))
+        return int(self.projection_.shape[1])
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names ``<classname><i>`` of the factor-row columns, as scikit-learn does."""
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{i}" for i in range(self.n_components_)], dtype=object)

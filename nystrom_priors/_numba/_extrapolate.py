@@ -1,0 +1,265 @@
+"""Jitted kernels for the extrapolation matrix E = k(X, Z).
+
+Private module: every function takes only arrays and scalars, the kernel is chosen by an
+integer code (see ``nystrom_priors.kernels``), and nothing is validated here. The whole call
+graph lives in this file because numba's cache does not notice edits to callees elsewhere.
+
+Layout of the work
+------------------
+``extrapolate_blas``
+    ``prange`` over row tiles; each thread computes its tile's cross term ``X_t Z^T`` with
+    BLAS (``np.dot``; the Python caller limits BLAS to one thread so the two thread pools do not
+    fight) and immediately applies the kernel's element-wise map while the tile is in cache.
+``extrapolate_fused``
+    Small ``d``: the cross term is computed in the same pass as the element-wise map, so E is
+    written once. Faster than a GEMM when the GEMM is bound by writing E.
+``extrapolate_l1``
+    Laplacian kernel ``exp(-||x - z||_1 / b)``: no GEMM structure.
+``finish_rows``
+    Element-wise map over a block whose cross term was computed outside (fallback path).
+
+Results are independent of the tile size and of the number of threads: every output element
+is produced by the same sequence of operations whichever thread computes it.
+"""
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+# Kernel codes; kept in sync with nystrom_priors.kernels.KERNEL_CODES.
+LINEAR = 0
+RBF = 1
+POLY = 2
+COSINE = 3
+LAPLACIAN = 4
+
+
+@intrinsic
+def _f64_bits(typingctx, x):
+    """Reinterpret a float64 as int64 (a register bitcast, so loops still vectorize)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _bits_f64(typingctx, x):
+    """Reinterpret an int64 as float64."""
+    if x != types.int64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+# Adding 1.5 * 2**52 rounds to an integer that lands in the low mantissa bits.
+_ROUND_SHIFT = 6755399441055744.0
+_TWO_M54 = 2.0**-54
+
+
+# Only "contract" here: "reassoc" would fold (t + SHIFT) - SHIFT to t and merge the two-part
+# ln 2, destroying the range reduction. The loop still vectorizes: there is no reduction and no
+# library call (numba's np.exp is a scalar libm call).
+@njit(inline="always", fastmath={"contract"}, cache=True, nogil=True)
+def _exp_nonpos(a):
+    """exp(a) for a <= 0 (a = -0.0 .. -inf), within 2 ulp, subnormals included.
+
+    Cody-Waite reduction a = k ln2 + r, |r| <= ln2/2, a degree-13 Taylor polynomial for e^r
+    (truncation error < 2e-17 relative), and the scale 2^k built from exponent bits:
+    2^(k+54) is a normal number for every k >= -1076, and the final multiplication by 2^-54
+    rounds correctly into the subnormal range.
+    """
+    if a < -745.2:
+        a = -745.2
+    t = a * _LOG2E + _ROUND_SHIFT
+    kf = t - _ROUND_SHIFT
+    r = (a - kf * _LN2_HI) - kf * _LN2_LO
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    # low 12 bits of (2^51 + k + 1077) are k + 1077 in [1, 1077]: the biased exponent of 2^(k+54)
+    scale = _bits_f64((_f64_bits(t) + 1077) << 52)
+    return (p * scale) * _TWO_M54
+
+
+@njit(inline="always", fastmath={"contract"}, cache=True, nogil=True)
+def _finish_row(row, xa, zaux, code, gamma, coef0, degree):
+    """Apply the kernel's element-wise map to one row of cross terms, in place.
+
+    RBF: row holds <x - c, z - c>; ``xa = ||x - c||^2``, ``zaux = ||z - c||^2``.
+    COSINE: row holds <x, z>; ``xa = 1/||x||``, ``zaux = 1/||z||`` (0 for zero vectors).
+    POLY: row holds <x, z>. LINEAR: nothing to do.
+    """
+    m = row.shape[0]
+    if code == RBF:
+        for j in range(m):
+            d = xa + zaux[j] - 2.0 * row[j]
+            if d < 0.0:
+                d = 0.0
+            row[j] = _exp_nonpos(-d * gamma)
+    elif code == COSINE:
+        for j in range(m):
+            row[j] = row[j] * (xa * zaux[j])
+    elif code == POLY:
+        for j in range(m):
+            t = gamma * row[j] + coef0
+            p = 1.0
+            for _ in range(degree):
+                p *= t
+            row[j] = p
+
+
+@njit(inline="always", fastmath={"contract"}, cache=True, nogil=True)
+def _row_aux(X, i, shift, code):
+    """Per-row quantity the element-wise map needs (see ``_finish_row``)."""
+    d = X.shape[1]
+    if code == RBF:
+        s = 0.0
+        for k in range(d):
+            v = X[i, k] - shift[k]
+            s += v * v
+        return s
+    if code == COSINE:
+        s = 0.0
+        for k in range(d):
+            v = X[i, k] * 1.0
+            s += v * v
+        return 1.0 / np.sqrt(s) if s > 0.0 else 0.0
+    return 0.0
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def extrapolate_blas(X, Zs, zaux, shift, code, gamma, coef0, degree, out, tile):
+    """E = k(X, Z) with the cross term by BLAS, tile by tile, into ``out`` (n, m).
+
+    ``Zs`` is Z shifted by ``shift`` for RBF (distance-preserving, reduces cancellation) and Z
+    itself otherwise; ``zaux`` holds the landmark-side quantity of ``_finish_row``.
+    """
+    n, d = X.shape
+    n_tiles = (n + tile - 1) // tile
+    ZsT = Zs.T
+    for t in prange(n_tiles):
+        s = t * tile
+        e = min(n, s + tile)
+        Et = out[s:e]
+        if code == RBF:
+            buf = np.empty((e - s, d), dtype=X.dtype)
+            for i in range(e - s):
+                for k in range(d):
+                    buf[i, k] = X[s + i, k] - shift[k]
+            np.dot(buf, ZsT, Et)
+        else:
+            np.dot(X[s:e], ZsT, Et)
+        for i in range(e - s):
+            _finish_row(Et[i], _row_aux(X, s + i, shift, code), zaux, code, gamma, coef0, degree)
+
+
+@njit(parallel=True, fastmath={"contract"}, cache=True, nogil=True)
+def extrapolate_fused(X, ZsT, zaux, shift, code, gamma, coef0, degree, out, tile):
+    """E = k(X, Z) computing the cross term in the same pass (small d), into ``out`` (n, m).
+
+    ``ZsT`` is the (d, m) transpose of the (shifted) landmarks, so the inner loops run over
+    contiguous landmark columns and vectorize.
+    """
+    n, d = X.shape
+    m = ZsT.shape[1]
+    n_tiles = (n + tile - 1) // tile
+    for t in prange(n_tiles):
+        xrow = np.empty(d, dtype=np.float64)
+        acc = np.empty(m, dtype=np.float64)
+        for i in range(t * tile, min(n, t * tile + tile)):
+            if code == RBF:
+                for k in range(d):
+                    xrow[k] = X[i, k] - shift[k]
+            else:
+                for k in range(d):
+                    xrow[k] = X[i, k]
+            for j in range(m):
+                acc[j] = 0.0
+            k = 0
+            # four landmark-coordinate rows per pass: one load/store of acc per 4 FMAs
+            while k + 4 <= d:
+                x0 = xrow[k]
+                x1 = xrow[k + 1]
+                x2 = xrow[k + 2]
+                x3 = xrow[k + 3]
+                z0 = ZsT[k]
+                z1 = ZsT[k + 1]
+                z2 = ZsT[k + 2]
+                z3 = ZsT[k + 3]
+                for j in range(m):
+                    acc[j] += x0 * z0[j] + x1 * z1[j] + x2 * z2[j] + x3 * z3[j]
+                k += 4
+            while k < d:
+                x0 = xrow[k]
+                z0 = ZsT[k]
+                for j in range(m):
+                    acc[j] += x0 * z0[j]
+                k += 1
+            _finish_row(acc, _row_aux(X, i, shift, code), zaux, code, gamma, coef0, degree)
+            row = out[i]
+            for j in range(m):
+                row[j] = acc[j]
+
+
+@njit(parallel=True, fastmath={"contract"}, cache=True, nogil=True)
+def extrapolate_l1(X, ZT, gamma, out, tile):
+    """Laplacian kernel E_ij = exp(-gamma * ||x_i - z_j||_1) into ``out`` (n, m)."""
+    n, d = X.shape
+    m = ZT.shape[1]
+    n_tiles = (n + tile - 1) // tile
+    for t in prange(n_tiles):
+        acc = np.empty(m, dtype=np.float64)
+        for i in range(t * tile, min(n, t * tile + tile)):
+            for j in range(m):
+                acc[j] = 0.0
+            for k in range(d):
+                xk = X[i, k] * 1.0
+                zk = ZT[k]
+                for j in range(m):
+                    acc[j] += abs(xk - zk[j])
+            row = out[i]
+            for j in range(m):
+                row[j] = _exp_nonpos(-acc[j] * gamma)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def finish_rows(E, xaux, zaux, code, gamma, coef0, degree, tile):
+    """Element-wise map over a block of cross terms computed elsewhere (in place)."""
+    n = E.shape[0]
+    n_tiles = (n + tile - 1) // tile
+    for t in prange(n_tiles):
+        for i in range(t * tile, min(n, t * tile + tile)):
+            _finish_row(E[i], xaux[i], zaux, code, gamma, coef0, degree)
+
+
+@njit(parallel=True, fastmath={"contract"}, cache=True, nogil=True)
+def exp_nonpos_inplace(a, tile):
+    """a <- exp(a) for a 2-D array of non-positive values (exposed for tests)."""
+    n, m = a.shape
+    n_tiles = (n + tile - 1) // tile
+    for t in prange(n_tiles):
+        for i in range(t * tile, min(n, t * tile + tile)):
+            for j in range(m):
+                a[i, j] = _exp_nonpos(a[i, j])

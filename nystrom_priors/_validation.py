@@ -1,0 +1,238 @@
+"""Input validation shared by every public entry point.
+
+Every check raises ``TypeError`` (wrong kind of object or dtype) or ``ValueError`` (right kind,
+invalid value) with a message that says what was received and what is valid. Validation happens
+here, in Python, once; the jitted kernels in :mod:`nystrom_priors._numba` assume valid input.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from .exceptions import NotFittedError
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, np.ndarray):
+        return f"array of shape {x.shape} and dtype {x.dtype}"
+    return f"{type(x).__name__} {x!r}"[:200]
+
+
+def check_array(
+    X: Any,
+    *,
+    name: str = "X",
+    dtype: Any = "float",
+    ensure_2d: bool = True,
+    min_samples: int = 1,
+    min_features: int = 1,
+    allow_nonfinite: bool = False,
+    copy: bool = False,
+) -> np.ndarray:
+    """Validate a data array and return it C-contiguous in a float dtype.
+
+    Parameters
+    ----------
+    X : array-like
+        The input. Lists, tuples, read-only and non-contiguous arrays are accepted.
+    name : str
+        Name used in error messages.
+    dtype : {"float"} or numpy dtype
+        ``"float"`` keeps float32 and float64 and casts every other real numeric dtype (bool,
+        integers, float16) to float64, the scikit-learn convention. A numpy dtype casts to it.
+    ensure_2d : bool
+        Require ``X.ndim == 2``.
+    min_samples, min_features : int
+        Minimum number of rows and columns.
+    allow_nonfinite : bool
+        Skip the NaN/inf check.
+    copy : bool
+        Always return a new array.
+
+    Returns
+    -------
+    ndarray
+        C-contiguous float32 or float64 array (a view of ``X`` when no conversion is needed).
+    """
+    if X is None:
+        raise TypeError(f"{name} must be an array-like of numbers, got None.")
+    if hasattr(X, "__array_function__") and not isinstance(X, np.ndarray):
+        # dask arrays, sparse matrices, ... : refuse to materialise silently
+        mod = type(X).__module__.split(".")[0]
+        if mod in ("dask", "sparse") or hasattr(X, "tocsr"):
+            raise TypeError(
+                f"{name} must be a dense numpy array-like, got {type(X).__module__}."
+                f"{type(X).__name__}; convert it with np.asarray first."
+            )
+    if hasattr(X, "tocsr"):
+        raise TypeError(
+            f"{name} must be a dense array, got a sparse matrix of type {type(X).__name__}; "
+            "call .toarray() first."
+        )
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # ragged nested lists, exotic objects
+        raise TypeError(f"{name} could not be converted to a numeric array: {exc}") from None
+    kind = arr.dtype.kind
+    if kind not in "biuf":
+        what = {
+            "c": "complex",
+            "O": "object",
+            "U": "string",
+            "S": "bytes",
+            "M": "datetime",
+            "m": "timedelta",
+            "V": "structured",
+        }.get(kind, kind)
+        raise TypeError(
+            f"{name} must hold real numbers (bool, integer or float dtype), got dtype "
+            f"{arr.dtype} ({what}). Convert it to float32 or float64 first."
+        )
+    if ensure_2d and arr.ndim != 2:
+        hint = ""
+        if arr.ndim == 1:
+            hint = (
+                " Reshape it with X.reshape(-1, 1) if it holds one feature, or "
+                "X.reshape(1, -1) if it holds one sample."
+            )
+        raise ValueError(
+            f"{name} must be a 2-D array of shape (n_samples, n_features), got a "
+            f"{arr.ndim}-D array of shape {arr.shape}.{hint}"
+        )
+    if ensure_2d:
+        if arr.shape[0] < min_samples:
+            raise ValueError(
+                f"{name} must have at least {min_samples} sample(s), got shape {arr.shape}."
+            )
+        if arr.shape[1] < min_features:
+            raise ValueError(
+                f"{name} must have at least {min_features} feature(s), got shape {arr.shape}."
+            )
+    if dtype == "float":
+        target = arr.dtype if arr.dtype in FLOAT_DTYPES else np.dtype(np.float64)
+    else:
+        target = np.dtype(dtype)
+    out = np.ascontiguousarray(arr, dtype=target)
+    if copy and np.shares_memory(out, arr):
+        out = out.copy()
+    if not allow_nonfinite and not np.isfinite(out).all():
+        bad = ~np.isfinite(out)
+        n_nan = int(np.isnan(out).sum())
+        n_inf = int(bad.sum()) - n_nan
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"{name} must contain only finite values, got {n_nan} NaN and {n_inf} infinite "
+            f"entries (first at index {first})."
+        )
+    return out
+
+
+def check_n_features(X: np.ndarray, expected: int, *, name: str = "X") -> None:
+    """Raise if ``X`` does not have the number of features seen in ``fit``."""
+    if X.shape[1] != expected:
+        raise ValueError(
+            f"{name} has {X.shape[1]} features, but the estimator was fitted with "
+            f"{expected} features."
+        )
+
+
+def check_random_state(random_state: Any) -> np.random.Generator:
+    """Turn ``None``, an int, a ``Generator`` or a ``RandomState`` into a ``Generator``."""
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        # consume the legacy generator so repeated calls differ, as scikit-learn does
+        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer, got {random_state}.")
+        return np.random.default_rng(int(random_state))
+    raise TypeError(
+        "random_state must be None, a non-negative int, a numpy Generator or a RandomState, "
+        f"got {_describe(random_state)}."
+    )
+
+
+def check_scalar(
+    value: Any,
+    name: str,
+    *,
+    kind: str = "real",
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_closed: bool = True,
+    hi_closed: bool = True,
+    allow_inf: bool = False,
+) -> float | int:
+    """Validate a scalar parameter and return it as a Python ``float`` or ``int``.
+
+    ``kind`` is ``"real"`` or ``"int"``. Bounds are inclusive unless ``lo_closed`` /
+    ``hi_closed`` is False.
+    """
+    if isinstance(value, bool) or isinstance(value, np.bool_):
+        raise TypeError(f"{name} must be a {'integer' if kind == 'int' else 'number'}, got bool.")
+    if kind == "int":
+        if isinstance(value, numbers.Integral):
+            v = int(value)
+        elif isinstance(value, numbers.Real) and float(value).is_integer():
+            v = int(value)
+        else:
+            raise TypeError(f"{name} must be an integer, got {_describe(value)}.")
+    else:
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {_describe(value)}.")
+        v = float(value)
+        if np.isnan(v):
+            raise ValueError(f"{name} must be a number, got NaN.")
+        if np.isinf(v) and not allow_inf:
+            raise ValueError(f"{name} must be finite, got {v}.")
+    lo_ok = lo is None or (v >= lo if lo_closed else v > lo)
+    hi_ok = hi is None or (v <= hi if hi_closed else v < hi)
+    if not (lo_ok and hi_ok):
+        left = "(-inf" if lo is None else ("[" if lo_closed else "(") + f"{lo:g}"
+        right = "inf)" if hi is None else f"{hi:g}" + ("]" if hi_closed else ")")
+        raise ValueError(f"{name} must be in {left}, {right}, got {value!r}.")
+    return v
+
+
+def check_option(value: Any, name: str, options: tuple[str, ...]) -> str:
+    """Validate a string option."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {list(options)}, got {value!r}.")
+    return value
+
+
+def check_is_fitted(estimator: Any, attributes: tuple[str, ...] | None = None) -> None:
+    """Raise :class:`NotFittedError` if ``estimator`` has not been fitted."""
+    if attributes is None:
+        fitted = [k for k in vars(estimator) if k.endswith("_") and not k.startswith("__")]
+        ok = bool(fitted)
+    else:
+        ok = all(hasattr(estimator, a) for a in attributes)
+    if not ok:
+        raise NotFittedError(
+            f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' with "
+            "appropriate arguments before using this estimator."
+        )
+
+
+def check_out(out: Any, shape: tuple[int, ...], dtype: np.dtype, *, name: str = "out") -> np.ndarray:
+    """Validate a caller-supplied output buffer."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array (or memmap), got {_describe(out)}.")
+    if out.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {out.shape}.")
+    if out.dtype != dtype:
+        raise ValueError(f"{name} must have dtype {np.dtype(dtype)}, got {out.dtype}.")
+    if not out.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous.")
+    if not out.flags.writeable:
+        raise ValueError(f"{name} must be writeable.")
+    return out

@@ -1,0 +1,544 @@
+"""Kernel functions and the extrapolation matrix ``E = k(X, Z)``.
+
+Kernels (``kernel=``):
+
+============  ==========================================  ===========================
+name          k(x, z)                                     parameters
+============  ==========================================  ===========================
+``"rbf"``     ``exp(-||x - z||^2 / b)``                   ``width`` b or ``gamma`` = 1/b
+``"laplacian"`` ``exp(-||x - z||_1 / b)``                 ``width`` b or ``gamma`` = 1/b
+``"poly"``    ``(gamma <x, z> + coef0) ** degree``        ``gamma`` (1/d), coef0, degree
+``"linear"``  ``<x, z>``                                  none
+``"cosine"``  ``<x, z> / (||x|| ||z||)`` (0 for x = 0)    none
+============  ==========================================  ===========================
+
+``"gaussian"`` and ``"polynomial"`` are accepted as aliases. The Gaussian width follows Zhang et
+al. (2012): ``b`` defaults to the mean pairwise squared distance of the data, computed exactly in
+O(nd) by :func:`mean_squared_distance`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from ._validation import check_array, check_out, check_scalar
+
+__all__ = [
+    "KernelSpec",
+    "make_kernel",
+    "extrapolate",
+    "iter_extrapolate",
+    "mean_squared_distance",
+    "mean_l1_distance",
+    "KERNEL_NAMES",
+]
+
+KERNEL_CODES = {"linear": 0, "rbf": 1, "poly": 2, "cosine": 3, "laplacian": 4}
+_ALIASES = {"gaussian": "rbf", "polynomial": "poly"}
+KERNEL_NAMES = tuple(KERNEL_CODES) + tuple(_ALIASES)
+
+# Below this many features the cross term is computed inside the fused Numba pass: the GEMM is
+# then bound by writing E, and writing it once beats writing it twice (measured in
+# scripts/bench_extrapolation.py).
+FUSED_MAX_FEATURES = 24
+# Target size of one tile of E processed by one thread: small enough to stay in L2 between
+# the GEMM and the element-wise pass.
+_TILE_BYTES = 1 << 20
+# Rows per block yielded by iter_extrapolate when block_rows is None (~64 MiB of float64 E).
+_STREAM_ELEMENTS = 1 << 23
+# Tests set this to "fused", "blas", "twophase" or "gemm" to exercise every path.
+_FORCE_PATH: str | None = None
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A resolved kernel: name, integer code for the jitted kernels, and parameters.
+
+    ``gamma`` is the inverse width ``1/b`` for ``"rbf"`` and ``"laplacian"`` and the inner
+    product scale for ``"poly"``; it is unused (0) otherwise.
+    """
+
+    name: str
+    gamma: float = 0.0
+    degree: int = 3
+    coef0: float = 1.0
+
+    @property
+    def code(self) -> int:
+        return KERNEL_CODES[self.name]
+
+    @property
+    def width(self) -> float | None:
+        """The paper's width ``b = 1/gamma`` for distance kernels, else None."""
+        if self.name in ("rbf", "laplacian"):
+            return 1.0 / self.gamma
+        return None
+
+    def __call__(self, X: Any, Z: Any | None = None, **kwargs: Any) -> np.ndarray:
+        """Evaluate ``k(X, Z)`` (``Z = X`` if omitted)."""
+        return extrapolate(X, X if Z is None else Z, kernel=self, **kwargs)
+
+
+def _canonical_name(kernel: Any) -> str:
+    if not isinstance(kernel, str):
+        raise TypeError(
+            f"kernel must be a string naming a kernel or a KernelSpec, got "
+            f"{type(kernel).__name__}. Valid names: {sorted(KERNEL_NAMES)}."
+        )
+    name = _ALIASES.get(kernel.lower(), kernel.lower())
+    if name not in KERNEL_CODES:
+        raise ValueError(f"Unknown kernel {kernel!r}. Valid kernels: {sorted(KERNEL_NAMES)}.")
+    return name
+
+
+def make_kernel(
+    kernel: str | KernelSpec = "rbf",
+    *,
+    width: float | None = None,
+    gamma: float | None = None,
+    degree: int = 3,
+    coef0: float = 1.0,
+    X: np.ndarray | None = None,
+) -> KernelSpec:
+    """Resolve a kernel name and parameters into a :class:`KernelSpec`.
+
+    Parameters
+    ----------
+    kernel : str or KernelSpec
+        Kernel name (see the module docstring) or an already resolved spec (returned as is).
+    width : float, optional
+        ``b`` of the distance kernels. Mutually exclusive with ``gamma``.
+    gamma : float, optional
+        ``1/b`` for the distance kernels; inner-product scale for ``"poly"`` (default
+        ``1/n_features``).
+    degree : int
+        Degree of the polynomial kernel (>= 1).
+    coef0 : float
+        Offset of the polynomial kernel.
+    X : ndarray of shape (n, d), optional
+        Data used to set the default width (distance kernels: mean pairwise squared
+        distance for ``"rbf"``, mean pairwise L1 distance for ``"laplacian"``) and the default
+        polynomial ``gamma`` (``1/d``).
+
+    Returns
+    -------
+    KernelSpec
+    """
+    if isinstance(kernel, KernelSpec):
+        return kernel
+    name = _canonical_name(kernel)
+    if name in ("rbf", "laplacian"):
+        if width is not None and gamma is not None:
+            raise ValueError(
+                f"Pass either width (b) or gamma (1/b) for the {name!r} kernel, not both; "
+                f"got width={width!r} and gamma={gamma!r}."
+            )
+        if width is not None:
+            b = check_scalar(width, "width", lo=0.0, lo_closed=False)
+            g = 1.0 / b
+        elif gamma is not None:
+            g = check_scalar(gamma, "gamma", lo=0.0, lo_closed=False)
+        else:
+            if X is None:
+                raise ValueError(f"The {name!r} kernel needs width or gamma.")
+            b = mean_squared_distance(X) if name == "rbf" else mean_l1_distance(X)
+            if not b > 0.0:
+                raise ValueError(
+                    f"Cannot set the default width of the {name!r} kernel: all {X.shape[0]} "
+                    "samples are identical (mean pairwise distance 0). Pass width explicitly."
+                )
+            g = 1.0 / b
+        if not np.isfinite(g) or g <= 0.0:
+            raise ValueError(f"The {name!r} kernel width must be positive and finite.")
+        return KernelSpec(name, gamma=float(g))
+    if width is not None:
+        raise ValueError(
+            f"width applies to the 'rbf' and 'laplacian' kernels only, got width={width!r} "
+            f"with kernel={name!r}."
+        )
+    if name == "poly":
+        if gamma is None:
+            if X is None:
+                raise ValueError("The 'poly' kernel needs gamma when no data are given.")
+            g = 1.0 / X.shape[1]
+        else:
+            g = check_scalar(gamma, "gamma", lo=0.0, lo_closed=False)
+        deg = check_scalar(degree, "degree", kind="int", lo=1, hi=64)
+        c0 = check_scalar(coef0, "coef0")
+        return KernelSpec("poly", gamma=float(g), degree=int(deg), coef0=float(c0))
+    if gamma is not None:
+        raise ValueError(f"gamma does not apply to the {name!r} kernel, got gamma={gamma!r}.")
+    return KernelSpec(name)
+
+
+def mean_squared_distance(X: Any) -> float:
+    """Mean pairwise squared Euclidean distance, exactly, in O(nd).
+
+    ``mean_{i != j} ||x_i - x_j||^2 = 2n/(n-1) * mean_i ||x_i - mean(X)||^2``;
+    this is the Gaussian width heuristic of Zhang et al. (2012, Sec. 5). Accumulated in float64
+    with a two-pass (centred) sum, blockwise so memory stays O(d).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), n_samples >= 2
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nystrom_priors import mean_squared_distance
+    >>> mean_squared_distance(np.array([[0.0, 0.0], [3.0, 4.0]]))
+    25.0
+    """
+    X = check_array(X, min_samples=2)
+    n = X.shape[0]
+    mean = X.mean(axis=0, dtype=np.float64)
+    total = 0.0
+    step = max(1, (1 << 20) // max(1, X.shape[1]))
+    for s in range(0, n, step):
+        D = X[s : s + step].astype(np.float64) - mean
+        total += float(np.einsum("ij,ij->", D, D))
+    return 2.0 * total / (n - 1)
+
+
+def mean_l1_distance(X: Any) -> float:
+    """Mean pairwise L1 distance, exactly, in O(d n log n).
+
+    Per feature, the sum of pairwise absolute differences of sorted values ``x_(0..n-1)`` is
+    ``sum_k x_(k) (2k - n + 1)``; the default width of the Laplacian kernel.
+    """
+    X = check_array(X, min_samples=2)
+    n = X.shape[0]
+    weights = 2.0 * np.arange(n, dtype=np.float64) - (n - 1)
+    total = 0.0
+    for k in range(X.shape[1]):
+        total += float(np.sort(X[:, k].astype(np.float64)) @ weights)
+    return 2.0 * total / (n * (n - 1))
+
+
+class _SingleThreadedBlas:
+    """Limit BLAS to one thread while Numba threads each run their own GEMM.
+
+    Uses threadpoolctl when installed (it ships with scikit-learn); reference counted and
+    locked, so concurrent calls from several Python threads restore the user's setting exactly
+    once, when the last one leaves.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._limiter = None
+        self._controller = None
+        self._available: bool | None = None
+
+    def available(self) -> bool:
+        if self._available is None:
+            if os.environ.get("NYSTROM_PRIORS_NO_THREADPOOLCTL"):
+                self._available = False
+            else:
+                try:
+                    import scipy.linalg.cython_blas  # noqa: F401  (load the BLAS numba calls)
+                    from threadpoolctl import ThreadpoolController
+
+                    self._controller = ThreadpoolController()
+                    self._available = True
+                except Exception:
+                    self._available = False
+        return self._available
+
+    def __enter__(self) -> "_SingleThreadedBlas":
+        available = self.available()
+        with self._lock:
+            if self._depth == 0 and available:
+                self._limiter = self._controller.limit(limits=1, user_api="blas")
+            self._depth += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._limiter is not None:
+                self._limiter.restore_original_limits()
+                self._limiter = None
+
+
+_BLAS = _SingleThreadedBlas()
+
+
+def _tile_rows(n: int, m: int, itemsize: int) -> int:
+    tile = max(8, min(1024, _TILE_BYTES // max(1, m * itemsize)))
+    # enough tiles to keep every thread busy on small inputs
+    from numba import get_num_threads
+
+    per_thread = -(-n // (4 * get_num_threads()))
+    return int(max(1, min(tile, per_thread)))
+
+
+class _Prepared:
+    """Landmark-side quantities, computed once per call (or once per stream)."""
+
+    def __init__(self, Z: np.ndarray, spec: KernelSpec, dtype: np.dtype) -> None:
+        self.spec = spec
+        self.dtype = dtype
+        Zf = np.ascontiguousarray(Z, dtype=dtype)
+        d = Zf.shape[1]
+        self.shift = np.zeros(d, dtype=np.float64)
+        self.zaux = np.zeros(Zf.shape[0], dtype=np.float64)
+        if spec.name == "rbf":
+            # distances are shift invariant; centring on the landmarks' mean cuts cancellation
+            self.shift = Zf.mean(axis=0, dtype=np.float64)
+            Zs64 = Zf.astype(np.float64) - self.shift
+            Zf = np.ascontiguousarray(Zs64, dtype=dtype)
+            Zc = Zf.astype(np.float64)
+            self.zaux = np.einsum("ij,ij->i", Zc, Zc)
+        elif spec.name == "cosine":
+            nrm = np.sqrt(np.einsum("ij,ij->i", Zf.astype(np.float64), Zf.astype(np.float64)))
+            self.zaux = np.divide(1.0, nrm, out=np.zeros_like(nrm), where=nrm > 0)
+        self.Zs = Zf
+        self.ZsT = np.ascontiguousarray(Zf.T)
+        self.m = Zf.shape[0]
+        self.d = d
+
+    def compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
+        """Fill ``out`` (n, m) with k(X, Z); X validated, same dtype and width as Z."""
+        from ._numba import _extrapolate as kx
+
+        spec = self.spec
+        n = X.shape[0]
+        if n == 0:
+            return
+        if tile is None:
+            tile = _tile_rows(n, self.m, X.dtype.itemsize)
+        args = (spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree))
+        if spec.name == "laplacian":
+            kx.extrapolate_l1(X, self.ZsT, float(spec.gamma), out, tile)
+            return
+        if path is None:
+            if self.d <= FUSED_MAX_FEATURES:
+                path = "fused"
+            elif spec.name == "linear":
+                path = "gemm"
+            elif _BLAS.available():
+                path = "blas"
+            else:
+                path = "twophase"
+        if path == "fused":
+            kx.extrapolate_fused(X, self.ZsT, self.zaux, self.shift, *args, out, tile)
+        elif path == "gemm" or (path == "twophase" and spec.name == "linear"):
+            np.matmul(X, self.Zs.T, out=out)
+        elif path == "blas":
+            with _BLAS:
+                kx.extrapolate_blas(X, self.Zs, self.zaux, self.shift, *args, out, tile)
+        elif path == "twophase":
+            # multi-threaded GEMM on large chunks, then the jitted element-wise pass
+            chunk = max(tile, (1 << 22) // max(1, self.m))
+            for s in range(0, n, chunk):
+                Xb = X[s : s + chunk]
+                Eb = out[s : s + chunk]
+                if spec.name == "rbf":
+                    Xb64 = Xb.astype(np.float64) - self.shift
+                    np.matmul(Xb64.astype(X.dtype, copy=False), self.Zs.T, out=Eb)
+                    xaux = np.einsum("ij,ij->i", Xb64, Xb64)
+                elif spec.name == "cosine":
+                    np.matmul(Xb, self.Zs.T, out=Eb)
+                    Xb64 = Xb.astype(np.float64)
+                    nrm = np.sqrt(np.einsum("ij,ij->i", Xb64, Xb64))
+                    xaux = np.divide(1.0, nrm, out=np.zeros_like(nrm), where=nrm > 0)
+                else:
+                    np.matmul(Xb, self.Zs.T, out=Eb)
+                    xaux = np.zeros(Eb.shape[0])
+                kx.finish_rows(Eb, xaux, self.zaux, *args, tile)
+        else:
+            raise ValueError(f"unknown extrapolation path {path!r}")
+
+
+def _prepare(
+    X: np.ndarray | None,
+    Z: Any,
+    kernel: Any,
+    width: Any,
+    gamma: Any,
+    degree: Any,
+    coef0: Any,
+    dtype: np.dtype,
+) -> _Prepared:
+    Z = check_array(Z, name="Z")
+    if X is not None and X.shape[1] != Z.shape[1]:
+        raise ValueError(
+            f"X and Z must have the same number of features, got X with {X.shape[1]} and Z "
+            f"with {Z.shape[1]}."
+        )
+    if isinstance(kernel, KernelSpec):
+        spec = kernel
+    else:
+        needs_data = (
+            _canonical_name(kernel) in ("rbf", "laplacian") and width is None and gamma is None
+        )
+        if needs_data and Z.shape[0] < 2:
+            raise ValueError(
+                "The default width is the mean pairwise distance between the rows of Z, which "
+                f"needs at least 2 landmarks; got Z of shape {Z.shape}. Pass width explicitly."
+            )
+        spec = make_kernel(kernel, width=width, gamma=gamma, degree=degree, coef0=coef0, X=Z)
+    return _Prepared(Z, spec, dtype)
+
+
+def _check_block_rows(block_rows: Any) -> int | None:
+    if block_rows is None:
+        return None
+    return int(check_scalar(block_rows, "block_rows", kind="int", lo=1))
+
+
+def extrapolate(
+    X: Any,
+    Z: Any,
+    *,
+    kernel: str | KernelSpec = "rbf",
+    width: float | None = None,
+    gamma: float | None = None,
+    degree: int = 3,
+    coef0: float = 1.0,
+    block_rows: int | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Extrapolation matrix ``E = k(X, Z)``, row-blockwise and in parallel.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Samples. float32 and float64 are kept; other real dtypes are cast to float64.
+    Z : array-like of shape (m, d)
+        Landmarks (cast to X's dtype).
+    kernel : str or KernelSpec, default="rbf"
+        See the module docstring.
+    width : float, optional
+        Width ``b`` of ``exp(-||x - z||^2 / b)``. If neither width nor gamma is given, the
+        mean pairwise squared distance between the rows of ``Z`` (the estimators use their
+        training data instead).
+    gamma, degree, coef0
+        See :func:`make_kernel`.
+    block_rows : int, optional
+        Rows per parallel task (default: a tile of about 1 MiB of E). The result does not
+        depend on it.
+    out : ndarray of shape (n, m), optional
+        C-contiguous, writeable buffer of X's dtype (e.g. a ``np.memmap``) to write into.
+
+    Returns
+    -------
+    E : ndarray of shape (n, m), dtype of X
+        ``E[i, j] = k(X[i], Z[j])``.
+
+    Notes
+    -----
+    Each thread computes the cross term ``X_t Z^T`` of its tile of rows (by BLAS, or inside
+    the same jitted loop when ``d`` is small) and applies the kernel's element-wise map while
+    the tile is in cache. For the Gaussian kernel both sides are first centred on the
+    landmarks' mean, which leaves distances unchanged and cuts the cancellation in
+    ``||x||^2 + ||z||^2 - 2<x, z>``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nystrom_priors import extrapolate
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> E = extrapolate(X, X[:1], width=1.0)
+    >>> E.shape, round(float(E[1, 0]), 6)
+    ((2, 1), 0.367879)
+    """
+    X = check_array(X)
+    prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype)
+    tile = _check_block_rows(block_rows)
+    shape = (X.shape[0], prep.m)
+    if out is None:
+        out = np.empty(shape, dtype=X.dtype)
+    else:
+        check_out(out, shape, X.dtype)
+    prep.compute(X, out, tile, _FORCE_PATH)
+    return out
+
+
+def _iter_blocks(X: Any, block_rows: int | None, row_width: int) -> Iterator[tuple[int, Any]]:
+    """Yield ``(start_row, raw_block)`` from a 2-D array or an iterable of 2-D row blocks."""
+    if block_rows is None:
+        block_rows = max(1, _STREAM_ELEMENTS // max(1, row_width))
+    if isinstance(X, (list, tuple)) and len(X) and np.ndim(X[0]) <= 1:
+        X = np.asarray(X)  # a list of rows, not a list of blocks
+    if isinstance(X, np.ndarray):  # includes np.memmap: slicing reads one block at a time
+        if X.ndim != 2:
+            check_array(X)  # raises the standard message
+        for s in range(0, X.shape[0], block_rows):
+            yield s, X[s : s + block_rows]
+        return
+    try:
+        it = iter(X)
+    except TypeError:
+        raise TypeError(
+            f"X must be a 2-D array or an iterable of 2-D row blocks, got {type(X).__name__}."
+        ) from None
+    start = 0
+    for block in it:
+        yield start, block
+        start += np.shape(block)[0] if np.ndim(block) == 2 else 0
+
+
+def iter_extrapolate(
+    X: Any,
+    Z: Any,
+    *,
+    kernel: str | KernelSpec = "rbf",
+    width: float | None = None,
+    gamma: float | None = None,
+    degree: int = 3,
+    coef0: float = 1.0,
+    block_rows: int | None = None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Stream ``E = k(X, Z)`` in row blocks, in order, with memory bounded by one block.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d), np.memmap, or iterable of (n_b, d) blocks
+        Arrays are sliced in blocks of ``block_rows``; an iterable's blocks are used as given.
+    Z, kernel, width, gamma, degree, coef0
+        As in :func:`extrapolate`; the kernel is resolved once, before the first block.
+    block_rows : int, optional
+        Rows per yielded block for array input (default: about 64 MiB of float64 E).
+
+    Yields
+    ------
+    start : int
+        Index of the block's first row.
+    E_block : ndarray of shape (n_b, m)
+        A new array per block, in the block's dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nystrom_priors import iter_extrapolate
+    >>> X = np.random.default_rng(0).normal(size=(10, 3))
+    >>> [(s, b.shape) for s, b in iter_extrapolate(X, X[:4], width=2.0, block_rows=4)]
+    [(0, (4, 4)), (4, (4, 4)), (8, (2, 4))]
+    """
+    block_rows = _check_block_rows(block_rows)
+    Zc = check_array(Z, name="Z")
+    preps: dict[np.dtype, _Prepared] = {}
+    first = _prepare(None, Zc, kernel, width, gamma, degree, coef0, Zc.dtype)
+    for start, raw in _iter_blocks(X, block_rows, first.m):
+        Xb = check_array(raw, name=f"X block at row {start}")
+        if Xb.shape[1] != first.d:
+            raise ValueError(
+                f"X block at row {start} has {Xb.shape[1]} features, but Z has {first.d}."
+            )
+        prep = preps.get(Xb.dtype)
+        if prep is None:
+            prep = preps[Xb.dtype] = _Prepared(Zc, first.spec, Xb.dtype)
+        out = np.empty((Xb.shape[0], prep.m), dtype=Xb.dtype)
+        prep.compute(Xb, out, None, _FORCE_PATH)
+        yield start, out

@@ -1,0 +1,168 @@
+"""Landmark selection for the Nystrom family.
+
+* ``"uniform"``: rows drawn uniformly without replacement (Williams & Seeger 2001).
+* ``"kmeans++"``: k-means++ seeding alone (D^2 sampling; landmarks are data points).
+* ``"kmeans"``: clustered Nystrom (Zhang & Kwok 2010): k-means++ seeding followed by a few
+  Lloyd iterations; landmarks are the centroids. The Nystrom approximation error is bounded by
+  the k-means quantisation error, which is why centroids beat uniform sampling.
+* an ``(m, d)`` array: user-given landmarks.
+
+k-means runs on a uniform subsample of at most ``sample_size`` rows (default ``10 m``, at least
+2000): landmarks need to summarise the density, not to converge on every point, and the cost
+stays independent of ``n``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._validation import check_array, check_random_state, check_scalar
+
+__all__ = ["select_landmarks", "LANDMARK_METHODS", "kmeans"]
+
+LANDMARK_METHODS = ("uniform", "kmeans", "kmeans++")
+
+
+def _check_n_landmarks(n_landmarks: Any, n_samples: int) -> int:
+    m = int(check_scalar(n_landmarks, "n_landmarks", kind="int", lo=1))
+    if m > n_samples:
+        warnings.warn(
+            f"n_landmarks={m} is larger than the number of samples ({n_samples}); using "
+            f"n_landmarks={n_samples}.",
+            UserWarning,
+            stacklevel=3,
+        )
+        m = n_samples
+    return m
+
+
+def kmeans(
+    X: np.ndarray,
+    n_clusters: int,
+    *,
+    rng: np.random.Generator,
+    max_iter: int = 10,
+    init: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Lloyd's k-means with k-means++ seeding on a validated float array.
+
+    Returns ``(centers (k, d) float64, labels (n,) int64, n_iter)``. Stops when no label
+    changes or after ``max_iter`` iterations. The assignment GEMM runs through BLAS in chunks;
+    seeding and centre updates are jitted.
+    """
+    from ._numba import _kmeans as kk
+
+    n = X.shape[0]
+    if init is None:
+        idx = _kmeanspp(X, n_clusters, rng)
+        centers = X[idx].astype(np.float64)
+    else:
+        centers = np.array(init, dtype=np.float64)
+    X64 = X if X.dtype == np.float64 else X.astype(np.float64)
+    labels = np.full(n, -1, dtype=np.int64)
+    mindist = np.empty(n, dtype=np.float64)
+    chunk = max(1, (1 << 22) // max(1, n_clusters))
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        cn = np.einsum("ij,ij->i", centers, centers)
+        new = np.empty(n, dtype=np.int64)
+        for s in range(0, n, chunk):
+            Xb = X64[s : s + chunk]
+            D = cn - 2.0 * (Xb @ centers.T)  # ||x||^2 omitted: constant per row
+            new[s : s + chunk] = np.argmin(D, axis=1)
+            xn = np.einsum("ij,ij->i", Xb, Xb)
+            mindist[s : s + chunk] = np.maximum(D[np.arange(D.shape[0]), new[s : s + chunk]] + xn, 0)
+        changed = bool((new != labels).any())
+        labels = new
+        if not changed:
+            break
+        kk.update_centers(X64, labels, centers, mindist)
+    return centers, labels, n_iter
+
+
+def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    from ._numba import _kmeans as kk
+
+    first = int(rng.integers(X.shape[0]))
+    uniforms = rng.random(max(k - 1, 0))
+    out = np.empty(k, dtype=np.int64)
+    kk.kmeanspp_indices(X, first, uniforms, out)
+    return out
+
+
+def select_landmarks(
+    X: Any,
+    n_landmarks: int,
+    *,
+    method: str | np.ndarray = "kmeans",
+    random_state: Any = None,
+    max_iter: int = 10,
+    sample_size: int | None = None,
+) -> np.ndarray:
+    """Choose ``m`` landmark points for a Nystrom approximation.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Training samples.
+    n_landmarks : int
+        Number of landmarks ``m``; capped at ``n`` with a warning.
+    method : {"kmeans", "kmeans++", "uniform"} or ndarray of shape (m, d)
+        Selection rule (see the module docstring), or the landmarks themselves.
+    random_state : None, int, Generator or RandomState
+        Seed; the same seed gives the same landmarks, whatever the number of threads.
+    max_iter : int, default=10
+        Lloyd iterations for ``"kmeans"``.
+    sample_size : int, optional
+        k-means (and k-means++) run on a uniform subsample of this many rows; default
+        ``max(10 m, 2000)`` capped at ``n``.
+
+    Returns
+    -------
+    Z : ndarray of shape (m, d), dtype of X
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nystrom_priors import select_landmarks
+    >>> X = np.random.default_rng(0).normal(size=(500, 4))
+    >>> select_landmarks(X, 20, method="kmeans", random_state=0).shape
+    (20, 4)
+    """
+    X = check_array(X)
+    n, d = X.shape
+    if isinstance(method, np.ndarray) or (
+        not isinstance(method, str) and hasattr(method, "__len__")
+    ):
+        Z = check_array(method, name="landmarks")
+        if Z.shape[1] != d:
+            raise ValueError(
+                f"User-given landmarks have {Z.shape[1]} features, but X has {d} features."
+            )
+        return np.ascontiguousarray(Z, dtype=X.dtype)
+    if not isinstance(method, str) or method not in LANDMARK_METHODS:
+        raise ValueError(
+            f"method must be one of {list(LANDMARK_METHODS)} or an (m, d) array of landmarks, "
+            f"got {method!r}."
+        )
+    m = _check_n_landmarks(n_landmarks, n)
+    max_iter = int(check_scalar(max_iter, "max_iter", kind="int", lo=0))
+    rng = check_random_state(random_state)
+    if method == "uniform":
+        idx = np.sort(rng.choice(n, size=m, replace=False))
+        return X[idx].copy()
+    if sample_size is None:
+        s = min(n, max(10 * m, 2000))
+    else:
+        s = int(check_scalar(sample_size, "sample_size", kind="int", lo=1))
+        if s < m:
+            raise ValueError(f"sample_size ({s}) must be at least n_landmarks ({m}).")
+        s = min(s, n)
+    sample = X if s == n else X[np.sort(rng.choice(n, size=s, replace=False))]
+    if method == "kmeans++":
+        return sample[np.sort(_kmeanspp(sample, m, rng))].copy()
+    centers, _, _ = kmeans(sample, m, rng=rng, max_iter=max_iter)
+    return np.ascontiguousarray(centers, dtype=X.dtype)

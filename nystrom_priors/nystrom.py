@@ -1,0 +1,207 @@
+"""The standard Nystrom approximation: the unsupervised baseline and the prior of the learners.
+
+``K ~ E W^+ E^T`` with landmarks Z, ``E = k(X, Z)`` and ``W = k(Z, Z)`` (Williams & Seeger
+2001). ``W^+`` is computed by a float64 symmetric eigendecomposition ``W = U diag(lam) U^T``,
+dropping eigenvalues below ``rcond * lam_max`` (never an SVD: singular values discard the sign,
+turning small negative eigenvalues of a float32 ``W`` into large positive inverses). Factor rows
+are ``G = E U_r diag(lam_r)^(-1/2)``, so ``G G^T = E W^+ E^T`` and rows of landmarks reproduce W.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._base import BaseEstimator, FactorTransformMixin
+from ._validation import check_array, check_random_state, check_scalar
+from .kernels import KernelSpec, _canonical_name, extrapolate, make_kernel
+from .landmarks import LANDMARK_METHODS, select_landmarks
+
+__all__ = ["Nystrom", "psd_pinv"]
+
+
+def psd_pinv(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenpairs of a symmetric PSD matrix above a relative cut-off.
+
+    Parameters
+    ----------
+    W : ndarray of shape (m, m)
+        Symmetric (symmetrised here) and PSD up to round-off.
+    rcond : float
+        Eigenvalues ``<= rcond * max(eigenvalue)`` (and all non-positive ones) are dropped.
+
+    Returns
+    -------
+    lam : ndarray of shape (r,), descending
+    U : ndarray of shape (m, r)
+        ``W^+ = U diag(1/lam) U^T``.
+    """
+    W = np.asarray(W, dtype=np.float64)
+    lam, U = np.linalg.eigh(0.5 * (W + W.T))
+    lam, U = lam[::-1], U[:, ::-1]
+    top = lam[0] if lam.size else 0.0
+    if not top > 0.0:
+        raise ValueError(
+            "The landmark kernel matrix W has no positive eigenvalue (the kernel is zero on "
+            "the landmarks); choose another kernel or landmarks."
+        )
+    keep = lam > rcond * top
+    return lam[keep], np.ascontiguousarray(U[:, keep])
+
+
+class _LandmarkKernelMixin:
+    """Landmarks + kernel resolution + features ``k(X, Z)`` shared by the Nystrom family."""
+
+    def _fit_landmarks(self, X: np.ndarray, rng: np.random.Generator) -> None:
+        self.n_features_in_ = X.shape[1]
+        landmarks = self.landmarks
+        if isinstance(landmarks, str) and landmarks not in LANDMARK_METHODS:
+            raise ValueError(
+                f"landmarks must be one of {list(LANDMARK_METHODS)} or an (m, d) array, "
+                f"got {landmarks!r}."
+            )
+        self.landmarks_ = select_landmarks(
+            X, self.n_landmarks, method=landmarks, random_state=rng
+        )
+        spec = make_kernel(
+            self.kernel,
+            width=self.width,
+            gamma=self.gamma,
+            degree=self.degree,
+            coef0=self.coef0,
+            X=X,
+        )
+        self.gamma_ = float(spec.gamma)
+        self.width_ = spec.width
+
+    def _kernel_spec(self) -> KernelSpec:
+        return KernelSpec(
+            _canonical_name(self.kernel),
+            gamma=self.gamma_,
+            degree=int(self.degree),
+            coef0=float(self.coef0),
+        )
+
+    def _features_block(self, X: np.ndarray) -> np.ndarray:
+        return extrapolate(X, self.landmarks_, kernel=self._kernel_spec())
+
+    def _landmark_gram(self) -> np.ndarray:
+        """W = k(Z, Z) in float64 (from Z in the training dtype)."""
+        return extrapolate(self.landmarks_, self.landmarks_, kernel=self._kernel_spec()).astype(
+            np.float64
+        )
+
+    def _default_rcond(self) -> float:
+        if self.rcond is not None:
+            return float(check_scalar(self.rcond, "rcond", lo=0.0, hi=1.0, hi_closed=False))
+        # entries of W carry ~eps relative error in the training dtype; eigenvalues below
+        # m * eps * lam_max are round-off
+        return self.landmarks_.shape[0] * float(np.finfo(self.landmarks_.dtype).eps)
+
+
+class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
+    """Standard (optionally clustered) Nystrom low-rank kernel approximation.
+
+    The approximate kernel is ``k~(x, y) = k(x, Z) W^+ k(Z, y)``, with ``W = k(Z, Z)`` on
+    ``m`` landmarks Z. ``transform`` returns factor rows ``G = k(X, Z) U diag(lam)^(-1/2)``, so
+    ``G_A G_B^T`` is the approximate kernel between any two sample sets (inductive).
+
+    Parameters
+    ----------
+    n_landmarks : int, default=100
+        Number of landmarks m (capped at n_samples with a warning).
+    kernel : {"rbf", "laplacian", "poly", "linear", "cosine"}, default="rbf"
+        Kernel function (see :mod:`nystrom_priors.kernels`).
+    width : float, optional
+        Width b of ``exp(-||x - z||^2 / b)``; default: mean pairwise squared distance of the
+        training data (Zhang et al. 2012). Laplacian: mean pairwise L1 distance.
+    gamma : float, optional
+        ``1/b`` instead of ``width``; inner-product scale of the polynomial kernel.
+    degree : int, default=3
+        Polynomial degree.
+    coef0 : float, default=1.0
+        Polynomial offset.
+    landmarks : {"kmeans", "kmeans++", "uniform"} or ndarray of shape (m, d), default="kmeans"
+        Landmark selection (see :func:`select_landmarks`), or the landmarks.
+    rcond : float, optional
+        Relative eigenvalue cut-off for ``W^+``; default ``m * eps`` of the training dtype.
+    random_state : None, int or Generator
+        Seed for landmark selection.
+
+    Attributes
+    ----------
+    landmarks_ : ndarray of shape (m, d)
+    width_ : float or None
+        The width b used (distance kernels).
+    gamma_ : float
+        The resolved kernel scale (``1/width_`` for distance kernels).
+    S0_ : ndarray of shape (m, m)
+        ``W^+``, float64.
+    eigenvalues_ : ndarray of shape (r,)
+        Eigenvalues of W kept in ``W^+`` (descending).
+    projection_ : ndarray of shape (m, r)
+        ``U diag(lam)^(-1/2)``; ``G = k(X, Z) @ projection_``.
+    n_features_in_ : int
+    n_components_ : int
+        r, the rank of the approximation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nystrom_priors import Nystrom
+    >>> X = np.random.default_rng(0).normal(size=(200, 5))
+    >>> model = Nystrom(n_landmarks=20, random_state=0).fit(X)
+    >>> G = model.transform(X)
+    >>> G.shape
+    (200, 20)
+    >>> Z = model.landmarks_
+    >>> W = model.kernel(Z)  # exact on the landmarks
+    >>> bool(np.allclose(W, np.exp(-((Z[:, None] - Z[None]) ** 2).sum(-1) / model.width_)))
+    True
+    """
+
+    def __init__(
+        self,
+        n_landmarks: int = 100,
+        *,
+        kernel: str = "rbf",
+        width: float | None = None,
+        gamma: float | None = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        landmarks: str | np.ndarray = "kmeans",
+        rcond: float | None = None,
+        random_state: Any = None,
+    ) -> None:
+        self.n_landmarks = n_landmarks
+        self.kernel = kernel
+        self.width = width
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.landmarks = landmarks
+        self.rcond = rcond
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any = None) -> "Nystrom":
+        """Choose landmarks and compute ``W^+``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : ignored
+            Present for API consistency (labels are unused by the unsupervised baseline).
+
+        Returns
+        -------
+        self
+        """
+        X = check_array(X)
+        rng = check_random_state(self.random_state)
+        self._fit_landmarks(X, rng)
+        lam, U = psd_pinv(self._landmark_gram(), self._default_rcond())
+        self.eigenvalues_ = lam
+        self.S0_ = (U / lam) @ U.T
+        self.projection_ = U / np.sqrt(lam)
+        return self
