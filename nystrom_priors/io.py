@@ -132,6 +132,11 @@ def load(path: str | os.PathLike) -> Any:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"No such model file: {path!r}")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"{path!r} is not a readable nystrom_priors model file: not an .npz (zip) archive, "
+            "or a truncated or corrupted one."
+        )
     try:
         with np.load(path, allow_pickle=False) as data:
             files = set(data.files)
@@ -147,7 +152,13 @@ def load(path: str | os.PathLike) -> Any:
                     f"reads versions 1..{FORMAT_VERSION}; upgrade nystrom_priors to load it."
                 )
             meta = json.loads(str(data["__meta__"]))
-            arrays = {k: np.array(data[k]) for k in files if ":" in k}
+            try:
+                arrays = {k: np.array(data[k]) for k in files if ":" in k}
+            except ValueError as exc:  # object arrays need pickle, which is never enabled
+                raise ValueError(
+                    f"{path!r} holds pickled (object) arrays, which nystrom_priors never "
+                    f"writes and refuses to load: {exc}"
+                ) from None
     except ValueError:
         raise
     except (zipfile.BadZipFile, EOFError, OSError, KeyError, json.JSONDecodeError) as exc:

@@ -273,13 +273,14 @@ class _SingleThreadedBlas:
 _BLAS = _SingleThreadedBlas()
 
 
-def _tile_rows(n: int, m: int, itemsize: int) -> int:
-    tile = max(8, min(1024, _TILE_BYTES // max(1, m * itemsize)))
-    # enough tiles to keep every thread busy on small inputs
-    from numba import get_num_threads
+def _tile_rows(m: int, itemsize: int) -> int:
+    """Rows per tile: about ``_TILE_BYTES`` of E.
 
-    per_thread = -(-n // (4 * get_num_threads()))
-    return int(max(1, min(tile, per_thread)))
+    Depends on the shape of E's rows only, never on the thread count: BLAS may sum in a
+    different order for tiles of different heights, and results must not change with the
+    number of threads.
+    """
+    return int(max(8, min(1024, _TILE_BYTES // max(1, m * itemsize))))
 
 
 class _Prepared:
@@ -316,7 +317,7 @@ class _Prepared:
         if n == 0:
             return
         if tile is None:
-            tile = _tile_rows(n, self.m, X.dtype.itemsize)
+            tile = _tile_rows(self.m, X.dtype.itemsize)
         args = (spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree))
         if spec.name == "laplacian":
             kx.extrapolate_l1(X, self.ZsT, float(spec.gamma), out, tile)
@@ -426,8 +427,10 @@ def extrapolate(
     gamma, degree, coef0
         See :func:`make_kernel`.
     block_rows : int, optional
-        Rows per parallel task (default: a tile of about 1 MiB of E). The result does not
-        depend on it.
+        Rows per parallel task (default: a tile of about 1 MiB of E). Results never depend on
+        the number of threads; they do not depend on ``block_rows`` either, except on the
+        BLAS path (``d > FUSED_MAX_FEATURES``, non-linear kernels), where BLAS may sum in
+        another order for other tile heights (differences of a few ulp).
     out : ndarray of shape (n, m), optional
         C-contiguous, writeable buffer of X's dtype (e.g. a ``np.memmap``) to write into.
 
@@ -442,7 +445,10 @@ def extrapolate(
     the same jitted loop when ``d`` is small) and applies the kernel's element-wise map while
     the tile is in cache. For the Gaussian kernel both sides are first centred on the
     landmarks' mean, which leaves distances unchanged and cuts the cancellation in
-    ``||x||^2 + ||z||^2 - 2<x, z>``.
+    ``||x||^2 + ||z||^2 - 2<x, z>``. The absolute error of an RBF entry is then about
+    ``eps * (||x - c||^2 + ||z - c||^2) / b`` (``c`` the landmarks' mean, ``eps`` of the input
+    dtype): a few ``eps`` for the default width, larger only for widths far below the data's
+    squared scale.
 
     Examples
     --------

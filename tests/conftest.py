@@ -1,0 +1,78 @@
+"""Shared fixtures and hypothesis profiles.
+
+Profiles: ``dev`` (default, quick) and ``ci`` (more examples). Both use ``deadline=None``: the
+first example of a property pays numba's JIT compilation. Select with HYPOTHESIS_PROFILE=ci.
+"""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "dev",
+    deadline=None,
+    max_examples=25,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "ci",
+    deadline=None,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
+
+
+def naive_kernel(X, Z, name, gamma=None, degree=3, coef0=1.0):
+    """Independent dense oracle: scipy cdist / plain numpy in float64."""
+    from scipy.spatial.distance import cdist
+
+    X = np.asarray(X, dtype=np.float64)
+    Z = np.asarray(Z, dtype=np.float64)
+    if name == "rbf":
+        return np.exp(-gamma * cdist(X, Z, "sqeuclidean"))
+    if name == "laplacian":
+        return np.exp(-gamma * cdist(X, Z, "cityblock"))
+    if name == "linear":
+        return X @ Z.T
+    if name == "poly":
+        return (gamma * (X @ Z.T) + coef0) ** degree
+    if name == "cosine":
+        nx = np.linalg.norm(X, axis=1)
+        nz = np.linalg.norm(Z, axis=1)
+        nx[nx == 0] = 1.0
+        nz[nz == 0] = 1.0
+        return (X @ Z.T) / np.outer(nx, nz)
+    raise ValueError(name)
+
+
+def gemm_error_bound(A, B):
+    """Elementwise bound on the round-off of ``A @ B`` in A's dtype, any summation order.
+
+    ``|fl(A B) - A B| <= k * eps * (|A| |B|)`` (Higham, Accuracy and Stability, 3.5), with k the
+    inner dimension. Two computations of the same product differ by at most twice this.
+    """
+    A = np.asarray(A)
+    eps = np.finfo(A.dtype).eps
+    return A.shape[1] * eps * (np.abs(A).astype(np.float64) @ np.abs(np.asarray(B, dtype=np.float64)))
+
+
+def assert_same_product(G1, G2, A, B):
+    """G1 and G2 are two evaluations of A @ B (e.g. blockwise vs whole)."""
+    bound = 2 * gemm_error_bound(A, B) + np.finfo(np.asarray(A).dtype).tiny
+    diff = np.abs(np.asarray(G1, dtype=np.float64) - np.asarray(G2, dtype=np.float64))
+    assert (diff <= bound).all(), f"max excess {np.max(diff - bound)}"
+
+
+def triple_product_error_bound(A, B, C):
+    """Bound on the float64 round-off of ``A @ B @ C``: ``(k1 + k2) eps |A| |B| |C|``."""
+    A, B, C = (np.abs(np.asarray(M, dtype=np.float64)) for M in (A, B, C))
+    return (A.shape[1] + B.shape[1]) * np.finfo(np.float64).eps * (A @ B @ C)

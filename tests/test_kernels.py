@@ -1,0 +1,219 @@
+"""Kernels and the extrapolation matrix against an independent dense oracle (scipy cdist)."""
+
+import numba
+import numpy as np
+import pytest
+from conftest import naive_kernel
+from scipy.spatial.distance import pdist
+
+import nystrom_priors.kernels as kmod
+from nystrom_priors import extrapolate, iter_extrapolate, make_kernel, mean_squared_distance
+from nystrom_priors.kernels import mean_l1_distance
+
+KERNELS = ["rbf", "laplacian", "linear", "poly", "cosine"]
+PATHS = ["fused", "blas", "twophase"]
+# float32: E is computed in float32 (cross term by sgemm); the documented accuracy is
+# ~1e-6 relative to the largest entry for well-scaled data.
+TOL = {np.float64: 1e-12, np.float32: 2e-6}
+
+
+def _spec_and_oracle(X, Z, name):
+    spec = make_kernel(name, X=Z)
+    ref = naive_kernel(X, Z, name, gamma=spec.gamma, degree=spec.degree, coef0=spec.coef0)
+    return spec, ref
+
+
+@pytest.fixture(params=PATHS)
+def path(request, monkeypatch):
+    monkeypatch.setattr(kmod, "_FORCE_PATH", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", KERNELS)
+@pytest.mark.parametrize("d", [3, 37])
+def test_matches_naive_kernel(rng, name, dtype, d, path):
+    # offset data: exercises the cancellation in ||x||^2 + ||z||^2 - 2<x, z>
+    X = (rng.normal(size=(211, d)) + 5.0).astype(dtype)
+    Z = X[rng.choice(211, 23, replace=False)] + 0.01
+    E = extrapolate(X, Z, kernel=name)
+    spec, ref = _spec_and_oracle(X, Z.astype(dtype), name)
+    assert E.dtype == dtype and E.shape == (211, 23)
+    scale = max(1.0, np.abs(ref).max())
+    np.testing.assert_allclose(E, ref, rtol=0, atol=TOL[dtype] * scale)
+
+
+def test_rbf_is_one_on_identical_points(rng, path):
+    # the GEMM form's absolute error is ~eps * (||x - c||^2 + ||z - c||^2) / b; with the default
+    # width b (mean squared distance) that is a few eps whatever the data scale
+    X = rng.normal(size=(50, 30)) * 100
+    E = extrapolate(X, X)
+    np.testing.assert_allclose(np.diag(E), 1.0, rtol=0, atol=1e-14)
+    assert (E <= 1.0).all() and (E >= 0.0).all()
+
+
+def test_exp_accuracy_in_ulps():
+    from nystrom_priors._numba._extrapolate import exp_nonpos_inplace
+
+    a = -np.concatenate(
+        [np.linspace(0, 745.5, 400_001), np.geomspace(1e-300, 1.0, 20_001), [0.0, 1e-320]]
+    )
+    a = a.reshape(1, -1).copy()
+    out = a.copy()
+    exp_nonpos_inplace(out, 1)
+    ref = np.exp(a)
+    normal = ref >= np.finfo(np.float64).tiny
+    ulp = np.spacing(ref[normal])
+    assert (np.abs(out[normal] - ref[normal]) / ulp).max() <= 2.0
+    # subnormal range: within one subnormal step of libm
+    assert np.abs(out[~normal] - ref[~normal]).max() <= 2 * 5e-324
+    assert out[0, -2] == 1.0  # exp(-0) is exactly one
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_independent_of_block_size_and_threads(rng, name, path):
+    X = rng.normal(size=(157, 29))
+    Z = rng.normal(size=(41, 29))
+    ref = extrapolate(X, Z, kernel=name, block_rows=157)
+    for block in (1, 7, 64):
+        got = extrapolate(X, Z, kernel=name, block_rows=block)
+        if path == "blas" and name != "laplacian":
+            # BLAS may sum in another order for another tile height: a few ulp, documented
+            np.testing.assert_allclose(got, ref, rtol=1e-14, atol=1e-14 * np.abs(ref).max())
+        else:
+            np.testing.assert_array_equal(got, ref)
+    # the default tiling depends on the shape only, so any thread count gives the same bits
+    default = extrapolate(X, Z, kernel=name)
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = extrapolate(X, Z, kernel=name)
+    finally:
+        numba.set_num_threads(old)
+    np.testing.assert_array_equal(one, default)
+
+
+def test_out_buffer_and_memmap(rng, tmp_path):
+    X = rng.normal(size=(100, 4))
+    Z = X[:9]
+    out = np.lib.format.open_memmap(tmp_path / "E.npy", mode="w+", dtype=np.float64, shape=(100, 9))
+    res = extrapolate(X, Z, width=2.0, out=out)
+    assert res is out
+    np.testing.assert_array_equal(np.load(tmp_path / "E.npy"), extrapolate(X, Z, width=2.0))
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.empty((100, 8)), "shape"),
+        (np.empty((100, 9), dtype=np.float32), "dtype"),
+        (np.empty((9, 100)).T, "C-contiguous"),
+        ([[0.0] * 9] * 100, "numpy array"),
+    ],
+)
+def test_out_buffer_validation(rng, bad, match):
+    X = rng.normal(size=(100, 4))
+    with pytest.raises((ValueError, TypeError), match=match):
+        extrapolate(X, X[:9], width=2.0, out=bad)
+
+
+def test_read_only_and_non_contiguous_inputs(rng):
+    X = rng.normal(size=(60, 10))
+    ref = extrapolate(X, X[:5], width=3.0)
+    Xr = X.copy()
+    Xr.setflags(write=False)
+    np.testing.assert_array_equal(extrapolate(Xr, X[:5], width=3.0), ref)
+    Xf = np.asfortranarray(X)
+    np.testing.assert_array_equal(extrapolate(Xf, X[:5], width=3.0), ref)
+    Xs = np.repeat(X, 2, axis=1)[:, ::2]
+    np.testing.assert_array_equal(extrapolate(Xs, X[:5], width=3.0), ref)
+
+
+def test_integer_input_is_cast_to_float64(rng):
+    Xi = rng.integers(0, 5, size=(30, 3))
+    E = extrapolate(Xi, Xi[:4], width=2.0)
+    assert E.dtype == np.float64
+    np.testing.assert_allclose(E, naive_kernel(Xi, Xi[:4], "rbf", gamma=0.5), atol=1e-12)
+
+
+def test_iter_extrapolate_concatenates_to_extrapolate(rng, tmp_path):
+    X = rng.normal(size=(103, 6))
+    Z = X[:11]
+    full = extrapolate(X, Z, width=4.0)
+    blocks = list(iter_extrapolate(X, Z, width=4.0, block_rows=10))
+    assert [s for s, _ in blocks] == list(range(0, 103, 10))
+    np.testing.assert_array_equal(np.vstack([b for _, b in blocks]), full)
+    # an iterable of blocks (a generator) and a memmap give the same rows
+    np.save(tmp_path / "X.npy", X)
+    mm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    gen = (mm[s : s + 17] for s in range(0, 103, 17))
+    got = list(iter_extrapolate(gen, Z, width=4.0))
+    assert [s for s, _ in got] == list(range(0, 103, 17))
+    np.testing.assert_array_equal(np.vstack([b for _, b in got]), full)
+
+
+def test_iter_extrapolate_bad_block_is_reported_with_its_row(rng):
+    X = rng.normal(size=(20, 3))
+    blocks = [X[:10], X[10:, :2]]
+    it = iter_extrapolate(blocks, X[:4], width=1.0)
+    next(it)
+    with pytest.raises(ValueError, match="block at row 10 has 2 features"):
+        next(it)
+
+
+def test_default_width_is_mean_squared_distance_of_landmarks(rng):
+    X = rng.normal(size=(40, 3))
+    Z = X[:12]
+    b = mean_squared_distance(Z)
+    np.testing.assert_array_equal(extrapolate(X, Z), extrapolate(X, Z, width=b))
+
+
+def test_mean_squared_distance_is_exact(rng):
+    X = rng.normal(size=(301, 7)) * 3 + 100.0  # offset: naive formulas lose digits here
+    brute = pdist(X, "sqeuclidean").mean()
+    assert mean_squared_distance(X) == pytest.approx(brute, rel=1e-12)
+    assert mean_squared_distance(X.astype(np.float32)) == pytest.approx(brute, rel=1e-5)
+
+
+def test_mean_l1_distance_is_exact(rng):
+    X = rng.normal(size=(157, 5))
+    assert mean_l1_distance(X) == pytest.approx(pdist(X, "cityblock").mean(), rel=1e-12)
+
+
+def test_gamma_is_inverse_width(rng):
+    X = rng.normal(size=(20, 3))
+    np.testing.assert_array_equal(
+        extrapolate(X, X[:5], gamma=0.25), extrapolate(X, X[:5], width=4.0)
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"kernel": "sigmoid"}, ValueError, "Unknown kernel 'sigmoid'"),
+        ({"kernel": len}, TypeError, "kernel must be a string"),
+        ({"width": 0.0}, ValueError, r"width must be in \(0"),
+        ({"width": -1.0}, ValueError, r"width must be in \(0"),
+        ({"width": float("nan")}, ValueError, "width must be a number, got NaN"),
+        ({"width": 1.0, "gamma": 1.0}, ValueError, "not both"),
+        ({"kernel": "linear", "width": 1.0}, ValueError, "width applies to"),
+        ({"kernel": "linear", "gamma": 1.0}, ValueError, "gamma does not apply"),
+        ({"kernel": "poly", "degree": 0}, ValueError, r"degree must be in \[1"),
+        ({"kernel": "poly", "degree": 2.5}, TypeError, "degree must be an integer"),
+        ({"block_rows": 0}, ValueError, r"block_rows must be in \[1"),
+    ],
+)
+def test_bad_kernel_parameters(rng, kwargs, exc, match):
+    X = rng.normal(size=(10, 2))
+    with pytest.raises(exc, match=match):
+        extrapolate(X, X[:3], **kwargs)
+
+
+def test_mismatched_features_and_identical_landmarks(rng):
+    X = rng.normal(size=(10, 3))
+    with pytest.raises(ValueError, match="same number of features, got X with 3 and Z with 2"):
+        extrapolate(X, X[:4, :2], width=1.0)
+    with pytest.raises(ValueError, match="all 4 samples are identical"):
+        extrapolate(X, np.ones((4, 3)))
+    with pytest.raises(ValueError, match="at least 2 landmarks"):
+        extrapolate(X, X[:1])

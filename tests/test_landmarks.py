@@ -1,0 +1,120 @@
+"""Landmark selection: determinism, validity, and k-means quality against scikit-learn."""
+
+import numba
+import numpy as np
+import pytest
+
+from nystrom_priors import select_landmarks
+from nystrom_priors.landmarks import kmeans
+
+
+def _inertia(X, C):
+    d = ((X[:, None, :] - C[None, :, :]) ** 2).sum(-1)
+    return d.min(axis=1).sum()
+
+
+def _blobs(rng, n=600, d=4, k=6):
+    centers = rng.normal(size=(k, d)) * 6
+    return centers[rng.integers(k, size=n)] + rng.normal(size=(n, d))
+
+
+@pytest.mark.parametrize("method", ["uniform", "kmeans++", "kmeans"])
+def test_deterministic_for_a_seed_and_thread_count(rng, method):
+    X = _blobs(rng)
+    a = select_landmarks(X, 25, method=method, random_state=3)
+    b = select_landmarks(X, 25, method=method, random_state=3)
+    np.testing.assert_array_equal(a, b)
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        c = select_landmarks(X, 25, method=method, random_state=3)
+    finally:
+        numba.set_num_threads(old)
+    np.testing.assert_array_equal(a, c)
+    assert not np.array_equal(a, select_landmarks(X, 25, method=method, random_state=4))
+
+
+@pytest.mark.parametrize("method", ["uniform", "kmeans++"])
+def test_sampling_methods_return_distinct_data_rows(rng, method):
+    X = rng.normal(size=(300, 3))
+    Z = select_landmarks(X, 40, method=method, random_state=0)
+    rows = {tuple(r) for r in X}
+    assert all(tuple(z) in rows for z in Z)
+    assert len({tuple(z) for z in Z}) == 40
+
+
+def test_kmeanspp_spreads_over_clusters(rng):
+    X = _blobs(rng, k=6)
+    Zu = select_landmarks(X, 6, method="uniform", random_state=0)
+    Zp = select_landmarks(X, 6, method="kmeans++", random_state=0)
+    # D^2 sampling covers the blobs much better than uniform draws, on average over seeds
+    iu = np.mean([_inertia(X, select_landmarks(X, 6, method="uniform", random_state=s)) for s in range(10)])
+    ip = np.mean([_inertia(X, select_landmarks(X, 6, method="kmeans++", random_state=s)) for s in range(10)])
+    assert ip < iu
+    assert Zu.shape == Zp.shape == (6, 4)
+
+
+def test_kmeans_matches_sklearn_quality(rng):
+    sklearn_cluster = pytest.importorskip("sklearn.cluster")
+    X = _blobs(rng, n=800, k=8)
+    Z = select_landmarks(X, 8, method="kmeans", random_state=0, max_iter=50)
+    ref = sklearn_cluster.KMeans(8, n_init=10, random_state=0).fit(X)
+    assert _inertia(X, Z) <= 1.05 * ref.inertia_
+
+
+def test_lloyd_decreases_inertia_and_stops_on_fixed_point(rng):
+    X = _blobs(rng, n=500, k=5)
+    seeds = select_landmarks(X, 12, method="kmeans++", random_state=1)
+    C, labels, n_iter = kmeans(X, 12, rng=np.random.default_rng(1), max_iter=200, init=seeds)
+    assert _inertia(X, C) < _inertia(X, seeds)
+    assert n_iter < 200
+    # fixed point: every centre is the mean of its cluster, every point at its nearest centre
+    for c in range(12):
+        np.testing.assert_allclose(C[c], X[labels == c].mean(axis=0), atol=1e-12)
+    d = ((X[:, None] - C[None]) ** 2).sum(-1)
+    np.testing.assert_array_equal(labels, d.argmin(axis=1))
+
+
+def test_empty_clusters_are_reseeded(rng):
+    X = np.vstack([np.zeros((50, 2)), np.ones((50, 2)) * 10])
+    init = np.array([[0.0, 0.0], [10.0, 10.0], [100.0, 100.0]])  # third never wins a point
+    C, labels, _ = kmeans(X, 3, rng=np.random.default_rng(0), max_iter=5, init=init)
+    assert np.isfinite(C).all()
+    assert not np.any(np.all(C == [100.0, 100.0], axis=1))
+
+
+def test_subsample_and_float32(rng):
+    X = _blobs(rng, n=3000).astype(np.float32)
+    Z = select_landmarks(X, 20, method="kmeans", random_state=0, sample_size=500)
+    assert Z.dtype == np.float32 and Z.shape == (20, 4)
+    with pytest.raises(ValueError, match="sample_size .* at least n_landmarks"):
+        select_landmarks(X, 20, sample_size=10)
+
+
+def test_duplicated_samples(rng):
+    X = np.repeat(rng.normal(size=(5, 3)), 20, axis=0)
+    Z = select_landmarks(X, 8, method="kmeans++", random_state=0)
+    assert Z.shape == (8, 3) and np.isfinite(Z).all()
+    Zk = select_landmarks(X, 8, method="kmeans", random_state=0)
+    assert np.isfinite(Zk).all()
+
+
+def test_too_many_landmarks_warns_and_caps(rng):
+    X = rng.normal(size=(10, 2))
+    with pytest.warns(UserWarning, match="n_landmarks=15 is larger than the number of samples"):
+        Z = select_landmarks(X, 15, method="uniform", random_state=0)
+    assert Z.shape == (10, 2)
+
+
+def test_user_landmarks_and_bad_methods(rng):
+    X = rng.normal(size=(10, 2))
+    Zu = rng.normal(size=(4, 2))
+    np.testing.assert_array_equal(select_landmarks(X, 4, method=Zu), Zu)
+    with pytest.raises(ValueError, match="User-given landmarks have 3 features, but X has 2"):
+        select_landmarks(X, 4, method=rng.normal(size=(4, 3)))
+    with pytest.raises(ValueError, match="method must be one of"):
+        select_landmarks(X, 4, method="random")
+    with pytest.raises(ValueError, match=r"n_landmarks must be in \[1"):
+        select_landmarks(X, 0)
+    with pytest.raises(TypeError, match="random_state must be"):
+        select_landmarks(X, 2, random_state="seed")

@@ -1,0 +1,89 @@
+"""The shared validation layer: every bad input gets a clear exception."""
+
+import numpy as np
+import pytest
+
+from nystrom_priors import Nystrom, extrapolate, mean_squared_distance, select_landmarks
+from nystrom_priors._validation import check_array, check_random_state, check_scalar
+
+GOOD = np.arange(12.0).reshape(6, 2)
+
+CASES = [
+    (None, TypeError, "got None"),
+    (np.array([1.0, 2.0, 3.0]), ValueError, r"2-D array .* got a 1-D array of shape \(3,\).*reshape"),
+    (np.zeros((2, 2, 2)), ValueError, r"got a 3-D array of shape \(2, 2, 2\)"),
+    (np.empty((0, 3)), ValueError, r"at least \d sample\(s\), got shape \(0, 3\)"),
+    (np.empty((3, 0)), ValueError, r"at least 1 feature\(s\), got shape \(3, 0\)"),
+    (np.array([[1.0, np.nan], [0, 0]]), ValueError, r"finite values, got 1 NaN and 0 infinite .*index \(0, 1\)"),
+    (np.array([[np.inf, 1.0], [0, 0]]), ValueError, "got 0 NaN and 1 infinite"),
+    (np.array([["a", "b"]]), TypeError, r"dtype <U1 \(string\)"),
+    (np.array([[1 + 2j]]), TypeError, r"complex"),
+    (np.array([[object()]], dtype=object), TypeError, r"object"),
+    ([[1.0, 2.0], [3.0]], TypeError, "could not be converted"),
+    (np.array([["2020-01-01"]], dtype="datetime64[D]"), TypeError, "datetime"),
+]
+
+
+@pytest.mark.parametrize("bad, exc, match", CASES)
+@pytest.mark.parametrize(
+    "entry",
+    [
+        lambda X: extrapolate(X, GOOD, width=1.0),
+        lambda X: extrapolate(GOOD, X, width=1.0),
+        lambda X: Nystrom(2).fit(X),
+        lambda X: Nystrom(2, random_state=0).fit(GOOD).transform(X),
+        lambda X: select_landmarks(X, 2),
+        lambda X: mean_squared_distance(X),
+    ],
+    ids=["extrapolate-X", "extrapolate-Z", "fit", "transform", "select_landmarks", "msd"],
+)
+def test_bad_arrays_everywhere(bad, exc, match, entry):
+    with pytest.raises(exc, match=match):
+        entry(bad)
+
+
+def test_sparse_input_is_refused_with_hint():
+    sparse = pytest.importorskip("scipy.sparse")
+    with pytest.raises(TypeError, match=r"sparse matrix .*toarray"):
+        check_array(sparse.csr_matrix(GOOD))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint16, np.bool_, np.float16])
+def test_other_real_dtypes_are_cast_to_float64(dtype):
+    out = check_array(GOOD.astype(dtype))
+    assert out.dtype == np.float64 and out.flags.c_contiguous
+
+
+def test_float32_and_float64_are_kept_without_copy():
+    for dtype in (np.float32, np.float64):
+        X = GOOD.astype(dtype)
+        assert check_array(X) is X
+
+
+def test_random_state_forms():
+    g = np.random.default_rng(0)
+    assert check_random_state(g) is g
+    assert isinstance(check_random_state(3), np.random.Generator)
+    a = check_random_state(np.random.RandomState(0)).random()
+    assert a == check_random_state(np.random.RandomState(0)).random()
+    with pytest.raises(ValueError, match="non-negative"):
+        check_random_state(-1)
+    with pytest.raises(TypeError, match="random_state must be None"):
+        check_random_state(1.5)
+
+
+@pytest.mark.parametrize(
+    "value, kwargs, exc, match",
+    [
+        (True, {}, TypeError, "got bool"),
+        ("1", {}, TypeError, "must be a real number, got str"),
+        (float("nan"), {}, ValueError, "got NaN"),
+        (float("inf"), {}, ValueError, "must be finite"),
+        (0.0, {"lo": 0.0, "lo_closed": False}, ValueError, r"must be in \(0, inf\), got 0.0"),
+        (5, {"kind": "int", "hi": 4}, ValueError, r"must be in \(-inf, 4\], got 5"),
+        (2.5, {"kind": "int"}, TypeError, "must be an integer, got float 2.5"),
+    ],
+)
+def test_check_scalar(value, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        check_scalar(value, "p", **kwargs)
