@@ -150,9 +150,13 @@ class FactorTransformMixin:
         return max(1, self._transform_elements // max(1, self.projection_.shape[0]))
 
     def _transform_validated(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        P = self.projection_.astype(X.dtype, copy=False)
+        P = np.ascontiguousarray(self.projection_, dtype=X.dtype)
         if out is None:
             out = np.empty((X.shape[0], P.shape[1]), dtype=X.dtype)
+        # landmark learners project tile by tile inside one parallel region when they can
+        project = getattr(self, "_project_into", None)
+        if project is not None and project(X, P, out):
+            return out
         step = self._block_rows_default()
         for s in range(0, X.shape[0], step):
             np.matmul(self._features_block(X[s : s + step]), P, out=out[s : s + step])

@@ -42,9 +42,10 @@ KERNEL_CODES = {"linear": 0, "rbf": 1, "poly": 2, "cosine": 3, "laplacian": 4}
 _ALIASES = {"gaussian": "rbf", "polynomial": "poly"}
 KERNEL_NAMES = tuple(KERNEL_CODES) + tuple(_ALIASES)
 
-# Below this many features the cross term is computed inside the fused Numba pass: the GEMM is
-# then bound by writing E, and writing it once beats writing it twice (measured in
-# scripts/bench_extrapolation.py).
+# Without threadpoolctl (no per-thread BLAS), below this many features the cross term is
+# computed inside the fused Numba pass rather than by a separate multi-threaded GEMM
+# (measured in scripts/bench_extrapolation.py: fused 2.6x vs two-phase 3.5x of a bare GEMM at
+# d = 16, 2.6x vs 2.2x at d = 32). With threadpoolctl the BLAS-per-tile path wins at every d.
 FUSED_MAX_FEATURES = 24
 # Target size of one tile of E processed by one thread: small enough to stay in L2 between
 # the GEMM and the element-wise pass.
@@ -273,14 +274,15 @@ class _SingleThreadedBlas:
 _BLAS = _SingleThreadedBlas()
 
 
-def _tile_rows(m: int, itemsize: int) -> int:
-    """Rows per tile: about ``_TILE_BYTES`` of E.
+def _tile_rows(m: int, d: int, itemsize: int) -> int:
+    """Rows per tile: about 1 MiB of E (4 MiB when d >= 256, where taller GEMMs pay off).
 
-    Depends on the shape of E's rows only, never on the thread count: BLAS may sum in a
-    different order for tiles of different heights, and results must not change with the
-    number of threads.
+    Depends on shapes and dtype only, never on the thread count: BLAS may sum in a different
+    order for tiles of different heights, and results must not change with the number of
+    threads.
     """
-    return int(max(8, min(1024, _TILE_BYTES // max(1, m * itemsize))))
+    target = _TILE_BYTES * (4 if d >= 256 else 1)
+    return int(max(8, min(1024, target // max(1, m * itemsize))))
 
 
 class _Prepared:
@@ -317,18 +319,18 @@ class _Prepared:
         if n == 0:
             return
         if tile is None:
-            tile = _tile_rows(self.m, X.dtype.itemsize)
+            tile = _tile_rows(self.m, self.d, X.dtype.itemsize)
         args = (spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree))
         if spec.name == "laplacian":
             kx.extrapolate_l1(X, self.ZsT, float(spec.gamma), out, tile)
             return
         if path is None:
-            if self.d <= FUSED_MAX_FEATURES:
+            if _BLAS.available():
+                path = "blas"
+            elif self.d <= FUSED_MAX_FEATURES:
                 path = "fused"
             elif spec.name == "linear":
                 path = "gemm"
-            elif _BLAS.available():
-                path = "blas"
             else:
                 path = "twophase"
         if path == "fused":
@@ -337,7 +339,7 @@ class _Prepared:
             np.matmul(X, self.Zs.T, out=out)
         elif path == "blas":
             with _BLAS:
-                kx.extrapolate_blas(X, self.Zs, self.zaux, self.shift, *args, out, tile)
+                kx.extrapolate_blas(X, self.Zs, self.ZsT, self.zaux, self.shift, *args, out, tile)
         elif path == "twophase":
             # multi-threaded GEMM on large chunks, then the jitted element-wise pass
             chunk = max(tile, (1 << 22) // max(1, self.m))
@@ -359,6 +361,27 @@ class _Prepared:
                 kx.finish_rows(Eb, xaux, self.zaux, *args, tile)
         else:
             raise ValueError(f"unknown extrapolation path {path!r}")
+
+
+    def project(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> bool:
+        """Fill ``out`` (n, r) with ``k(X, Z) @ P`` tile by tile, if per-thread BLAS is possible.
+
+        Returns False (and does nothing) when threadpoolctl is unavailable or a test forces
+        another path; the caller then goes block by block.
+        """
+        if _FORCE_PATH not in (None, "blas") or not _BLAS.available() or X.shape[0] == 0:
+            return False
+        from ._numba import _extrapolate as kx
+
+        spec = self.spec
+        # taller tiles than for E alone: each tile's GEMM repacks the m x r projection
+        tile = max(_tile_rows(self.m, self.d, X.dtype.itemsize), min(1024, (8 << 20) // max(1, self.m * X.dtype.itemsize)))
+        with _BLAS:
+            kx.project_blas(
+                X, self.Zs, self.ZsT, self.zaux, self.shift, spec.code, float(spec.gamma),
+                float(spec.coef0), int(spec.degree), P, out, tile,
+            )
+        return True
 
 
 def _prepare(

@@ -15,7 +15,7 @@ import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin
 from ._validation import check_array, check_random_state, check_scalar
-from .kernels import KernelSpec, _canonical_name, extrapolate, make_kernel
+from .kernels import KernelSpec, _canonical_name, _Prepared, extrapolate, make_kernel
 from .landmarks import LANDMARK_METHODS, select_landmarks
 
 __all__ = ["Nystrom", "psd_pinv"]
@@ -83,8 +83,26 @@ class _LandmarkKernelMixin:
             coef0=float(self.coef0),
         )
 
+    def _prepared(self, dtype: np.dtype) -> "_Prepared":
+        """Landmark-side quantities for ``dtype``, computed once per fitted model."""
+        cache = self.__dict__.setdefault("_prepared_cache", {})
+        key = (np.dtype(dtype), id(self.landmarks_), self.gamma_)
+        prep = cache.get(key)
+        if prep is None:
+            cache.clear()
+            prep = cache[key] = _Prepared(self.landmarks_, self._kernel_spec(), np.dtype(dtype))
+        return prep
+
     def _features_block(self, X: np.ndarray) -> np.ndarray:
-        return extrapolate(X, self.landmarks_, kernel=self._kernel_spec())
+        from . import kernels
+
+        prep = self._prepared(X.dtype)
+        out = np.empty((X.shape[0], prep.m), dtype=X.dtype)
+        prep.compute(X, out, None, kernels._FORCE_PATH)
+        return out
+
+    def _project_into(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> bool:
+        return self._prepared(X.dtype).project(X, P, out)
 
     def _landmark_gram(self) -> np.ndarray:
         """W = k(Z, Z) in float64 (from Z in the training dtype)."""

@@ -76,3 +76,21 @@ def triple_product_error_bound(A, B, C):
     """Bound on the float64 round-off of ``A @ B @ C``: ``(k1 + k2) eps |A| |B| |C|``."""
     A, B, C = (np.abs(np.asarray(M, dtype=np.float64)) for M in (A, B, C))
     return (A.shape[1] + B.shape[1]) * np.finfo(np.float64).eps * (A @ B @ C)
+
+
+def rbf_roundoff_bound(X, Z, gamma):
+    """Bound on the difference of two BLAS evaluations of exp(-gamma ||x - z||^2).
+
+    The squared distance comes from ||x-c||^2 + ||z-c||^2 - 2 <x-c, z-c> with c the landmarks'
+    mean; two GEMM evaluations of the cross term differ by <= 2 d eps |x-c||z-c| each, so
+    |dE| <= E * gamma * 2 * 2 d eps (|X-c| |Z-c|^T), plus 4 ulp for the exponential itself.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Z = np.asarray(Z, dtype=np.float64)
+    c = Z.mean(axis=0)
+    eps = np.finfo(np.float64).eps
+    cross = np.abs(X - c) @ np.abs(Z - c).T
+    from scipy.spatial.distance import cdist
+
+    E = np.exp(-gamma * cdist(X, Z, "sqeuclidean"))
+    return E * gamma * 4 * X.shape[1] * eps * cross + 4 * eps * E

@@ -69,11 +69,14 @@ def test_second_process_loads_kernels_from_cache(tmp_path):
         from nystrom_priors._numba import _extrapolate as kx
         X = np.random.default_rng(0).normal(size=(50, 3))
         extrapolate(X, X[:7], width=1.0)
-        st = kx.extrapolate_fused.stats
-        print(sum(st.cache_hits.values()), sum(st.cache_misses.values()))
+        # whichever path ran (it depends on whether threadpoolctl is installed)
+        kernels = [f for f in vars(kx).values() if hasattr(f, "stats")]
+        hits = sum(sum(f.stats.cache_hits.values()) for f in kernels)
+        misses = sum(sum(f.stats.cache_misses.values()) for f in kernels)
+        print(hits, misses)
         """
     env = {"NUMBA_CACHE_DIR": str(tmp_path)}
     hits1, misses1 = map(int, _run(code, env)[0].split())
     hits2, misses2 = map(int, _run(code, env)[0].split())
-    assert misses1 == 1 and hits1 == 0  # cold cache: compiled
-    assert hits2 == 1 and misses2 == 0  # warm cache: loaded, not compiled
+    assert misses1 >= 1 and hits1 == 0  # cold cache: compiled
+    assert hits2 >= 1 and misses2 == 0  # warm cache: loaded (leaves are embedded), nothing compiled

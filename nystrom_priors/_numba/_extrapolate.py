@@ -6,10 +6,12 @@ graph lives in this file because numba's cache does not notice edits to callees 
 
 Layout of the work
 ------------------
-``extrapolate_blas``
+``extrapolate_blas`` / ``project_blas``
     ``prange`` over row tiles; each thread computes its tile's cross term ``X_t Z^T`` with
     BLAS (``np.dot``; the Python caller limits BLAS to one thread so the two thread pools do not
-    fight) and immediately applies the kernel's element-wise map while the tile is in cache.
+    fight) and immediately applies the kernel's element-wise map while the tile is in cache;
+    ``project_blas`` then multiplies the tile by the m x r projection, so factor rows
+    ``G = k(X, Z) P`` never need E beyond one tile per thread.
 ``extrapolate_fused``
     Small ``d``: the cross term is computed in the same pass as the element-wise map, so E is
     written once. Faster than a GEMM when the GEMM is bound by writing E.
@@ -70,7 +72,7 @@ _TWO_M54 = 2.0**-54
 # Only "contract" here: "reassoc" would fold (t + SHIFT) - SHIFT to t and merge the two-part
 # ln 2, destroying the range reduction. The loop still vectorizes: there is no reduction and no
 # library call (numba's np.exp is a scalar libm call).
-@njit(inline="always", fastmath={"contract"}, cache=True, nogil=True)
+@njit(fastmath={"contract"}, cache=True, nogil=True)
 def _exp_nonpos(a):
     """exp(a) for a <= 0 (a = -0.0 .. -inf), within 2 ulp, subnormals included.
 
@@ -103,7 +105,7 @@ def _exp_nonpos(a):
     return (p * scale) * _TWO_M54
 
 
-@njit(inline="always", fastmath={"contract"}, cache=True, nogil=True)
+@njit(fastmath={"contract"}, cache=True, nogil=True)
 def _finish_row(row, xa, zaux, code, gamma, coef0, degree):
     """Apply the kernel's element-wise map to one row of cross terms, in place.
 
@@ -130,7 +132,7 @@ def _finish_row(row, xa, zaux, code, gamma, coef0, degree):
             row[j] = p
 
 
-@njit(inline="always", fastmath={"contract"}, cache=True, nogil=True)
+@njit(fastmath={"contract"}, cache=True, nogil=True)
 def _row_aux(X, i, shift, code):
     """Per-row quantity the element-wise map needs (see ``_finish_row``)."""
     d = X.shape[1]
@@ -149,30 +151,76 @@ def _row_aux(X, i, shift, code):
     return 0.0
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def extrapolate_blas(X, Zs, zaux, shift, code, gamma, coef0, degree, out, tile):
-    """E = k(X, Z) with the cross term by BLAS, tile by tile, into ``out`` (n, m).
+@njit(fastmath={"contract"}, cache=True, nogil=True)
+def _l1_rows(X, s, ZT, gamma, Et):
+    """Et[i] = exp(-gamma * ||X[s + i] - z_j||_1) for the rows of one tile."""
+    d = X.shape[1]
+    m = ZT.shape[1]
+    for i in range(Et.shape[0]):
+        row = Et[i]
+        for j in range(m):
+            row[j] = 0.0
+        for k in range(d):
+            xk = X[s + i, k] * 1.0
+            zk = ZT[k]
+            for j in range(m):
+                row[j] += abs(xk - zk[j])
+        for j in range(m):
+            row[j] = _exp_nonpos(-row[j] * gamma)
+
+
+@njit(cache=True, nogil=True)
+def _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, Et):
+    """Fill the tile Et = k(X[s : s + len(Et)], Z): cross term by BLAS, then the map.
 
     ``Zs`` is Z shifted by ``shift`` for RBF (distance-preserving, reduces cancellation) and Z
     itself otherwise; ``zaux`` holds the landmark-side quantity of ``_finish_row``.
     """
-    n, d = X.shape
+    rows = Et.shape[0]
+    d = X.shape[1]
+    if code == LAPLACIAN:
+        _l1_rows(X, s, ZsT, gamma, Et)
+        return
+    if code == RBF:
+        buf = np.empty((rows, d), dtype=X.dtype)
+        for i in range(rows):
+            for k in range(d):
+                buf[i, k] = X[s + i, k] - shift[k]
+        np.dot(buf, Zs.T, Et)
+    else:
+        np.dot(X[s : s + rows], Zs.T, Et)
+    if code != LINEAR:
+        for i in range(rows):
+            _finish_row(Et[i], _row_aux(X, s + i, shift, code), zaux, code, gamma, coef0, degree)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def extrapolate_blas(X, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, out, tile):
+    """E = k(X, Z) into ``out`` (n, m), tile by tile; BLAS must be single-threaded."""
+    n = X.shape[0]
     n_tiles = (n + tile - 1) // tile
-    ZsT = Zs.T
     for t in prange(n_tiles):
         s = t * tile
         e = min(n, s + tile)
-        Et = out[s:e]
-        if code == RBF:
-            buf = np.empty((e - s, d), dtype=X.dtype)
-            for i in range(e - s):
-                for k in range(d):
-                    buf[i, k] = X[s + i, k] - shift[k]
-            np.dot(buf, ZsT, Et)
-        else:
-            np.dot(X[s:e], ZsT, Et)
-        for i in range(e - s):
-            _finish_row(Et[i], _row_aux(X, s + i, shift, code), zaux, code, gamma, coef0, degree)
+        _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, out[s:e])
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def project_blas(X, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, P, out, tile):
+    """G = k(X, Z) @ P into ``out`` (n, r) without materialising E beyond one tile per thread.
+
+    Each thread computes a tile of E and projects it while it is in cache; BLAS must be
+    single-threaded (the caller arranges it).
+    """
+    n = X.shape[0]
+    m = Zs.shape[0]
+    n_tiles = (n + tile - 1) // tile
+    for t in prange(n_tiles):
+        s = t * tile
+        e = min(n, s + tile)
+        Et = np.empty((e - s, m), dtype=X.dtype)
+        _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, Et)
+        np.dot(Et, P, out[s:e])
 
 
 @njit(parallel=True, fastmath={"contract"}, cache=True, nogil=True)
@@ -223,25 +271,15 @@ def extrapolate_fused(X, ZsT, zaux, shift, code, gamma, coef0, degree, out, tile
                 row[j] = acc[j]
 
 
-@njit(parallel=True, fastmath={"contract"}, cache=True, nogil=True)
+@njit(parallel=True, cache=True, nogil=True)
 def extrapolate_l1(X, ZT, gamma, out, tile):
     """Laplacian kernel E_ij = exp(-gamma * ||x_i - z_j||_1) into ``out`` (n, m)."""
-    n, d = X.shape
-    m = ZT.shape[1]
+    n = X.shape[0]
     n_tiles = (n + tile - 1) // tile
     for t in prange(n_tiles):
-        acc = np.empty(m, dtype=np.float64)
-        for i in range(t * tile, min(n, t * tile + tile)):
-            for j in range(m):
-                acc[j] = 0.0
-            for k in range(d):
-                xk = X[i, k] * 1.0
-                zk = ZT[k]
-                for j in range(m):
-                    acc[j] += abs(xk - zk[j])
-            row = out[i]
-            for j in range(m):
-                row[j] = _exp_nonpos(-acc[j] * gamma)
+        s = t * tile
+        e = min(n, s + tile)
+        _l1_rows(X, s, ZT, gamma, out[s:e])
 
 
 @njit(parallel=True, cache=True, nogil=True)
