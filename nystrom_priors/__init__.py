@@ -4,6 +4,8 @@ Learners
 --------
 Nystrom
     The standard (clustered) Nystrom approximation: the unsupervised baseline and prior.
+GeneralizedNystrom
+    Dictionary kernel learned from labels or pairs (Zhang et al. 2012); inductive.
 
 Functions
 ---------
@@ -33,6 +35,8 @@ __version__ = "0.1.0"
 # public name -> submodule that defines it
 _LAZY = {
     "Nystrom": "nystrom",
+    "GeneralizedNystrom": "generalized",
+    "labels_to_pairs": "side_info",
     "extrapolate": "kernels",
     "iter_extrapolate": "kernels",
     "make_kernel": "kernels",

@@ -1,0 +1,685 @@
+"""Generalized Nystrom with priors (Zhang, Lan, Liu, Rauber & Moerchen, ICML 2012).
+
+The Nystrom kernel ``E W^+ E^T`` is a *dictionary kernel* ``W^+`` on m landmarks, extrapolated
+bilaterally to any pair of samples through ``E = k(X, Z)``. Instead of the unsupervised
+dictionary ``S0 = W^+``, learn an m x m PSD ``S`` that agrees with the side information while
+staying close to the prior:
+
+    min_{S >= 0}  J(S) = lam ||S - S0||_F^2 + ||T o (E_I S E_I^T) - K*||_F^2
+
+* labels (``y``, -1 = unlabeled): I = labeled rows, T = all ones, ``K* = Y Y^T`` (one-hot Y);
+* pairs: I = constrained rows, T = 1 on the pairs (both orders) and on the diagonal of I,
+  ``K*_ij = 1`` for must-link (and i = j), 0 for cannot-link. With every pair among labeled
+  samples this is exactly the labeled problem.
+
+Everything is m x m: with ``M = E_l^T E_l`` and ``R = (E_l^T Y)(Y^T E_l)``,
+``J(S) = lam ||S - S0||^2 + tr(S M S M) - 2 tr(S R) + ||K*||^2`` and
+``grad J = 2 lam (S - S0) + 2 (M S M - R)``; the pair part costs O(|pairs| m + |I| m^2) per
+gradient through a sparse mask and never forms an |I| x |I| matrix.
+
+Solvers
+-------
+``"apg"`` (default)
+    Accelerated projected gradient (FISTA with gradient restarts) in preconditioned
+    coordinates. In M's eigenbasis (M = U diag(mu) U^T) the labeled objective is
+    ``sum_ij (lam + mu_i mu_j)(S~_ij - c_ij)^2``: a weighted distance to the unconstrained
+    optimum, with condition number ~ mu_max^2 / lam. The congruence
+    ``V = D S~ D``, ``D = diag((lam + mu_i^2)^(1/4))``, keeps the PSD cone and bounds the weights
+    in ``(sqrt(lam)/mu_max, 1]``: condition number ~ mu_max / sqrt(lam), Lipschitz constant 2.
+``"pgd"``
+    The paper's method: gradient mapping with Armijo-Goldstein backtracking (Sec. 3.4) in the
+    original coordinates. Note the paper's eq. (7) writes ``+eta grad``: the descent step is
+    ``S <- P_psd(S - grad / A)``.
+
+Both stop on a certified criterion: for labels the exact Lagrangian duality gap (the dual of a
+weighted quadratic over the PSD cone has a closed form), for pairs the projected-gradient (KKT)
+residual. Never on the relative decrease of J, which stops 1e-3..1e-1 above the optimum.
+
+Choosing lam
+------------
+``lam`` is searched on ``mu_max^2 * 10^e`` (``mu_max`` = largest eigenvalue of M), warm-started
+along the path from large to small lam.
+
+``"nka"``
+    The paper's eq. (12): maximise ``rho(S, S0) * rho(E_l S E_l^T, K*)`` (centred alignment).
+    When W is ill-conditioned ``rho(S, S0)`` stays ~1 for every lam and the rule degenerates
+    to the smallest lam of the grid.
+``"auto"`` (default)
+    Stratified k-fold cross-validation on the labeled samples only: S is refitted on each
+    training fold along the same path, and a closed-form kernel ridge classifier on the learned
+    kernel predicts the held-out labels. The lam with the lowest held-out error wins (ties:
+    lower held-out squared error, then the larger lam).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._base import BaseEstimator, FactorTransformMixin
+from ._validation import check_array, check_option, check_random_state, check_scalar
+from .exceptions import ConvergenceWarning
+from .nystrom import _LandmarkKernelMixin, psd_pinv
+from .side_info import check_labels, check_pairs
+
+__all__ = ["GeneralizedNystrom"]
+
+_EPS = np.finfo(np.float64).eps
+_CV_TOL = 1e-3
+
+
+def _sym(A: np.ndarray) -> np.ndarray:
+    return 0.5 * (A + A.T)
+
+
+def _psd_project(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Euclidean projection onto the PSD cone; returns (P, eigenvalues, eigenvectors) of A."""
+    lam, U = np.linalg.eigh(_sym(A))
+    pos = np.maximum(lam, 0.0)
+    return (U * pos) @ U.T, lam, U
+
+
+class _Problem:
+    """The quadratic J(S) for fixed data: labels part (E_l, Y) and sparse pairs part.
+
+    Parameters
+    ----------
+    S0 : (m, m) prior.
+    El, Y : labeled extrapolation rows (l, m) and one-hot labels (l, c), or None.
+    Ep, a, b, t : rows of E for the points of the sparse part (p, m) and the ordered entries
+        (a[k], b[k]) of the mask with targets t[k], or None.
+    """
+
+    def __init__(self, S0, El=None, Y=None, Ep=None, a=None, b=None, t=None):
+        self.S0 = S0
+        self.m = S0.shape[0]
+        self.El = El
+        self.Y = Y
+        self.has_labels = El is not None
+        self.has_pairs = Ep is not None
+        self.const = 0.0
+        R = np.zeros((self.m, self.m))
+        Mpre = np.zeros((self.m, self.m))
+        if self.has_labels:
+            C = El.T @ Y
+            R += C @ C.T
+            self.M = El.T @ El
+            Mpre += self.M
+            counts = Y.sum(axis=0)
+            self.const += float(np.sum(counts**2))
+        if self.has_pairs:
+            import scipy.sparse as sp
+
+            self.Ep, self.a, self.b, self.t = Ep, a, b, t
+            p = Ep.shape[0]
+            self.T = sp.csr_matrix((t, (a, b)), shape=(p, p))
+            R += Ep.T @ (self.T @ Ep)
+            self.const += float(np.sum(t**2))
+            density = a.size / float(p * p)
+            Mpre += np.sqrt(density) * (Ep.T @ Ep)
+        self.R = _sym(R)
+        self.Mpre = _sym(Mpre)
+        mu, U = np.linalg.eigh(self.Mpre)
+        self.mu = np.maximum(mu, 0.0)
+        self.U = U
+        self.mu_max = float(self.mu.max()) if self.mu.size else 0.0
+        # lam-independent pieces of the separable (labels-only) form in M's eigenbasis
+        self.separable = self.has_labels and not self.has_pairs
+        if self.separable:
+            self.S0t = U.T @ S0 @ U
+            self.Rt = U.T @ self.R @ U
+
+    # ----- J and its gradient in the original coordinates -------------------------------------
+    def loss(self, S: np.ndarray) -> float:
+        val = 0.0
+        if self.has_labels:
+            K = self.El @ S @ self.El.T
+            YYt = self.Y @ self.Y.T
+            val += float(np.sum((K - YYt) ** 2))
+        if self.has_pairs:
+            F = self.Ep @ S
+            vals = np.einsum("ij,ij->i", F[self.a], self.Ep[self.b])
+            val += float(np.sum((vals - self.t) ** 2))
+        return val
+
+    def objective(self, S: np.ndarray, lam: float) -> float:
+        return lam * float(np.sum((S - self.S0) ** 2)) + self.loss(S)
+
+    def hess(self, S: np.ndarray) -> np.ndarray:
+        H = np.zeros_like(S)
+        if self.has_labels:
+            H += self.El.T @ ((self.El @ S @ self.El.T) @ self.El)
+        if self.has_pairs:
+            import scipy.sparse as sp
+
+            F = self.Ep @ S
+            vals = np.einsum("ij,ij->i", F[self.a], self.Ep[self.b])
+            Tv = sp.csr_matrix((vals, (self.a, self.b)), shape=self.T.shape)
+            H += self.Ep.T @ (Tv @ self.Ep)
+        return H
+
+    def grad(self, S: np.ndarray, lam: float) -> np.ndarray:
+        return _sym(2.0 * lam * (S - self.S0) + 2.0 * (self.hess(S) - self.R))
+
+
+class _Coords:
+    """Working coordinates S = Q V Q^T for one lam (congruence: V >= 0 iff S >= 0)."""
+
+    def __init__(self, prob: _Problem, lam: float, precondition: bool):
+        self.prob = prob
+        self.lam = lam
+        U, mu = prob.U, prob.mu
+        if precondition:
+            s = (lam + mu**2) ** 0.25
+        else:
+            s = np.ones_like(mu)
+        self.s = s
+        self.Q = U / s  # U diag(1/s)
+        self.Qinv = (U * s).T  # diag(s) U^T
+        if prob.separable:
+            w = lam + np.outer(mu, mu)
+            ss = np.outer(s, s)
+            self.wa = w / ss**2  # weights a_ij of f(V) = sum a (V - b)^2 + const
+            self.b = ss * (lam * prob.S0t + prob.Rt) / w
+            self.lipschitz = 2.0 * float(self.wa.max())
+            if precondition:
+                # strong convexity is known exactly: Nesterov's constant momentum for
+                # condition number kappa beats FISTA's t-sequence (measured: 10-40% fewer steps)
+                q = np.sqrt(float(self.wa.min()) / float(self.wa.max()))
+                self.momentum = (1.0 - q) / (1.0 + q)
+        else:
+            self.lipschitz = 2.0
+
+    def to_S(self, V: np.ndarray) -> np.ndarray:
+        return _sym(self.Q @ V @ self.Q.T)
+
+    def to_V(self, S: np.ndarray) -> np.ndarray:
+        return _sym(self.Qinv @ S @ self.Qinv.T)
+
+    def f(self, V: np.ndarray) -> float:
+        if self.prob.separable:
+            return float(np.sum(self.wa * (V - self.b) ** 2))  # J minus a constant
+        return self.prob.objective(self.to_S(V), self.lam)
+
+    def grad(self, V: np.ndarray) -> np.ndarray:
+        if self.prob.separable:
+            return 2.0 * self.wa * (V - self.b)
+        return _sym(self.Q.T @ self.prob.grad(self.to_S(V), self.lam) @ self.Q)
+
+    def certificate(self, V: np.ndarray, G: np.ndarray) -> tuple[float, str]:
+        """Certified optimality measure at a feasible V with gradient G.
+
+        Separable (labels): the Lagrangian duality gap f(V) - g(Z) with Z = P_psd(G), relative
+        to J(S); ``g`` is the closed-form dual of the weighted quadratic, and the gap equals
+        ``sum (G - Z)^2 / (4a) + <Z, V>`` (dual residual plus complementarity).
+        Otherwise: the projected-gradient residual ||V - P_psd(V - G/L)|| * L relative to
+        ||G|| + L ||V||.
+        """
+        if self.prob.separable:
+            # f(V) - g(Z) = sum a (V-b)^2 + sum (Z^2/(4a) + Z b); substituting b = V - G/(2a)
+            # gives the cancellation-free form below (no O(|b|) terms cancel)
+            Z = _psd_project(G)[0]
+            gap = float(np.sum((G - Z) ** 2 / (4.0 * self.wa)) + np.sum(Z * V))
+            J = self.prob.objective(self.to_S(V), self.lam)
+            # round-off floor of the computed gap: G carries ~eps * a (|V| + |b|) per entry
+            dG = _EPS * 2.0 * self.wa * (np.abs(V) + np.abs(self.b))
+            noise = float(np.sum(dG * np.abs(V))) + V.shape[0] * _EPS * float(np.linalg.norm(G) * np.linalg.norm(V))
+            return max(gap - noise, 0.0) / max(J, 1e-300), "gap"
+        L = self.lipschitz
+        P = _psd_project(V - G / L)[0]
+        res = L * float(np.linalg.norm(V - P))
+        scale = float(np.linalg.norm(G)) + L * float(np.linalg.norm(V))
+        return res / max(scale, 1e-300), "pgn"
+
+
+def _solve(coords: _Coords, V0: np.ndarray, *, accelerate: bool, armijo: bool, tol: float, max_iter: int):
+    """Projected gradient (FISTA with restart, or plain with Armijo-Goldstein backtracking).
+
+    Returns (V, n_iter, certificate value, converged).
+    """
+    V = _psd_project(V0)[0]
+    Vprev = V
+    momentum = getattr(coords, "momentum", None) if accelerate else None
+    Y = V
+    t = 1.0
+    L = coords.lipschitz if not armijo else coords.lipschitz * 1e-3
+    cert = np.inf
+    it = 0
+    for it in range(1, max_iter + 1):
+        fY = coords.f(Y)
+        gY = coords.grad(Y)
+        while True:
+            Vn = _psd_project(Y - gY / L)[0]
+            D = Vn - Y
+            fV = coords.f(Vn)
+            # sufficient decrease (Armijo-Goldstein / FISTA backtracking), slack for round-off
+            if fV <= fY + float(np.sum(gY * D)) + 0.5 * L * float(np.sum(D * D)) + 1e-12 * abs(fY):
+                break
+            L *= 2.0
+            if L > 1e30:  # pragma: no cover - only with a broken gradient
+                raise FloatingPointError("step size underflow in the projected gradient solver")
+        if accelerate:
+            if float(np.sum(gY * (Vn - V))) > 0.0:  # gradient restart (O'Donoghue & Candes)
+                t = 1.0
+                Y = Vn
+            elif momentum is not None:
+                Y = Vn + momentum * (Vn - V)
+            else:
+                t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+                Y = Vn + ((t - 1.0) / t_next) * (Vn - V)
+                t = t_next
+        else:
+            Y = Vn
+        Vprev, V = V, Vn
+        step = float(np.linalg.norm(V - Vprev))
+        # the certificate costs an eigendecomposition: check when the iterates settle
+        if step <= 10 * tol * max(1.0, float(np.linalg.norm(V))) or it % 10 == 0 or it == max_iter:
+            cert, _ = coords.certificate(V, coords.grad(V))
+            if cert <= tol:
+                return V, it, cert, True
+        if armijo:
+            L = max(L * 0.5, 1e-12)  # let the step grow again (Nemirovski's gradient mapping)
+    return V, it, cert, False
+
+
+def _closed_form_V(coords: _Coords) -> np.ndarray:
+    """Eq. (10): the unconstrained optimum (exact for labels; Kronecker surrogate for pairs)."""
+    prob, lam = coords.prob, coords.lam
+    if prob.separable:
+        return coords.b.copy()
+    U, mu = prob.U, prob.mu
+    Qt = U.T @ (lam * prob.S0 + prob.R) @ U
+    St = Qt / (lam + np.outer(mu, mu))
+    return coords.to_V(U @ St @ U.T)
+
+
+def _factor(S: np.ndarray) -> np.ndarray:
+    """F with F F^T = S (eigenvalues below m eps lam_max dropped)."""
+    lam, U = np.linalg.eigh(_sym(S))
+    keep = lam > S.shape[0] * _EPS * max(lam.max(initial=0.0), 0.0)
+    if not keep.any():
+        return np.zeros((S.shape[0], 0))
+    return np.ascontiguousarray(U[:, keep] * np.sqrt(lam[keep]))
+
+
+def _centered_alignment_dense(A: np.ndarray, B: np.ndarray) -> float:
+    A = A - A.mean(0) - A.mean(1)[:, None] + A.mean()
+    B = B - B.mean(0) - B.mean(1)[:, None] + B.mean()
+    den = np.sqrt(np.sum(A * A) * np.sum(B * B))
+    return float(np.sum(A * B) / den) if den > 0 else 0.0
+
+
+def _factored_alignment(G1: np.ndarray, G2: np.ndarray) -> float:
+    A = G1 - G1.mean(0)
+    B = G2 - G2.mean(0)
+    num = np.sum((A.T @ B) ** 2)
+    den = np.sqrt(np.sum((A.T @ A) ** 2) * np.sum((B.T @ B) ** 2))
+    return float(num / den) if den > 0 else 0.0
+
+
+def _ridge_cv_scores(K_tr: np.ndarray, K_te: np.ndarray, Y_tr: np.ndarray, codes_te: np.ndarray, alpha_rel: float):
+    """Held-out (errors, squared error) of a kernel ridge classifier with intercept."""
+    n = K_tr.shape[0]
+    H = np.eye(n) - 1.0 / n
+    Kc = H @ K_tr @ H
+    Kte_c = (K_te - K_tr.mean(0)[None, :]) - (K_te.mean(1)[:, None] - K_tr.mean())
+    Kte_c = Kte_c @ H
+    alpha = alpha_rel * max(np.trace(Kc) / n, 1e-12)
+    Yc = Y_tr - Y_tr.mean(0)
+    coef = np.linalg.solve(Kc + alpha * np.eye(n), Yc)
+    pred = Kte_c @ coef + Y_tr.mean(0)
+    errors = int(np.sum(np.argmax(pred, axis=1) != codes_te))
+    onehot = np.zeros_like(pred)
+    onehot[np.arange(pred.shape[0]), codes_te] = 1.0
+    return errors, float(np.sum((pred - onehot) ** 2))
+
+
+class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
+    """Low-rank kernel learned from labels or pairs through the Nystrom dictionary kernel.
+
+    The learned kernel is ``k~(x, y) = k(x, Z) S k(Z, y)`` with an m x m PSD ``S`` fitted to
+    the side information while staying close to the Nystrom prior ``S0 = W^+`` (see the module
+    docstring for the objective, the solvers and the choice of ``lam``). It has rank <= m, is
+    PSD, and extends to any new sample: ``transform(X_new) = k(X_new, Z) S^(1/2)``.
+
+    Parameters
+    ----------
+    n_landmarks : int, default=100
+        Number of landmarks m (the rank bound of the learned kernel).
+    kernel, width, gamma, degree, coef0, landmarks, rcond
+        As in :class:`Nystrom`; ``width=None`` is the mean pairwise squared distance of ``X``.
+    lam : "auto", "nka", float or np.inf, default="auto"
+        Trade-off between the prior and the side information. ``np.inf`` returns the Nystrom
+        prior exactly.
+    lam_grid : array-like of float, optional
+        Exponents e of the grid ``mu_max^2 * 10^e``; default ``-12, -11, ..., 0``.
+    solver : {"apg", "pgd"}, default="apg"
+        Preconditioned accelerated projected gradient, or the paper's gradient mapping.
+    tol : float, default=1e-6
+        Certified tolerance: relative duality gap (labels) or relative projected-gradient
+        residual (pairs).
+    max_iter : int, optional
+        Iterations for the final fit (default 2000 for "apg", 20000 for "pgd"). The
+        cross-validation path of ``lam="auto"`` solves each fold to a certified 1e-3 gap
+        (at most 300 iterations per lam): enough to rank the lam values.
+    cv : int, default=5
+        Folds for ``lam="auto"`` (capped by the smallest class size).
+    random_state : None, int or Generator
+        Landmarks and cross-validation folds.
+
+    Attributes
+    ----------
+    landmarks_, width_, gamma_, n_features_in_
+        As in :class:`Nystrom`.
+    S0_ : ndarray of shape (m, m)
+        The prior ``W^+``.
+    S_ : ndarray of shape (m, m)
+        The learned inverse dictionary kernel (PSD).
+    lam_ : float
+        The lam used (``np.inf`` when S = S0).
+    lam_path_ : ndarray of shape (g,)
+        lam values searched (empty when lam is fixed).
+    criterion_path_ : ndarray of shape (g,)
+        Selection criterion along the path: held-out error rate ("auto") or eq. (12) ("nka").
+    n_iter_ : int
+        Solver iterations for the final fit.
+    converged_ : bool
+        Whether the final fit met ``tol``.
+    certificate_ : float
+        The final certified optimality measure (relative gap or residual).
+    classes_ : ndarray
+        Classes seen in ``y`` (empty without labels).
+    projection_ : ndarray of shape (m, r)
+        ``S^(1/2)`` as a factor ``F F^T = S``; ``transform(X) = k(X, Z) @ projection_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nystrom_priors import GeneralizedNystrom
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(-1, 1, (100, 2)), rng.normal(1, 1, (100, 2))])
+    >>> y = np.full(200, -1); y[:5] = 0; y[100:105] = 1   # 10 labels, the rest unlabeled
+    >>> model = GeneralizedNystrom(n_landmarks=20, lam=1.0, random_state=0).fit(X, y)
+    >>> G = model.transform(X)     # learned factor rows for every sample (inductive)
+    >>> G.shape[0], bool(np.linalg.eigvalsh(model.S_).min() > -1e-9)
+    (200, True)
+    """
+
+    def __init__(
+        self,
+        n_landmarks: int = 100,
+        *,
+        kernel: str = "rbf",
+        width: float | None = None,
+        gamma: float | None = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        landmarks: str | np.ndarray = "kmeans",
+        rcond: float | None = None,
+        lam: Any = "auto",
+        lam_grid: Any = None,
+        solver: str = "apg",
+        tol: float = 1e-6,
+        max_iter: int | None = None,
+        cv: int = 5,
+        random_state: Any = None,
+    ) -> None:
+        self.n_landmarks = n_landmarks
+        self.kernel = kernel
+        self.width = width
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.landmarks = landmarks
+        self.rcond = rcond
+        self.lam = lam
+        self.lam_grid = lam_grid
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.cv = cv
+        self.random_state = random_state
+
+    # ----- parameter checks ------------------------------------------------------------------
+    def _check_params(self) -> tuple[str, float | None, np.ndarray, float, int, int]:
+        solver = check_option(self.solver, "solver", ("apg", "pgd"))
+        tol = check_scalar(self.tol, "tol", lo=0.0, lo_closed=False, hi=1.0)
+        default_iter = 2000 if solver == "apg" else 20000
+        max_iter = default_iter if self.max_iter is None else int(
+            check_scalar(self.max_iter, "max_iter", kind="int", lo=1)
+        )
+        cv = int(check_scalar(self.cv, "cv", kind="int", lo=2))
+        lam = self.lam
+        if isinstance(lam, str):
+            check_option(lam, "lam", ("auto", "nka"))
+            fixed = None
+        else:
+            fixed = check_scalar(lam, "lam", lo=0.0, lo_closed=False, allow_inf=True)
+        grid = np.arange(-12, 1, dtype=float) if self.lam_grid is None else np.asarray(self.lam_grid, dtype=float)
+        if grid.ndim != 1 or grid.size == 0 or not np.isfinite(grid).all():
+            raise ValueError(f"lam_grid must be a non-empty 1-D array of finite exponents, got {self.lam_grid!r}.")
+        return solver, fixed, np.sort(grid)[::-1], tol, max_iter, cv
+
+    # ----- fitting ---------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> "GeneralizedNystrom":
+        """Learn S from labels ``y`` (-1 = unlabeled) and/or ``pairs`` ([i, j, +-1] rows).
+
+        Unlabeled samples still shape the landmarks (and the default width). Without any side
+        information (``y`` None or all -1, no pairs) the result is the Nystrom prior.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,), optional
+        pairs : array-like of shape (k, 3), optional
+
+        Returns
+        -------
+        self
+        """
+        solver, fixed, grid, tol, max_iter, cv = self._check_params()
+        X = check_array(X)
+        n = X.shape[0]
+        labels = None
+        if y is not None:
+            yy = np.asarray(y)
+            if yy.ndim == 1 and yy.shape[0] == n and yy.dtype.kind in "biuf" and np.all(yy == -1):
+                warnings.warn(
+                    "y has no labeled sample (every entry is -1) and no pairs are given: the "
+                    "learned kernel is the Nystrom prior.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            else:
+                labels = check_labels(y, n)
+                if labels.n_classes == 1 and pairs is None:
+                    warnings.warn(
+                        "All labeled samples belong to one class: the ideal kernel is constant "
+                        "on them and carries no class information.",
+                        UserWarning,
+                        stacklevel=2,
+                    )
+        pairs_arr = None if pairs is None else check_pairs(pairs, n)
+        rng = check_random_state(self.random_state)
+        self._fit_landmarks(X, rng)
+        lam_w, U_w = psd_pinv(self._landmark_gram(), self._default_rcond())
+        S0 = (U_w / lam_w) @ U_w.T
+        self.S0_ = S0
+        self.eigenvalues_ = lam_w
+        self.classes_ = labels.classes if labels is not None else np.array([])
+        self.lam_path_ = np.array([])
+        self.criterion_path_ = np.array([])
+        if (labels is None and pairs_arr is None) or fixed == np.inf:
+            return self._set_solution(S0, np.inf, U_w / np.sqrt(lam_w), 0, True, 0.0)
+
+        E_of = lambda rows: self._features_block(X[rows]).astype(np.float64)  # noqa: E731
+        prob = self._build_problem(S0, labels, pairs_arr, E_of)
+        if prob.mu_max <= 0.0:
+            raise ValueError(
+                "The side information is orthogonal to the landmarks (k(X_labeled, Z) = 0): "
+                "the kernel cannot express it. Use more landmarks or a wider kernel."
+            )
+        scale = prob.mu_max**2
+        precondition = solver == "apg"
+        solve_kw = dict(accelerate=solver == "apg", armijo=solver == "pgd", tol=tol, max_iter=max_iter)
+
+        if fixed is not None:
+            lam = float(fixed)
+            coords = _Coords(prob, lam, precondition)
+            V, it, cert, ok = _solve(coords, _closed_form_V(coords), **solve_kw)
+            S = coords.to_S(V)
+        else:
+            lams = scale * 10.0**grid
+            self.lam_path_ = lams
+            if self.lam == "nka":
+                crit, sols = self._path_nka(prob, lams, labels, pairs_arr, E_of, precondition, solve_kw)
+                best = int(np.argmax(crit))
+                self.criterion_path_ = crit
+                lam = float(lams[best])
+                S, it, cert, ok = sols[best]
+            else:
+                if labels is None or labels.n_classes < 2:
+                    raise ValueError(
+                        "lam='auto' cross-validates a classifier and needs labels of at least "
+                        "two classes; pass lam='nka' or a number for pairs-only fits."
+                    )
+                crit = self._path_cv(S0, labels, pairs_arr, E_of, lams, cv, rng, precondition, solve_kw)
+                self.criterion_path_ = crit
+                best = _argmin_last(crit)
+                lam = float(lams[best])
+                coords = _Coords(prob, lam, precondition)
+                V, it, cert, ok = _solve(coords, _closed_form_V(coords), **solve_kw)
+                S = coords.to_S(V)
+        if not ok:
+            warnings.warn(
+                f"GeneralizedNystrom's {solver!r} solver stopped after {it} iterations at lam="
+                f"{lam:.3g} with a certified optimality measure of {cert:.2e} > tol={tol:g}; "
+                "increase max_iter or relax tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self._set_solution(_sym(S), lam, _factor(S), it, ok, cert)
+
+    def _set_solution(self, S, lam, F, n_iter, converged, cert) -> "GeneralizedNystrom":
+        self.S_ = S
+        self.lam_ = float(lam)
+        self.projection_ = np.ascontiguousarray(F)
+        self.n_iter_ = int(n_iter)
+        self.converged_ = bool(converged)
+        self.certificate_ = float(cert)
+        return self
+
+    def _build_problem(self, S0, labels, pairs, E_of, label_rows=None) -> _Problem:
+        """Assemble J for the labels restricted to ``label_rows`` (positions in labels.index)."""
+        El = Y = None
+        lab_set: dict[int, int] = {}
+        if labels is not None:
+            rows = np.arange(labels.index.size) if label_rows is None else label_rows
+            idx = labels.index[rows]
+            El = E_of(idx)
+            Y = np.zeros((idx.size, labels.n_classes))
+            Y[np.arange(idx.size), labels.codes[rows]] = 1.0
+            lab_set = {int(i): int(c) for i, c in zip(idx, labels.codes[rows])}
+        if pairs is None:
+            return _Problem(S0, El, Y)
+        keep = []
+        for k, (i, j, s) in enumerate(pairs):
+            if i in lab_set and j in lab_set:
+                if (lab_set[i] == lab_set[j]) != (s == 1):
+                    raise ValueError(
+                        f"pairs[{k}] = {[int(i), int(j), int(s)]} contradicts the labels of "
+                        f"samples {i} and {j}."
+                    )
+                continue  # already inside the labeled block
+            keep.append(k)
+        if not keep:
+            return _Problem(S0, El, Y)
+        P = pairs[keep]
+        pts = np.unique(P[:, :2])
+        pos = {int(v): r for r, v in enumerate(pts)}
+        a = np.array([pos[int(i)] for i in P[:, 0]])
+        b = np.array([pos[int(j)] for j in P[:, 1]])
+        tgt = (P[:, 2] == 1).astype(float)
+        # both orders, plus the diagonal of points outside the labeled block (K*_ii = 1)
+        diag = np.array([r for r, v in enumerate(pts) if int(v) not in lab_set], dtype=int)
+        aa = np.concatenate([a, b, diag])
+        bb = np.concatenate([b, a, diag])
+        tt = np.concatenate([tgt, tgt, np.ones(diag.size)])
+        return _Problem(S0, El, Y, E_of(pts), aa, bb, tt)
+
+    def _path(self, prob, lams, precondition, solve_kw):
+        """Solutions along lams (descending), warm-started; yields (lam, S, it, cert, ok)."""
+        S_prev = None
+        for lam in lams:
+            coords = _Coords(prob, float(lam), precondition)
+            V0 = _closed_form_V(coords) if S_prev is None else coords.to_V(S_prev)
+            V, it, cert, ok = _solve(coords, V0, **solve_kw)
+            S = coords.to_S(V)
+            S_prev = S
+            yield float(lam), S, it, cert, ok
+
+    def _path_nka(self, prob, lams, labels, pairs, E_of, precondition, solve_kw):
+        crit = np.empty(lams.size)
+        sols = []
+        Sref = prob.S0
+        if labels is not None:
+            El, Y = prob.El, prob.Y
+        else:  # pairs only: the ideal kernel on the constrained points
+            El, Y = None, None
+        for k, (lam, S, it, cert, ok) in enumerate(self._path(prob, lams, precondition, solve_kw)):
+            rho1 = _centered_alignment_dense(S, Sref)
+            if El is not None:
+                rho2 = _factored_alignment(El @ _factor(S), Y)
+            else:
+                # masked kernel vs targets on the constrained entries only (sparse)
+                vals = np.einsum("ij,ij->i", (prob.Ep @ S)[prob.a], prob.Ep[prob.b])
+                den = np.linalg.norm(vals) * np.linalg.norm(prob.t)
+                rho2 = float(vals @ prob.t / den) if den > 0 else 0.0
+            crit[k] = rho1 * rho2
+            sols.append((S, it, cert, ok))
+        return crit, sols
+
+    def _path_cv(self, S0, labels, pairs, E_of, lams, cv, rng, precondition, solve_kw):
+        counts = np.bincount(labels.codes, minlength=labels.n_classes)
+        k = int(min(cv, counts.min()))
+        if k < 2:
+            raise ValueError(
+                "lam='auto' needs at least two labeled samples in every class for "
+                f"cross-validation; the smallest class has {counts.min()}. Pass lam='nka' or a "
+                "number."
+            )
+        folds = _stratified_folds(labels.codes, k, rng)
+        errors = np.zeros(lams.size)
+        sq = np.zeros(lams.size)
+        E_all = E_of(labels.index)
+        # selection only needs the ranking of lam: a certified 1e-3 gap is plenty
+        fold_kw = dict(solve_kw, tol=max(solve_kw["tol"], _CV_TOL), max_iter=min(solve_kw["max_iter"], 300))
+        for test in folds:
+            train = np.setdiff1d(np.arange(labels.index.size), test)
+            prob = self._build_problem(S0, labels, pairs, E_of, label_rows=train)
+            Y_tr = np.zeros((train.size, labels.n_classes))
+            Y_tr[np.arange(train.size), labels.codes[train]] = 1.0
+            for j, (lam, S, *_rest) in enumerate(self._path(prob, lams, precondition, fold_kw)):
+                A = E_all[train] @ S
+                e, s2 = _ridge_cv_scores(A @ E_all[train].T, E_all[test] @ S @ E_all[train].T, Y_tr, labels.codes[test], 1e-2)
+                errors[j] += e
+                sq[j] += s2
+        n_lab = labels.index.size
+        # lexicographic: error rate first, squared error breaks ties
+        return errors / n_lab + 1e-6 * sq / max(sq.max(), 1e-300)
+
+
+def _argmin_last(values: np.ndarray) -> int:
+    """Index of the minimum; among ties the first (largest lam: the grid is descending)."""
+    return int(np.flatnonzero(values == values.min())[0])
+
+
+def _stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> list[np.ndarray]:
+    folds: list[list[int]] = [[] for _ in range(k)]
+    for c in np.unique(codes):
+        members = rng.permutation(np.flatnonzero(codes == c))
+        for r, idx in enumerate(members):
+            folds[r % k].append(int(idx))
+    return [np.sort(np.array(f, dtype=int)) for f in folds]

@@ -1,0 +1,204 @@
+"""Side information: partial labels and pairwise constraints.
+
+Conventions (shared by every learner):
+
+* ``y`` has one entry per sample; ``-1`` marks an unlabeled sample (the
+  ``sklearn.semi_supervised`` convention). Other values are class labels.
+* ``pairs`` is an integer array of shape (k, 3) with rows ``[i, j, +1]`` (must-link / similar)
+  or ``[i, j, -1]`` (cannot-link / dissimilar); ``i`` and ``j`` index the rows of ``X``.
+
+Labels determine pairs (same class -> +1, different classes -> -1); :func:`labels_to_pairs`
+draws them, metric-learn style.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._validation import check_random_state, check_scalar
+
+__all__ = ["Labels", "check_labels", "check_pairs", "labels_to_pairs"]
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Validated partial labels.
+
+    Attributes
+    ----------
+    index : ndarray of shape (l,)
+        Rows of X that are labeled (ascending).
+    codes : ndarray of shape (l,)
+        Class of each labeled row as an integer in ``0 .. n_classes - 1``.
+    classes : ndarray of shape (n_classes,)
+        The distinct class labels, sorted.
+    """
+
+    index: np.ndarray
+    codes: np.ndarray
+    classes: np.ndarray
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.classes.shape[0])
+
+    def onehot(self) -> np.ndarray:
+        """Y of shape (l, n_classes) with ``Y Y^T`` the ideal kernel ``K*``."""
+        Y = np.zeros((self.index.shape[0], self.n_classes))
+        Y[np.arange(self.index.shape[0]), self.codes] = 1.0
+        return Y
+
+
+def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
+    """Validate partial labels ``y`` (``-1`` = unlabeled) for ``n_samples`` samples.
+
+    Raises
+    ------
+    ValueError
+        Wrong length, non-finite values, no labeled sample, or fewer than ``min_classes``
+        classes.
+    TypeError
+        Non-numeric labels.
+    """
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(f"y must be 1-D with one entry per sample, got shape {arr.shape}.")
+    if arr.shape[0] != n_samples:
+        raise ValueError(
+            f"y has {arr.shape[0]} entries, but X has {n_samples} samples; use -1 for "
+            "unlabeled samples."
+        )
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"y must hold numeric class labels (with -1 for unlabeled), got dtype {arr.dtype}."
+        )
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise ValueError("y contains NaN or infinite values; use -1 for unlabeled samples.")
+    labeled = arr != -1
+    index = np.flatnonzero(labeled)
+    if index.size == 0:
+        raise ValueError(
+            "y has no labeled sample (every entry is -1); give at least one label or use "
+            "pairs=."
+        )
+    classes, codes = np.unique(arr[index], return_inverse=True)
+    if classes.size < min_classes:
+        raise ValueError(
+            f"y has {classes.size} class(es) among its labeled samples, at least {min_classes} "
+            "needed."
+        )
+    return Labels(index=index.astype(np.int64), codes=codes.astype(np.int64), classes=classes)
+
+
+def check_pairs(pairs: Any, n_samples: int, *, name: str = "pairs") -> np.ndarray:
+    """Validate pairwise constraints; return them as an (k, 3) int64 array with i < j.
+
+    Duplicated constraints are removed with a warning; a pair given both as must-link and as
+    cannot-link, a self pair, an index out of range or a sign other than +-1 raise
+    ``ValueError``.
+    """
+    arr = np.asarray(pairs)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise ValueError(
+            f"{name} must be an integer array of shape (k, 3) with rows [i, j, +1 or -1], got "
+            f"shape {arr.shape}."
+        )
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty; give at least one constraint.")
+    if arr.dtype.kind not in "iuf" or (arr.dtype.kind == "f" and not np.all(arr == np.round(arr))):
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}.")
+    arr = arr.astype(np.int64)
+    i, j, s = arr[:, 0], arr[:, 1], arr[:, 2]
+    bad = (i < 0) | (i >= n_samples) | (j < 0) | (j >= n_samples)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name}[{k}] = {arr[k].tolist()} references a sample out of range; indices must be "
+            f"in [0, {n_samples - 1}]."
+        )
+    if (i == j).any():
+        k = int(np.flatnonzero(i == j)[0])
+        raise ValueError(f"{name}[{k}] = {arr[k].tolist()} pairs a sample with itself.")
+    if not np.isin(s, (-1, 1)).all():
+        k = int(np.flatnonzero(~np.isin(s, (-1, 1)))[0])
+        raise ValueError(
+            f"{name}[{k}] = {arr[k].tolist()} has sign {s[k]}; use +1 (must-link) or -1 "
+            "(cannot-link)."
+        )
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    canon = np.stack([lo, hi, s], axis=1)
+    uniq, first = np.unique(canon, axis=0, return_index=True)
+    if uniq.shape[0] < canon.shape[0]:
+        warnings.warn(
+            f"{name} holds {canon.shape[0] - uniq.shape[0]} duplicated constraint(s); they are "
+            "counted once.",
+            UserWarning,
+            stacklevel=3,
+        )
+    keys, counts = np.unique(uniq[:, :2], axis=0, return_counts=True)
+    if (counts > 1).any():
+        a, b = keys[np.flatnonzero(counts > 1)[0]]
+        raise ValueError(
+            f"{name} has the pair ({a}, {b}) both as must-link (+1) and as cannot-link (-1)."
+        )
+    return canon[np.sort(first)]
+
+
+def labels_to_pairs(
+    y: Any,
+    n_constraints: int | None = None,
+    *,
+    same_fraction: float = 0.5,
+    random_state: Any = None,
+) -> np.ndarray:
+    """Turn partial labels into must-link / cannot-link pairs.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Labels with -1 for unlabeled samples.
+    n_constraints : int, optional
+        Number of distinct pairs to draw among the labeled samples; None gives all of them.
+    same_fraction : float, default=0.5
+        Fraction of must-link pairs when drawing (as available).
+    random_state : None, int or Generator
+
+    Returns
+    -------
+    pairs : ndarray of shape (k, 3), int64, rows ``[i, j, +-1]`` with ``i < j``
+
+    Examples
+    --------
+    >>> from nystrom_priors.side_info import labels_to_pairs
+    >>> labels_to_pairs([0, 0, 1, -1]).tolist()
+    [[0, 1, 1], [0, 2, -1], [1, 2, -1]]
+    """
+    y = np.asarray(y)
+    labels = check_labels(y, y.shape[0])
+    idx = labels.index
+    ii, jj = np.triu_indices(idx.size, k=1)
+    same = labels.codes[ii] == labels.codes[jj]
+    all_pairs = np.stack([idx[ii], idx[jj], np.where(same, 1, -1)], axis=1).astype(np.int64)
+    if n_constraints is None:
+        return all_pairs
+    k = int(check_scalar(n_constraints, "n_constraints", kind="int", lo=1))
+    frac = check_scalar(same_fraction, "same_fraction", lo=0.0, hi=1.0)
+    rng = check_random_state(random_state)
+    pos = np.flatnonzero(same)
+    neg = np.flatnonzero(~same)
+    if k > all_pairs.shape[0]:
+        raise ValueError(
+            f"n_constraints={k} exceeds the {all_pairs.shape[0]} distinct pairs among the "
+            f"{idx.size} labeled samples."
+        )
+    n_pos = min(pos.size, int(round(frac * k)))
+    n_neg = min(neg.size, k - n_pos)
+    n_pos = min(pos.size, k - n_neg)
+    pick = np.concatenate(
+        [rng.choice(pos, n_pos, replace=False), rng.choice(neg, n_neg, replace=False)]
+    )
+    return all_pairs[np.sort(pick)]

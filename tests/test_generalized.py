@@ -1,0 +1,330 @@
+"""GeneralizedNystrom: SDP oracle (cvxpy), invariants, selection rules and bad input."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nystrom_priors.generalized as gmod
+from nystrom_priors import ConvergenceWarning, GeneralizedNystrom, Nystrom, extrapolate
+from nystrom_priors.side_info import labels_to_pairs
+
+
+def _toy(rng, n=120, d=3, classes=3, n_labels=30):
+    centers = rng.normal(size=(classes, d)) * 2.5
+    y_true = rng.integers(classes, size=n)
+    X = centers[y_true] + rng.normal(size=(n, d))
+    lab = rng.choice(n, n_labels, replace=False)
+    y = np.full(n, -1)
+    y[lab] = y_true[lab]
+    return X, y, y_true
+
+
+def _small_problem(rng, m=18, l=25, c=3, d=4, pairs=False):
+    Z = rng.normal(size=(m, d))
+    X = rng.normal(size=(l, d))
+    W = extrapolate(Z, Z, width=4.0)
+    E = extrapolate(X, Z, width=4.0)
+    lw, U = np.linalg.eigh(W)
+    keep = lw > 1e-10 * lw.max()
+    S0 = (U[:, keep] / lw[keep]) @ U[:, keep].T
+    codes = rng.integers(c, size=l)
+    Y = np.eye(c)[codes]
+    if not pairs:
+        return gmod._Problem(S0, E, Y), S0, E, Y, None
+    y = codes.copy()
+    P = labels_to_pairs(y, 40, random_state=0)
+    pts = np.unique(P[:, :2])
+    pos = {v: r for r, v in enumerate(pts)}
+    a = np.array([pos[i] for i in P[:, 0]])
+    b = np.array([pos[j] for j in P[:, 1]])
+    t = (P[:, 2] == 1).astype(float)
+    aa = np.concatenate([a, b, np.arange(pts.size)])
+    bb = np.concatenate([b, a, np.arange(pts.size)])
+    tt = np.concatenate([t, t, np.ones(pts.size)])
+    return gmod._Problem(S0, None, None, E[pts], aa, bb, tt), S0, E[pts], None, (aa, bb, tt)
+
+
+def _cvxpy_optimum(S0, E, Y, lam, mask=None):
+    cp = pytest.importorskip("cvxpy")
+    m = S0.shape[0]
+    S = cp.Variable((m, m), PSD=True)
+    if mask is None:
+        loss = cp.sum_squares(E @ S @ E.T - Y @ Y.T)
+    else:
+        aa, bb, tt = mask
+        K = E @ S @ E.T
+        loss = cp.sum_squares(cp.hstack([K[int(i), int(j)] for i, j in zip(aa, bb)]) - tt)
+    prob = cp.Problem(cp.Minimize(lam * cp.sum_squares(S - S0) + loss))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+    return S.value
+
+
+@pytest.mark.parametrize(
+    "exponent, solver",
+    [(e, "apg") for e in (0.0, -3.0, -5.0, -7.0, -10.0)] + [(e, "pgd") for e in (0.0, -3.0, -4.0)],
+)
+def test_solvers_reach_the_sdp_optimum_labels(rng, exponent, solver):
+    prob, S0, E, Y, _ = _small_problem(rng)
+    lam = prob.mu_max**2 * 10**exponent
+    co = gmod._Coords(prob, lam, precondition=solver == "apg")
+    V, it, cert, ok = gmod._solve(
+        co, gmod._closed_form_V(co), accelerate=solver == "apg", armijo=solver == "pgd",
+        tol=1e-8, max_iter=3000 if solver == "apg" else 200000,
+    )
+    assert ok, (it, cert)
+    S = co.to_S(V)
+    assert np.linalg.eigvalsh(S).min() >= -1e-9 * np.abs(S).max()
+    S_ref = _cvxpy_optimum(S0, E, Y, lam)
+    f_ref = prob.objective(S_ref, lam)
+    f = prob.objective(S, lam)
+    # cvxpy's interior point is itself accurate to ~1e-8; ours is certified to 1e-8
+    assert (f - f_ref) / f_ref <= 1e-6
+
+
+def test_paper_method_crawls_where_apg_converges(rng):
+    """DESIGN 4.2: at small lam the Armijo gradient mapping stalls; APG certifies 1e-6."""
+    prob, *_ = _small_problem(rng)
+    lam = prob.mu_max**2 * 1e-8
+    results = {}
+    for solver in ("apg", "pgd"):
+        co = gmod._Coords(prob, lam, precondition=solver == "apg")
+        results[solver] = gmod._solve(
+            co, gmod._closed_form_V(co), accelerate=solver == "apg", armijo=solver == "pgd",
+            tol=1e-6, max_iter=2000,
+        )
+    assert results["apg"][3] and results["apg"][1] < 2000
+    assert not results["pgd"][3] and results["pgd"][2] > 1e-6
+
+
+@pytest.mark.parametrize("exponent", [-2.0, -5.0, -8.0])
+def test_apg_reaches_the_sdp_optimum_pairs(rng, exponent):
+    prob, S0, Ep, _, mask = _small_problem(rng, m=15, pairs=True)
+    lam = prob.mu_max**2 * 10**exponent
+    co = gmod._Coords(prob, lam, precondition=True)
+    V, it, cert, ok = gmod._solve(co, gmod._closed_form_V(co), accelerate=True, armijo=False, tol=1e-9, max_iter=20000)
+    assert ok, (it, cert)
+    S = co.to_S(V)
+    S_ref = _cvxpy_optimum(S0, Ep, None, lam, mask)
+    f_ref = prob.objective(S_ref, lam)
+    assert (prob.objective(S, lam) - f_ref) / f_ref <= 1e-6
+
+
+def test_duality_gap_certificate_bounds_the_true_gap(rng):
+    prob, S0, E, Y, _ = _small_problem(rng)
+    lam = prob.mu_max**2 * 1e-6
+    co = gmod._Coords(prob, lam, precondition=True)
+    S_ref = _cvxpy_optimum(S0, E, Y, lam)
+    f_ref = prob.objective(S_ref, lam)
+    # at a few suboptimal feasible points the certified gap is >= the true gap
+    for it in (1, 5, 20):
+        V, *_ = gmod._solve(co, gmod._closed_form_V(co), accelerate=True, armijo=False, tol=1e-14, max_iter=it)
+        S = co.to_S(V)
+        true_gap = (prob.objective(S, lam) - f_ref) / prob.objective(S, lam)
+        cert, kind = co.certificate(V, co.grad(V))
+        assert kind == "gap"
+        assert cert >= true_gap - 1e-8
+
+
+def test_gradient_matches_finite_differences(rng):
+    for pairs in (False, True):
+        prob, S0, *_ = _small_problem(rng, m=8, l=10, pairs=pairs)
+        lam = 0.3
+        S = S0 + 0.1 * np.eye(8)
+        G = prob.grad(S, lam)
+        D = rng.normal(size=(8, 8))
+        D = D + D.T
+        h = 1e-6
+        fd = (prob.objective(S + h * D, lam) - prob.objective(S - h * D, lam)) / (2 * h)
+        assert np.sum(G * D) == pytest.approx(fd, rel=1e-6)
+
+
+def test_closed_form_is_the_optimum_when_psd(rng):
+    prob, S0, E, Y, _ = _small_problem(rng)
+    lam = prob.mu_max**2  # large lam: the unconstrained optimum is PSD
+    co = gmod._Coords(prob, lam, True)
+    V0 = gmod._closed_form_V(co)
+    assert np.linalg.eigvalsh(V0).min() > 0
+    G = prob.grad(co.to_S(V0), lam)
+    assert np.abs(G).max() <= 1e-8 * np.abs(prob.grad(S0 * 0, lam)).max()
+
+
+def test_infinite_lam_and_no_side_information_give_the_prior(rng):
+    X, y, _ = _toy(rng)
+    ny = Nystrom(n_landmarks=20, random_state=0).fit(X)
+    inf = GeneralizedNystrom(n_landmarks=20, lam=np.inf, random_state=0).fit(X, y)
+    none = GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X)
+    for model in (inf, none):
+        np.testing.assert_array_equal(model.S_, ny.S0_)
+        np.testing.assert_array_equal(model.transform(X), ny.transform(X))
+    with pytest.warns(UserWarning, match="no labeled sample"):
+        GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, np.full(X.shape[0], -1))
+    # very large lam: close to the prior
+    big = GeneralizedNystrom(n_landmarks=20, lam=1e12, random_state=0).fit(X, y)
+    assert np.abs(big.S_ - ny.S0_).max() <= 1e-6 * np.abs(ny.S0_).max()
+
+
+def test_labels_and_full_pairs_give_the_same_S(rng):
+    X, y, _ = _toy(rng, n=80, n_labels=15)
+    pairs = labels_to_pairs(y)
+    kw = dict(n_landmarks=12, lam=0.5, random_state=0, tol=1e-10, max_iter=20000)
+    a = GeneralizedNystrom(**kw).fit(X, y)
+    b = GeneralizedNystrom(**kw).fit(X, pairs=pairs)
+    np.testing.assert_allclose(b.S_, a.S_, rtol=0, atol=1e-6 * np.abs(a.S_).max())
+
+
+def test_learned_kernel_invariants(rng):
+    X, y, _ = _toy(rng)
+    model = GeneralizedNystrom(n_landmarks=25, lam=1e-2, random_state=0).fit(X, y)
+    assert model.converged_
+    S = model.S_
+    assert np.linalg.eigvalsh(S).min() >= -1e-9 * np.abs(S).max()
+    G = model.transform(X)
+    K = G @ G.T
+    assert np.linalg.matrix_rank(K, tol=1e-9 * np.abs(K).max()) <= 25
+    E = extrapolate(X, model.landmarks_, width=model.width_)
+    np.testing.assert_allclose(K, E @ S @ E.T, atol=1e-8 * np.abs(K).max())
+    # on landmark rows the learned kernel is W S W
+    Z = model.landmarks_
+    W = extrapolate(Z, Z, width=model.width_)
+    np.testing.assert_allclose(model.kernel(Z), W @ S @ W, atol=1e-8 * np.abs(W @ S @ W).max())
+    # inductive: new samples get rows from k(x, Z) only
+    Xn = rng.normal(size=(7, X.shape[1]))
+    En = extrapolate(Xn, Z, width=model.width_)
+    np.testing.assert_allclose(model.kernel(Xn, X[:5]), En @ S @ E[:5].T, atol=1e-8)
+
+
+def test_side_information_moves_the_kernel_towards_the_ideal(rng):
+    X, y, y_true = _toy(rng, n=150, n_labels=40)
+    lab = y != -1
+    from nystrom_priors import factored_alignment
+
+    Y = np.eye(3)[y_true[lab]]
+    ny = Nystrom(n_landmarks=30, random_state=0).fit(X)
+    gn = GeneralizedNystrom(n_landmarks=30, lam=1e-1, random_state=0).fit(X, y)
+    assert factored_alignment(gn.transform(X[lab]), Y) > factored_alignment(ny.transform(X[lab]), Y)
+
+
+@pytest.mark.parametrize("rule", ["auto", "nka"])
+def test_lam_selection_exposes_the_path(rng, rule):
+    X, y, _ = _toy(rng)
+    model = GeneralizedNystrom(n_landmarks=20, lam=rule, random_state=0).fit(X, y)
+    assert model.lam_path_.shape == (13,) and model.criterion_path_.shape == (13,)
+    assert model.lam_ in model.lam_path_
+    k = int(np.flatnonzero(model.lam_path_ == model.lam_)[0])
+    if rule == "nka":
+        assert model.criterion_path_[k] == model.criterion_path_.max()
+    else:
+        assert model.criterion_path_[k] == model.criterion_path_.min()
+    ratio = model.lam_path_[:-1] / model.lam_path_[1:]
+    np.testing.assert_allclose(ratio, 10.0)
+
+
+def test_pairs_only_fit_and_mixed(rng):
+    X, y, y_true = _toy(rng, n=100, n_labels=20)
+    pairs = labels_to_pairs(np.where(np.arange(100) < 40, y_true, -1), 60, random_state=0)
+    m = GeneralizedNystrom(n_landmarks=15, lam="nka", random_state=0).fit(X, pairs=pairs)
+    assert np.isfinite(m.transform(X)).all()
+    both = GeneralizedNystrom(n_landmarks=15, lam=1e-2, random_state=0).fit(X, y, pairs=pairs[:5])
+    assert both.converged_
+    with pytest.raises(ValueError, match="needs labels of at least two classes"):
+        GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, pairs=pairs)
+
+
+def test_convergence_warning_names_max_iter(rng):
+    X, y, _ = _toy(rng)
+    with pytest.warns(ConvergenceWarning, match="increase max_iter or relax tol"):
+        GeneralizedNystrom(n_landmarks=20, lam=1e-9, max_iter=2, tol=1e-12, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "kwargs, fit_kw, exc, match",
+    [
+        ({}, {"y": np.zeros(5)}, ValueError, "y has 5 entries, but X has 60 samples"),
+        ({}, {"y": np.array(["a"] * 60)}, TypeError, "numeric class labels"),
+        ({}, {"y": np.r_[np.nan, np.zeros(59)]}, ValueError, "NaN"),
+        ({}, {"pairs": [[0, 60, 1]]}, ValueError, "out of range"),
+        ({}, {"pairs": [[3, 3, 1]]}, ValueError, "pairs a sample with itself"),
+        ({}, {"pairs": [[1, 2, 1], [2, 1, -1]]}, ValueError, "both as must-link"),
+        ({}, {"pairs": [[1, 2, 0]]}, ValueError, "sign 0"),
+        ({}, {"pairs": [[1, 2]]}, ValueError, r"shape \(k, 3\)"),
+        ({"lam": -1.0}, {"y": None}, ValueError, r"lam must be in \(0"),
+        ({"lam": "best"}, {"y": None}, ValueError, "lam must be one of"),
+        ({"solver": "newton"}, {"y": None}, ValueError, "solver must be one of"),
+        ({"tol": 0.0}, {"y": None}, ValueError, r"tol must be in \(0"),
+        ({"cv": 1}, {"y": None}, ValueError, r"cv must be in \[2"),
+        ({"lam_grid": [np.nan]}, {"y": None}, ValueError, "lam_grid must be"),
+    ],
+)
+def test_bad_input(rng, kwargs, fit_kw, exc, match):
+    X = rng.normal(size=(60, 3))
+    y = fit_kw.pop("y", None)
+    with pytest.raises(exc, match=match):
+        GeneralizedNystrom(n_landmarks=10, random_state=0, **kwargs).fit(X, y, **fit_kw)
+
+
+def test_pairs_contradicting_labels(rng):
+    X = rng.normal(size=(30, 2))
+    y = np.full(30, -1)
+    y[:4] = [0, 0, 1, 1]
+    with pytest.raises(ValueError, match="contradicts the labels"):
+        GeneralizedNystrom(n_landmarks=8, lam=1.0, random_state=0).fit(X, y, pairs=[[0, 1, -1]])
+
+
+def test_one_class_warns_and_nan_raises(rng):
+    X = rng.normal(size=(40, 2))
+    y = np.full(40, -1)
+    y[:5] = 1
+    with pytest.warns(UserWarning, match="one class"):
+        GeneralizedNystrom(n_landmarks=8, lam=1.0, random_state=0).fit(X, y)
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        GeneralizedNystrom(n_landmarks=8, random_state=0).fit(X, y)
+
+
+def test_save_load_round_trip(rng, tmp_path):
+    from nystrom_priors import load, save
+
+    X, y, _ = _toy(rng)
+    model = GeneralizedNystrom(n_landmarks=15, lam="nka", random_state=0).fit(X, y)
+    save(model, tmp_path / "g.npz")
+    back = load(tmp_path / "g.npz")
+    np.testing.assert_array_equal(back.S_, model.S_)
+    np.testing.assert_array_equal(back.criterion_path_, model.criterion_path_)
+    np.testing.assert_array_equal(back.transform(X), model.transform(X))
+
+
+@settings(max_examples=15)
+@given(
+    seed=st.integers(0, 10_000),
+    m=st.integers(3, 20),
+    exponent=st.floats(-9, 0),
+    classes=st.integers(2, 4),
+)
+def test_property_psd_rank_and_landmark_reconstruction(seed, m, exponent, classes):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(60, 3))
+    y = np.full(60, -1)
+    lab = rng.choice(60, 20, replace=False)
+    y[lab] = rng.integers(classes, size=20)
+    if np.unique(y[lab]).size < 2:
+        y[lab[:2]] = [0, 1]
+    probe = GeneralizedNystrom(n_landmarks=m, lam=np.inf, landmarks="uniform", random_state=seed).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = GeneralizedNystrom(
+            n_landmarks=m, lam=float(10**exponent), landmarks="uniform", random_state=seed, max_iter=300
+        ).fit(X, y)
+    S = model.S_
+    assert np.linalg.eigvalsh(S).min() >= -1e-9 * max(1.0, np.abs(S).max())
+    G = model.transform(X)
+    assert G.shape[1] <= m and np.isfinite(G).all()
+    Z = model.landmarks_
+    np.testing.assert_array_equal(Z, probe.landmarks_)
+    W = extrapolate(Z, Z, width=model.width_)
+    WSW = W @ S @ W
+    np.testing.assert_allclose(model.kernel(Z), WSW, atol=1e-8 * max(1.0, np.abs(WSW).max()))
