@@ -19,14 +19,35 @@ from ._validation import check_array
 __all__ = ["alignment", "factored_alignment"]
 
 
-def _ratio(num: float, a: float, b: float) -> float:
+def _ratio(num: float, a: float, b: float, *, zero: float | None = None) -> float:
     den = np.sqrt(a) * np.sqrt(b)
     if not den > 0.0:
+        if zero is not None:
+            return zero
         raise ValueError(
             "Alignment is undefined when a (centred) kernel is zero; got a kernel with zero "
             "Frobenius norm."
         )
     return float(num / den)
+
+
+def _dense(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None = None) -> float:
+    """Alignment of validated float64 kernel matrices (``zero``: value for a zero kernel)."""
+    if centered:
+        A = A - A.mean(axis=0) - A.mean(axis=1)[:, None] + A.mean()
+        B = B - B.mean(axis=0) - B.mean(axis=1)[:, None] + B.mean()
+    return _ratio(float(np.vdot(A, B)), float(np.vdot(A, A)), float(np.vdot(B, B)), zero=zero)
+
+
+def _factored(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None = None) -> float:
+    """Alignment of ``A A^T`` and ``B B^T`` from validated float64 factors."""
+    if centered:
+        A = A - A.mean(axis=0)
+        B = B - B.mean(axis=0)
+    AtB = A.T @ B
+    AtA = A.T @ A
+    BtB = B.T @ B
+    return _ratio(float(np.vdot(AtB, AtB)), float(np.vdot(AtA, AtA)), float(np.vdot(BtB, BtB)), zero=zero)
 
 
 def alignment(K1: Any, K2: Any, *, centered: bool = True) -> float:
@@ -58,10 +79,7 @@ def alignment(K1: Any, K2: Any, *, centered: bool = True) -> float:
         raise ValueError(
             f"K1 and K2 must be square matrices of the same shape, got {A.shape} and {B.shape}."
         )
-    if centered:
-        A = A - A.mean(axis=0) - A.mean(axis=1)[:, None] + A.mean()
-        B = B - B.mean(axis=0) - B.mean(axis=1)[:, None] + B.mean()
-    return _ratio(float(np.vdot(A, B)), float(np.vdot(A, A)), float(np.vdot(B, B)))
+    return _dense(A, B, centered)
 
 
 def factored_alignment(G1: Any, G2: Any, *, centered: bool = True) -> float:
@@ -97,10 +115,4 @@ def factored_alignment(G1: Any, G2: Any, *, centered: bool = True) -> float:
             f"G1 and G2 must have the same number of rows (samples), got {A.shape[0]} and "
             f"{B.shape[0]}."
         )
-    if centered:
-        A = A - A.mean(axis=0)
-        B = B - B.mean(axis=0)
-    AtA = A.T @ A
-    BtB = B.T @ B
-    AtB = A.T @ B
-    return _ratio(float(np.vdot(AtB, AtB)), float(np.vdot(AtA, AtA)), float(np.vdot(BtB, BtB)))
+    return _factored(A, B, centered)

@@ -47,8 +47,9 @@ along the path from large to small lam.
 ``"auto"`` (default)
     Stratified k-fold cross-validation on the labeled samples only: S is refitted on each
     training fold along the same path, and a closed-form kernel ridge classifier on the learned
-    kernel predicts the held-out labels. The lam with the lowest held-out error wins (ties:
-    lower held-out squared error, then the larger lam).
+    kernel predicts the held-out labels. The largest lam whose mean held-out error is within one
+    standard error of the best is chosen (with ~100 labels the estimates are noisy; the rule
+    leans towards the prior rather than chasing noise).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin
 from ._validation import check_array, check_option, check_random_state, check_scalar
+from .alignment import _dense, _factored
 from .exceptions import ConvergenceWarning
 from .nystrom import _LandmarkKernelMixin, psd_pinv
 from .side_info import check_labels, check_pairs
@@ -68,6 +70,8 @@ __all__ = ["GeneralizedNystrom"]
 
 _EPS = np.finfo(np.float64).eps
 _CV_TOL = 1e-3
+# ridge strength of the CV classifier, relative to the mean diagonal of the centred kernel
+_CV_RIDGE = 1e-2
 
 
 def _sym(A: np.ndarray) -> np.ndarray:
@@ -242,15 +246,18 @@ def _solve(coords: _Coords, V0: np.ndarray, *, accelerate: bool, armijo: bool, t
     V = _psd_project(V0)[0]
     Vprev = V
     momentum = getattr(coords, "momentum", None) if accelerate else None
+    exact_L = coords.prob.separable and not armijo
     Y = V
     t = 1.0
     L = coords.lipschitz if not armijo else coords.lipschitz * 1e-3
     cert = np.inf
     it = 0
     for it in range(1, max_iter + 1):
-        fY = coords.f(Y)
         gY = coords.grad(Y)
-        while True:
+        if exact_L:  # separable labels: L is the exact Lipschitz constant, no line search
+            Vn = _psd_project(Y - gY / L)[0]
+        fY = None if exact_L else coords.f(Y)
+        while not exact_L:
             Vn = _psd_project(Y - gY / L)[0]
             D = Vn - Y
             fV = coords.f(Vn)
@@ -302,21 +309,6 @@ def _factor(S: np.ndarray) -> np.ndarray:
     if not keep.any():
         return np.zeros((S.shape[0], 0))
     return np.ascontiguousarray(U[:, keep] * np.sqrt(lam[keep]))
-
-
-def _centered_alignment_dense(A: np.ndarray, B: np.ndarray) -> float:
-    A = A - A.mean(0) - A.mean(1)[:, None] + A.mean()
-    B = B - B.mean(0) - B.mean(1)[:, None] + B.mean()
-    den = np.sqrt(np.sum(A * A) * np.sum(B * B))
-    return float(np.sum(A * B) / den) if den > 0 else 0.0
-
-
-def _factored_alignment(G1: np.ndarray, G2: np.ndarray) -> float:
-    A = G1 - G1.mean(0)
-    B = G2 - G2.mean(0)
-    num = np.sum((A.T @ B) ** 2)
-    den = np.sqrt(np.sum((A.T @ A) ** 2) * np.sum((B.T @ B) ** 2))
-    return float(num / den) if den > 0 else 0.0
 
 
 def _ridge_cv_scores(K_tr: np.ndarray, K_te: np.ndarray, Y_tr: np.ndarray, codes_te: np.ndarray, alpha_rel: float):
@@ -545,9 +537,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                         "lam='auto' cross-validates a classifier and needs labels of at least "
                         "two classes; pass lam='nka' or a number for pairs-only fits."
                     )
-                crit = self._path_cv(S0, labels, pairs_arr, E_of, lams, cv, rng, precondition, solve_kw)
-                self.criterion_path_ = crit
-                best = _argmin_last(crit)
+                fold_errors = self._path_cv(S0, labels, pairs_arr, E_of, lams, cv, rng, precondition, solve_kw)
+                self.criterion_path_ = fold_errors.mean(axis=0)
+                best = _one_se_choice(fold_errors)
                 lam = float(lams[best])
                 coords = _Coords(prob, lam, precondition)
                 V, it, cert, ok = _solve(coords, _closed_form_V(coords), **solve_kw)
@@ -629,9 +621,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         else:  # pairs only: the ideal kernel on the constrained points
             El, Y = None, None
         for k, (lam, S, it, cert, ok) in enumerate(self._path(prob, lams, precondition, solve_kw)):
-            rho1 = _centered_alignment_dense(S, Sref)
+            rho1 = _dense(S, Sref, True, zero=0.0)
             if El is not None:
-                rho2 = _factored_alignment(El @ _factor(S), Y)
+                rho2 = _factored(El @ _factor(S), Y, True, zero=0.0)
             else:
                 # masked kernel vs targets on the constrained entries only (sparse)
                 vals = np.einsum("ij,ij->i", (prob.Ep @ S)[prob.a], prob.Ep[prob.b])
@@ -642,6 +634,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         return crit, sols
 
     def _path_cv(self, S0, labels, pairs, E_of, lams, cv, rng, precondition, solve_kw):
+        """Held-out error rates, shape (n_folds, n_lams), of a kernel ridge classifier."""
         counts = np.bincount(labels.codes, minlength=labels.n_classes)
         k = int(min(cv, counts.min()))
         if k < 2:
@@ -651,29 +644,30 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 "number."
             )
         folds = _stratified_folds(labels.codes, k, rng)
-        errors = np.zeros(lams.size)
-        sq = np.zeros(lams.size)
+        errors = np.zeros((k, lams.size))
         E_all = E_of(labels.index)
         # selection only needs the ranking of lam: a certified 1e-3 gap is plenty
         fold_kw = dict(solve_kw, tol=max(solve_kw["tol"], _CV_TOL), max_iter=min(solve_kw["max_iter"], 300))
-        for test in folds:
+        for f, test in enumerate(folds):
             train = np.setdiff1d(np.arange(labels.index.size), test)
             prob = self._build_problem(S0, labels, pairs, E_of, label_rows=train)
             Y_tr = np.zeros((train.size, labels.n_classes))
             Y_tr[np.arange(train.size), labels.codes[train]] = 1.0
+            Etr, Ete = E_all[train], E_all[test]
             for j, (lam, S, *_rest) in enumerate(self._path(prob, lams, precondition, fold_kw)):
-                A = E_all[train] @ S
-                e, s2 = _ridge_cv_scores(A @ E_all[train].T, E_all[test] @ S @ E_all[train].T, Y_tr, labels.codes[test], 1e-2)
-                errors[j] += e
-                sq[j] += s2
-        n_lab = labels.index.size
-        # lexicographic: error rate first, squared error breaks ties
-        return errors / n_lab + 1e-6 * sq / max(sq.max(), 1e-300)
+                e, _ = _ridge_cv_scores(Etr @ S @ Etr.T, Ete @ S @ Etr.T, Y_tr, labels.codes[test], _CV_RIDGE)
+                errors[f, j] = e / test.size
+        return errors
 
 
-def _argmin_last(values: np.ndarray) -> int:
-    """Index of the minimum; among ties the first (largest lam: the grid is descending)."""
-    return int(np.flatnonzero(values == values.min())[0])
+def _one_se_choice(errors: np.ndarray) -> int:
+    """Largest lam (first index: the grid is descending) whose mean held-out error is within
+    one standard error of the best mean: with ~100 labels the error estimates are noisy, and
+    the rule leans towards the prior instead of chasing noise."""
+    mean = errors.mean(axis=0)
+    se = errors.std(axis=0, ddof=1) / np.sqrt(errors.shape[0]) if errors.shape[0] > 1 else 0 * mean
+    best = int(np.argmin(mean))
+    return int(np.flatnonzero(mean <= mean[best] + se[best] + 1e-12)[0])
 
 
 def _stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> list[np.ndarray]:

@@ -219,9 +219,20 @@ def test_lam_selection_exposes_the_path(rng, rule):
     if rule == "nka":
         assert model.criterion_path_[k] == model.criterion_path_.max()
     else:
-        assert model.criterion_path_[k] == model.criterion_path_.min()
+        # one-standard-error rule: never a smaller lam than the best mean CV error's
+        assert k <= int(np.argmin(model.criterion_path_))
+        assert np.all((model.criterion_path_ >= 0) & (model.criterion_path_ <= 1))
     ratio = model.lam_path_[:-1] / model.lam_path_[1:]
     np.testing.assert_allclose(ratio, 10.0)
+
+
+def test_one_standard_error_rule():
+    errors = np.array([[0.30, 0.25, 0.20, 0.30], [0.30, 0.25, 0.10, 0.30], [0.30, 0.25, 0.15, 0.30]])
+    # best mean 0.15 (index 2), se = 0.05 / sqrt(3) ~ 0.029: 0.25 is outside, so index 2
+    assert gmod._one_se_choice(errors) == 2
+    noisy = np.array([[0.20, 0.10], [0.10, 0.20], [0.15, 0.12]])
+    # best mean 0.14 (index 1) with se ~0.03: index 0 (mean 0.15) is within, and larger lam
+    assert gmod._one_se_choice(noisy) == 0
 
 
 def test_pairs_only_fit_and_mixed(rng):
