@@ -1,0 +1,40 @@
+"""The README's demo and the offline data loaders run end to end."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+
+def test_demo_runs_and_reports_error_and_accuracy():
+    pytest.importorskip("sklearn")
+    res = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "demo.py"), "--quick"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert res.returncode == 0, res.stderr
+    rows = [line.split() for line in res.stdout.splitlines() if line.strip().startswith(("uniform", "kmeans"))]
+    assert len(rows) == 4
+    errors = {(r[0], int(r[1])): float(r[2]) for r in rows}
+    accs = [float(r[3]) for r in rows]
+    # clustered Nystrom approximates better than uniform at equal m, and more landmarks help
+    assert errors[("kmeans", 50)] < errors[("uniform", 50)]
+    assert errors[("kmeans", 200)] < errors[("kmeans", 50)]
+    assert min(accs) > 0.9
+
+
+@pytest.mark.parametrize("name, shape, n_classes", [("german", (1000, 61), 2), ("heart", (270, 13), 2),
+                                                    ("penbased", (10992, 16), 10), ("splice", (3190, 287), 3)])
+def test_keel_raw_files(name, shape, n_classes):
+    datasets = pytest.importorskip("datasets")
+    try:
+        X, y = datasets.keel_raw(name)
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    assert X.shape[1] == shape[1] and abs(X.shape[0] - shape[0]) <= 1
+    assert np.isfinite(X).all() and np.unique(y).size == n_classes
