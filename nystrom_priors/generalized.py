@@ -71,7 +71,7 @@ __all__ = ["GeneralizedNystrom"]
 _EPS = np.finfo(np.float64).eps
 _CV_TOL = 1e-3
 # ridge strength of the CV classifier, relative to the mean diagonal of the centred kernel
-_CV_RIDGE = 1e-2
+_CV_RIDGE = 1e-1
 
 
 def _sym(A: np.ndarray) -> np.ndarray:
