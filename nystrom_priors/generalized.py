@@ -566,36 +566,41 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     def _build_problem(self, S0, labels, pairs, E_of, label_rows=None) -> _Problem:
         """Assemble J for the labels restricted to ``label_rows`` (positions in labels.index)."""
         El = Y = None
-        lab_set: dict[int, int] = {}
+        code_of = None  # class code per sample, -1 outside the labeled block
         if labels is not None:
             rows = np.arange(labels.index.size) if label_rows is None else label_rows
             idx = labels.index[rows]
             El = E_of(idx)
             Y = np.zeros((idx.size, labels.n_classes))
             Y[np.arange(idx.size), labels.codes[rows]] = 1.0
-            lab_set = {int(i): int(c) for i, c in zip(idx, labels.codes[rows])}
+            n_max = int(max(idx.max(), pairs[:, :2].max() if pairs is not None else 0)) + 1
+            code_of = np.full(n_max, -1)
+            code_of[idx] = labels.codes[rows]
         if pairs is None:
             return _Problem(S0, El, Y)
-        keep = []
-        for k, (i, j, s) in enumerate(pairs):
-            if i in lab_set and j in lab_set:
-                if (lab_set[i] == lab_set[j]) != (s == 1):
-                    raise ValueError(
-                        f"pairs[{k}] = {[int(i), int(j), int(s)]} contradicts the labels of "
-                        f"samples {i} and {j}."
-                    )
-                continue  # already inside the labeled block
-            keep.append(k)
-        if not keep:
+        i, j, sign = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+        if code_of is not None:
+            ci, cj = code_of[i], code_of[j]
+            inside = (ci >= 0) & (cj >= 0)
+            clash = inside & ((ci == cj) != (sign == 1))
+            if clash.any():
+                k = int(np.flatnonzero(clash)[0])
+                raise ValueError(
+                    f"pairs[{k}] = {pairs[k].tolist()} contradicts the labels of samples "
+                    f"{i[k]} and {j[k]}."
+                )
+            P = pairs[~inside]  # pairs inside the labeled block are already in the loss
+        else:
+            P = pairs
+        if P.shape[0] == 0:
             return _Problem(S0, El, Y)
-        P = pairs[keep]
-        pts = np.unique(P[:, :2])
-        pos = {int(v): r for r, v in enumerate(pts)}
-        a = np.array([pos[int(i)] for i in P[:, 0]])
-        b = np.array([pos[int(j)] for j in P[:, 1]])
+        pts, inv = np.unique(P[:, :2], return_inverse=True)
+        inv = inv.reshape(-1, 2)
+        a, b = inv[:, 0], inv[:, 1]
         tgt = (P[:, 2] == 1).astype(float)
         # both orders, plus the diagonal of points outside the labeled block (K*_ii = 1)
-        diag = np.array([r for r, v in enumerate(pts) if int(v) not in lab_set], dtype=int)
+        outside = np.ones(pts.size, dtype=bool) if code_of is None else code_of[pts] < 0
+        diag = np.flatnonzero(outside)
         aa = np.concatenate([a, b, diag])
         bb = np.concatenate([b, a, diag])
         tt = np.concatenate([tgt, tgt, np.ones(diag.size)])
