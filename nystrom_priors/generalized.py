@@ -30,6 +30,12 @@ Solvers
     The paper's method: gradient mapping with Armijo-Goldstein backtracking (Sec. 3.4) in the
     original coordinates. Note the paper's eq. (7) writes ``+eta grad``: the descent step is
     ``S <- P_psd(S - grad / A)``.
+``"newton"``
+    Semismooth Newton-CG on the dual (see ``_Dual``): the dual lives on the constrained entries
+    only (l^2 values for l labels), is unconstrained and strongly concave, and every dual point
+    gives a PSD primal ``S = P_psd(S0 - A*(R)/lam)`` and an exact duality gap. Typically 5-50
+    Newton steps (one m x m eigendecomposition each) where APG needs hundreds to thousands; at
+    tiny lam, where the dual is badly scaled, it hands its last primal iterate to APG.
 
 Both stop on a certified criterion: for labels the exact Lagrangian duality gap (the dual of a
 weighted quadratic over the PSD cone has a closed form), for pairs the projected-gradient (KKT)
@@ -291,6 +297,218 @@ def _solve(coords: _Coords, V0: np.ndarray, *, accelerate: bool, armijo: bool, t
     return V, it, cert, False
 
 
+class _Dual:
+    """The Lagrangian dual of J in the residual R (semismooth Newton-CG, Qi & Sun 2006).
+
+    Writing the loss through its conjugate, ``||y - t||^2 = max_r 2<r, y - t> - ||r||^2``, the
+    optimum is ``S(R) = P_psd(X(R))`` with ``X(R) = S0 - A*(R) / lam``, where ``A(S)`` collects
+    the constrained entries (``E_l S E_l^T`` and ``e_a^T S e_b`` for the pairs) and ``A*`` is its
+    adjoint. The dual function
+
+        d(R) = lam ||S0||^2 - lam ||P_psd(X(R))||^2 - 2 <R, t> - ||R||^2
+
+    is concave, smooth and unconstrained, with ``grad d = 2 (A(S(R)) - t - R)``; its dimension is
+    the number of constrained entries (l^2 for l labels), not m^2. Newton directions solve
+    ``(I + A P'(X) A* / lam) H = A(S) - t - R`` by conjugate gradients, with the Loewner
+    operator ``P'(X)[Y] = Q (Omega o Q^T Y Q) Q^T``. Every iterate gives a feasible primal
+    ``S(R)``, so ``J(S(R)) - d(R)`` is an exact duality gap.
+    """
+
+    def __init__(self, prob: "_Problem", lam: float):
+        self.prob = prob
+        self.lam = lam
+        self.S0sq = float(np.sum(prob.S0 * prob.S0))
+        # preconditioner: with P'(X) ~ I the operator is I + (K (x) K)/lam on the labels block
+        # (K = E_l E_l^T, inverted exactly in K's eigenbasis) and ~ 1 + K_aa K_bb / lam on pairs
+        if prob.has_labels:
+            kap, Vk = np.linalg.eigh(prob.El @ prob.El.T)
+            self.kV = Vk
+            self.kden = 1.0 + np.outer(np.maximum(kap, 0), np.maximum(kap, 0)) / lam
+        if prob.has_pairs:
+            kd = np.einsum("ij,ij->i", prob.Ep, prob.Ep)
+            self.pden = 1.0 + kd[prob.a] * kd[prob.b] / lam
+
+    def set_state_precond(self, st):
+        """I + K+ (x) K+ / lam with K+ = E_l Q+ Q+^T E_l^T (Omega ~ rank-one on the kept part)."""
+        if self.prob.has_labels:
+            PL = st["PL"][:, st["x"] > 0]
+            kap, Vk = np.linalg.eigh(PL @ PL.T)
+            self.kV = Vk
+            self.kden = 1.0 + np.outer(np.maximum(kap, 0), np.maximum(kap, 0)) / self.lam
+
+    def precond(self, H):
+        hl = None
+        if self.prob.has_labels:
+            hl = self.kV @ ((self.kV.T @ H[0] @ self.kV) / self.kden) @ self.kV.T
+        hp = H[1] / self.pden if self.prob.has_pairs else None
+        return hl, hp
+
+    # R is a pair (R_l dense (l, l) or None, r_p (|Omega|,) or None)
+    def zeros(self):
+        p = self.prob
+        return (np.zeros((p.El.shape[0],) * 2) if p.has_labels else None,
+                np.zeros(p.a.size) if p.has_pairs else None)
+
+    def adjoint(self, R) -> np.ndarray:
+        """sym(A*(R)) as an (m, m) matrix."""
+        p = self.prob
+        out = np.zeros((p.m, p.m))
+        if p.has_labels:
+            out += p.El.T @ R[0] @ p.El
+        if p.has_pairs:
+            import scipy.sparse as sp
+
+            Rs = sp.csr_matrix((R[1], (p.a, p.b)), shape=p.T.shape)
+            out += p.Ep.T @ (Rs @ p.Ep)
+        return _sym(out)
+
+    def forward_factored(self, PL, PP, D):
+        """A(Q D Q^T) given P = A Q (PL for labels, PP for the pair points)."""
+        p = self.prob
+        yl = (PL * D) @ PL.T if (p.has_labels and D.ndim == 1) else (PL @ D @ PL.T if p.has_labels else None)
+        if p.has_pairs:
+            F = PP * D if D.ndim == 1 else PP @ D
+            yp = np.einsum("ij,ij->i", F[p.a], PP[p.b])
+        else:
+            yp = None
+        return yl, yp
+
+    def targets(self):
+        p = self.prob
+        return (p.Y @ p.Y.T if p.has_labels else None, p.t if p.has_pairs else None)
+
+    @staticmethod
+    def dot(R1, R2) -> float:
+        return sum(float(np.sum(a * b)) for a, b in zip(R1, R2) if a is not None)
+
+    @staticmethod
+    def axpy(alpha, X, Y):
+        return tuple(None if y is None else y + alpha * x for x, y in zip(X, Y))
+
+    def state(self, R):
+        """Eigendecomposition of X(R), S(R) factors, d(R) and the ascent direction g = grad/2."""
+        X = self.prob.S0 - self.adjoint(R) / self.lam
+        x, Q = np.linalg.eigh(_sym(X))
+        xp = np.maximum(x, 0.0)
+        p = self.prob
+        PL = p.El @ Q if p.has_labels else None
+        PP = p.Ep @ Q if p.has_pairs else None
+        y = self.forward_factored(PL, PP, xp)
+        t = self.targets()
+        d = self.lam * self.S0sq - self.lam * float(np.sum(xp * xp)) - 2.0 * self.dot(R, t) - self.dot(R, R)
+        g = tuple(None if yy is None else yy - tt - rr for yy, tt, rr in zip(y, t, R))
+        return dict(x=x, Q=Q, xp=xp, PL=PL, PP=PP, d=d, g=g, y=y, t=t)
+
+    def primal(self, st) -> tuple[np.ndarray, float]:
+        Q, xp = st["Q"], st["xp"]
+        S = (Q * xp) @ Q.T
+        loss = sum(float(np.sum((yy - tt) ** 2)) for yy, tt in zip(st["y"], st["t"]) if yy is not None)
+        return S, self.lam * float(np.sum((S - self.prob.S0) ** 2)) + loss
+
+    def hess_apply(self, st, Omega, H):
+        """(I + A P'(X) A* / lam) H."""
+        p = self.prob
+        PL, PP = st["PL"], st["PP"]
+        M = np.zeros((p.m, p.m))
+        if p.has_labels:
+            M += PL.T @ H[0] @ PL
+        if p.has_pairs:
+            import scipy.sparse as sp
+
+            Hs = sp.csr_matrix((H[1], (p.a, p.b)), shape=p.T.shape)
+            M += PP.T @ (Hs @ PP)
+        Y = Omega * _sym(M)
+        yl, yp = self.forward_factored(PL, PP, Y)
+        return tuple(None if h is None else h + v / self.lam for h, v in zip(H, (yl, yp)))
+
+
+def _loewner_omega(x: np.ndarray) -> np.ndarray:
+    """First divided differences of max(., 0) at the eigenvalues x (Qi & Sun's Omega)."""
+    pos = x > 0
+    xp = np.maximum(x, 0.0)
+    num = xp[:, None] - xp[None, :]
+    den = x[:, None] - x[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        om = np.where(np.abs(den) > 0, num / np.where(den == 0, 1.0, den), 0.0)
+    both = pos[:, None] & pos[None, :]
+    om[both] = 1.0
+    om[~pos[:, None] & ~pos[None, :]] = 0.0
+    return om
+
+
+def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int, cg_max: int = 200):
+    """Semismooth Newton-CG on the dual; returns (S, R, n_iter, relative gap, converged)."""
+    dual = _Dual(prob, lam)
+    R = dual.zeros() if R0 is None else R0
+    st = dual.state(R)
+    gap = np.inf
+    for it in range(1, max_iter + 1):
+        S, J = dual.primal(st)
+        gap = max(J - st["d"], 0.0) / max(J, 1e-300)
+        if gap <= tol:
+            return S, R, it - 1, gap, True
+        g = st["g"]
+        gnorm = np.sqrt(dual.dot(g, g))
+        Omega = _loewner_omega(st["x"])
+        dual.set_state_precond(st)
+        # inexact Newton: preconditioned CG to a relative residual min(0.1, sqrt(|g|))
+        H = tuple(None if v is None else np.zeros_like(v) for v in g)
+        r = g
+        z = dual.precond(r)
+        pdir = z
+        rz = dual.dot(r, z)
+        cg_tol = min(0.1, np.sqrt(gnorm)) * gnorm
+        for _ in range(cg_max):
+            Ap = dual.hess_apply(st, Omega, pdir)
+            alpha = rz / dual.dot(pdir, Ap)
+            H = dual.axpy(alpha, pdir, H)
+            r = dual.axpy(-alpha, Ap, r)
+            if np.sqrt(dual.dot(r, r)) <= cg_tol:
+                break
+            z = dual.precond(r)
+            rz_new = dual.dot(r, z)
+            pdir = dual.axpy(rz_new / rz, pdir, z)
+            rz = rz_new
+        # Armijo line search on the concave dual (ascent along H; <grad, H> = 2 <g, H> > 0)
+        slope = 2.0 * dual.dot(g, H)
+        step = 1.0
+        accepted = False
+        for _ in range(30):
+            cand = dual.axpy(step, H, R)
+            st_new = dual.state(cand)
+            if np.isfinite(st_new["d"]) and st_new["d"] >= st["d"] + 1e-4 * step * slope:
+                accepted = True
+                break
+            step *= 0.5
+        if not accepted or slope <= 0.0:
+            break  # no ascent possible at this precision: hand over to the caller's fallback
+        R, st = cand, st_new
+    S, J = dual.primal(st)
+    gap = max(J - st["d"], 0.0) / max(J, 1e-300)
+    return S, R, it, gap, gap <= tol
+
+
+def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: int, S_warm=None, R_warm=None):
+    """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
+
+    ``"newton"`` runs the dual semismooth Newton-CG; if it cannot certify ``tol`` (tiny lam,
+    where the dual is badly scaled) its last primal iterate, always PSD, warm-starts APG.
+    """
+    if solver == "newton":
+        S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=min(max_iter, 100))
+        if ok:
+            return S, it, cert, True, R
+        coords = _Coords(prob, lam, True)
+        V, it2, cert, ok = _solve(coords, coords.to_V(S), accelerate=True, armijo=False, tol=tol, max_iter=max_iter)
+        return coords.to_S(V), it + it2, cert, ok, None
+    coords = _Coords(prob, lam, solver == "apg")
+    V0 = _closed_form_V(coords) if S_warm is None else coords.to_V(S_warm)
+    V, it, cert, ok = _solve(
+        coords, V0, accelerate=solver == "apg", armijo=solver == "pgd", tol=tol, max_iter=max_iter
+    )
+    return coords.to_S(V), it, cert, ok, None
+
+
 def _closed_form_V(coords: _Coords) -> np.ndarray:
     """Eq. (10): the unconstrained optimum (exact for labels; Kronecker surrogate for pairs)."""
     prob, lam = coords.prob, coords.lam
@@ -347,8 +565,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         prior exactly.
     lam_grid : array-like of float, optional
         Exponents e of the grid ``mu_max^2 * 10^e``; default ``-12, -11, ..., 0``.
-    solver : {"apg", "pgd"}, default="apg"
-        Preconditioned accelerated projected gradient, or the paper's gradient mapping.
+    solver : {"apg", "pgd", "newton"}, default="apg"
+        Preconditioned accelerated projected gradient, the paper's gradient mapping, or the
+        dual semismooth Newton-CG (fewest eigendecompositions; falls back to APG at tiny lam).
     tol : float, default=1e-6
         Certified tolerance: relative duality gap (labels) or relative projected-gradient
         residual (pairs).
@@ -436,9 +655,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
 
     # ----- parameter checks ------------------------------------------------------------------
     def _check_params(self) -> tuple[str, float | None, np.ndarray, float, int, int]:
-        solver = check_option(self.solver, "solver", ("apg", "pgd"))
+        solver = check_option(self.solver, "solver", ("apg", "pgd", "newton"))
         tol = check_scalar(self.tol, "tol", lo=0.0, lo_closed=False, hi=1.0)
-        default_iter = 2000 if solver == "apg" else 20000
+        default_iter = 20000 if solver == "pgd" else 2000
         max_iter = default_iter if self.max_iter is None else int(
             check_scalar(self.max_iter, "max_iter", kind="int", lo=1)
         )
@@ -514,19 +733,16 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 "the kernel cannot express it. Use more landmarks or a wider kernel."
             )
         scale = prob.mu_max**2
-        precondition = solver == "apg"
-        solve_kw = dict(accelerate=solver == "apg", armijo=solver == "pgd", tol=tol, max_iter=max_iter)
+        solve_kw = dict(solver=solver, tol=tol, max_iter=max_iter)
 
         if fixed is not None:
             lam = float(fixed)
-            coords = _Coords(prob, lam, precondition)
-            V, it, cert, ok = _solve(coords, _closed_form_V(coords), **solve_kw)
-            S = coords.to_S(V)
+            S, it, cert, ok, _ = _solve_lam(prob, lam, **solve_kw)
         else:
             lams = scale * 10.0**grid
             self.lam_path_ = lams
             if self.lam == "nka":
-                crit, sols = self._path_nka(prob, lams, labels, pairs_arr, E_of, precondition, solve_kw)
+                crit, sols = self._path_nka(prob, lams, labels, pairs_arr, E_of, solve_kw)
                 best = int(np.argmax(crit))
                 self.criterion_path_ = crit
                 lam = float(lams[best])
@@ -537,13 +753,11 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                         "lam='auto' cross-validates a classifier and needs labels of at least "
                         "two classes; pass lam='nka' or a number for pairs-only fits."
                     )
-                fold_errors = self._path_cv(S0, labels, pairs_arr, E_of, lams, cv, rng, precondition, solve_kw)
+                fold_errors = self._path_cv(S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw)
                 self.criterion_path_ = fold_errors.mean(axis=0)
                 best = _one_se_choice(fold_errors)
                 lam = float(lams[best])
-                coords = _Coords(prob, lam, precondition)
-                V, it, cert, ok = _solve(coords, _closed_form_V(coords), **solve_kw)
-                S = coords.to_S(V)
+                S, it, cert, ok, _ = _solve_lam(prob, lam, **solve_kw)
         if not ok:
             warnings.warn(
                 f"GeneralizedNystrom's {solver!r} solver stopped after {it} iterations at lam="
@@ -606,18 +820,15 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         tt = np.concatenate([tgt, tgt, np.ones(diag.size)])
         return _Problem(S0, El, Y, E_of(pts), aa, bb, tt)
 
-    def _path(self, prob, lams, precondition, solve_kw):
+    def _path(self, prob, lams, solve_kw):
         """Solutions along lams (descending), warm-started; yields (lam, S, it, cert, ok)."""
-        S_prev = None
+        S_prev = R_prev = None
         for lam in lams:
-            coords = _Coords(prob, float(lam), precondition)
-            V0 = _closed_form_V(coords) if S_prev is None else coords.to_V(S_prev)
-            V, it, cert, ok = _solve(coords, V0, **solve_kw)
-            S = coords.to_S(V)
-            S_prev = S
+            S, it, cert, ok, R = _solve_lam(prob, float(lam), S_warm=S_prev, R_warm=R_prev, **solve_kw)
+            S_prev, R_prev = S, R
             yield float(lam), S, it, cert, ok
 
-    def _path_nka(self, prob, lams, labels, pairs, E_of, precondition, solve_kw):
+    def _path_nka(self, prob, lams, labels, pairs, E_of, solve_kw):
         crit = np.empty(lams.size)
         sols = []
         Sref = prob.S0
@@ -625,7 +836,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             El, Y = prob.El, prob.Y
         else:  # pairs only: the ideal kernel on the constrained points
             El, Y = None, None
-        for k, (lam, S, it, cert, ok) in enumerate(self._path(prob, lams, precondition, solve_kw)):
+        for k, (lam, S, it, cert, ok) in enumerate(self._path(prob, lams, solve_kw)):
             rho1 = _dense(S, Sref, True, zero=0.0)
             if El is not None:
                 rho2 = _factored(El @ _factor(S), Y, True, zero=0.0)
@@ -638,7 +849,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             sols.append((S, it, cert, ok))
         return crit, sols
 
-    def _path_cv(self, S0, labels, pairs, E_of, lams, cv, rng, precondition, solve_kw):
+    def _path_cv(self, S0, labels, pairs, E_of, lams, cv, rng, solve_kw):
         """Held-out error rates, shape (n_folds, n_lams), of a kernel ridge classifier."""
         counts = np.bincount(labels.codes, minlength=labels.n_classes)
         k = int(min(cv, counts.min()))
@@ -659,7 +870,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             Y_tr = np.zeros((train.size, labels.n_classes))
             Y_tr[np.arange(train.size), labels.codes[train]] = 1.0
             Etr, Ete = E_all[train], E_all[test]
-            for j, (lam, S, *_rest) in enumerate(self._path(prob, lams, precondition, fold_kw)):
+            for j, (lam, S, *_rest) in enumerate(self._path(prob, lams, fold_kw)):
                 e, _ = _ridge_cv_scores(Etr @ S @ Etr.T, Ete @ S @ Etr.T, Y_tr, labels.codes[test], _CV_RIDGE)
                 errors[f, j] = e / test.size
         return errors

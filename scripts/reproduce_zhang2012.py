@@ -74,9 +74,9 @@ def one_repeat(X, y, rep, n_labels=100):
 
     E = auto._features_block(X).astype(np.float64)
     prob = auto._build_problem(auto.S0_, check_labels(yy, y.size), None, lambda r: E[r])
-    solve_kw = dict(accelerate=True, armijo=False, tol=auto.tol, max_iter=2000)
+    solve_kw = dict(solver=auto.solver, tol=auto.tol, max_iter=2000)
     path_err = [
-        svm_error(E @ _factor(S), y, lab, unl) for _, S, *_ in auto._path(prob, auto.lam_path_, True, solve_kw)
+        svm_error(E @ _factor(S), y, lab, unl) for _, S, *_ in auto._path(prob, auto.lam_path_, solve_kw)
     ]
     out["path"] = np.array(path_err)
     out["best"] = float(np.min(path_err))

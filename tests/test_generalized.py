@@ -66,18 +66,16 @@ def _cvxpy_optimum(S0, E, Y, lam, mask=None):
 
 @pytest.mark.parametrize(
     "exponent, solver",
-    [(e, "apg") for e in (0.0, -3.0, -5.0, -7.0, -10.0)] + [(e, "pgd") for e in (0.0, -3.0, -4.0)],
+    [(e, s) for s in ("apg", "newton") for e in (0.0, -3.0, -5.0, -7.0, -10.0)]
+    + [(e, "pgd") for e in (0.0, -3.0, -4.0)],
 )
 def test_solvers_reach_the_sdp_optimum_labels(rng, exponent, solver):
     prob, S0, E, Y, _ = _small_problem(rng)
     lam = prob.mu_max**2 * 10**exponent
-    co = gmod._Coords(prob, lam, precondition=solver == "apg")
-    V, it, cert, ok = gmod._solve(
-        co, gmod._closed_form_V(co), accelerate=solver == "apg", armijo=solver == "pgd",
-        tol=1e-8, max_iter=3000 if solver == "apg" else 200000,
+    S, it, cert, ok, _ = gmod._solve_lam(
+        prob, lam, solver, tol=1e-8, max_iter=3000 if solver != "pgd" else 200000
     )
     assert ok, (it, cert)
-    S = co.to_S(V)
     assert np.linalg.eigvalsh(S).min() >= -1e-9 * np.abs(S).max()
     S_ref = _cvxpy_optimum(S0, E, Y, lam)
     f_ref = prob.objective(S_ref, lam)
@@ -101,17 +99,30 @@ def test_paper_method_crawls_where_apg_converges(rng):
     assert not results["pgd"][3] and results["pgd"][2] > 1e-6
 
 
+@pytest.mark.parametrize("solver", ["apg", "newton"])
 @pytest.mark.parametrize("exponent", [-2.0, -5.0, -8.0])
-def test_apg_reaches_the_sdp_optimum_pairs(rng, exponent):
+def test_solvers_reach_the_sdp_optimum_pairs(rng, exponent, solver):
     prob, S0, Ep, _, mask = _small_problem(rng, m=15, pairs=True)
     lam = prob.mu_max**2 * 10**exponent
-    co = gmod._Coords(prob, lam, precondition=True)
-    V, it, cert, ok = gmod._solve(co, gmod._closed_form_V(co), accelerate=True, armijo=False, tol=1e-9, max_iter=20000)
+    S, it, cert, ok, _ = gmod._solve_lam(prob, lam, solver, tol=1e-9, max_iter=20000)
     assert ok, (it, cert)
-    S = co.to_S(V)
     S_ref = _cvxpy_optimum(S0, Ep, None, lam, mask)
     f_ref = prob.objective(S_ref, lam)
     assert (prob.objective(S, lam) - f_ref) / f_ref <= 1e-6
+
+
+def test_newton_dual_gap_is_exact_and_fallback_certifies(rng):
+    prob, S0, E, Y, _ = _small_problem(rng)
+    for exponent in (-4.0, -12.0):
+        lam = prob.mu_max**2 * 10**exponent
+        S, R, it, gap, ok = gmod._solve_newton(prob, lam, None, tol=1e-14, max_iter=3)
+        # any dual point gives a valid lower bound: J(S(R)) - d(R) >= J(S) - J* >= 0
+        S_ref = _cvxpy_optimum(S0, E, Y, lam)
+        J = prob.objective(S, lam)
+        assert gap * J >= J - prob.objective(S_ref, lam) - 1e-9 * J
+        assert np.linalg.eigvalsh(S).min() >= -1e-9 * np.abs(S).max()  # S(R) is PSD
+        S2, it2, cert2, ok2, _ = gmod._solve_lam(prob, lam, "newton", tol=1e-7, max_iter=5000)
+        assert ok2 and (prob.objective(S2, lam) - prob.objective(S_ref, lam)) <= 1e-6 * J
 
 
 def test_duality_gap_certificate_bounds_the_true_gap(rng):
@@ -265,7 +276,7 @@ def test_convergence_warning_names_max_iter(rng):
         ({}, {"pairs": [[1, 2]]}, ValueError, r"shape \(k, 3\)"),
         ({"lam": -1.0}, {"y": None}, ValueError, r"lam must be in \(0"),
         ({"lam": "best"}, {"y": None}, ValueError, "lam must be one of"),
-        ({"solver": "newton"}, {"y": None}, ValueError, "solver must be one of"),
+        ({"solver": "bfgs"}, {"y": None}, ValueError, "solver must be one of"),
         ({"tol": 0.0}, {"y": None}, ValueError, r"tol must be in \(0"),
         ({"cv": 1}, {"y": None}, ValueError, r"cv must be in \[2"),
         ({"lam_grid": [np.nan]}, {"y": None}, ValueError, "lam_grid must be"),
