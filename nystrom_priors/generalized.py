@@ -67,7 +67,7 @@ import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin
 from ._validation import check_array, check_option, check_random_state, check_scalar
-from .alignment import _dense, _factored
+from .kernel_alignment import _dense, _factored
 from .exceptions import ConvergenceWarning
 from .nystrom import _LandmarkKernelMixin, psd_pinv
 from .side_info import check_labels, check_pairs

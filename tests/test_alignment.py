@@ -42,3 +42,14 @@ def test_errors(rng):
         alignment(G @ G.T, np.eye(3))
     with pytest.raises(ValueError, match="zero Frobenius norm"):
         factored_alignment(G, np.ones((10, 2)))  # constant factor: zero after centring
+
+
+def test_public_function_is_not_shadowed_by_a_submodule(rng):
+    """Importing the learners (which use the alignment cores) must not replace
+    ``nystrom_priors.alignment`` (a function) by a module of the same name."""
+    import nystrom_priors as npr
+    import nystrom_priors.generalized  # noqa: F401
+
+    G = rng.normal(size=(10, 2))
+    assert callable(npr.alignment) and not isinstance(npr.alignment, type(npr))
+    assert npr.alignment(G @ G.T, G @ G.T) == pytest.approx(1.0)
