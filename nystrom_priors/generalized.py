@@ -69,7 +69,7 @@ from ._base import BaseEstimator, FactorTransformMixin
 from ._validation import check_array, check_option, check_random_state, check_scalar
 from .kernel_alignment import _dense, _factored
 from .exceptions import ConvergenceWarning
-from .nystrom import _LandmarkKernelMixin, psd_pinv
+from .nystrom import _LandmarkKernelMixin
 from .side_info import check_labels, check_pairs
 
 __all__ = ["GeneralizedNystrom"]
@@ -318,12 +318,8 @@ class _Dual:
         self.prob = prob
         self.lam = lam
         self.S0sq = float(np.sum(prob.S0 * prob.S0))
-        # preconditioner: with P'(X) ~ I the operator is I + (K (x) K)/lam on the labels block
-        # (K = E_l E_l^T, inverted exactly in K's eigenbasis) and ~ 1 + K_aa K_bb / lam on pairs
-        if prob.has_labels:
-            kap, Vk = np.linalg.eigh(prob.El @ prob.El.T)
-            self.kV = Vk
-            self.kden = 1.0 + np.outer(np.maximum(kap, 0), np.maximum(kap, 0)) / lam
+        # preconditioner on pairs: ~ 1 + K_aa K_bb / lam (Jacobi); the labels block gets an exact
+        # Kronecker inverse rebuilt at every Newton step (set_state_precond)
         if prob.has_pairs:
             kd = np.einsum("ij,ij->i", prob.Ep, prob.Ep)
             self.pden = 1.0 + kd[prob.a] * kd[prob.b] / lam
@@ -715,15 +711,13 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         pairs_arr = None if pairs is None else check_pairs(pairs, n)
         rng = check_random_state(self.random_state)
         self._fit_landmarks(X, rng)
-        lam_w, U_w = psd_pinv(self._landmark_gram(), self._default_rcond())
-        S0 = (U_w / lam_w) @ U_w.T
-        self.S0_ = S0
-        self.eigenvalues_ = lam_w
+        prior_projection = self._fit_prior()
+        S0 = self.S0_
         self.classes_ = labels.classes if labels is not None else np.array([])
         self.lam_path_ = np.array([])
         self.criterion_path_ = np.array([])
         if (labels is None and pairs_arr is None) or fixed == np.inf:
-            return self._set_solution(S0, np.inf, U_w / np.sqrt(lam_w), 0, True, 0.0)
+            return self._set_solution(S0, np.inf, prior_projection, 0, True, 0.0)
 
         E_of = lambda rows: self._features_block(X[rows]).astype(np.float64)  # noqa: E731
         prob = self._build_problem(S0, labels, pairs_arr, E_of)

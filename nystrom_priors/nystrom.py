@@ -110,6 +110,13 @@ class _LandmarkKernelMixin:
             np.float64
         )
 
+    def _fit_prior(self) -> np.ndarray:
+        """Set ``eigenvalues_`` and ``S0_ = W^+``; return the prior's factor ``U diag(lam)^-1/2``."""
+        lam, U = psd_pinv(self._landmark_gram(), self._default_rcond())
+        self.eigenvalues_ = lam
+        self.S0_ = (U / lam) @ U.T
+        return U / np.sqrt(lam)
+
     def _default_rcond(self) -> float:
         if self.rcond is not None:
             return float(check_scalar(self.rcond, "rcond", lo=0.0, hi=1.0, hi_closed=False))
@@ -218,8 +225,5 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
         X = check_array(X)
         rng = check_random_state(self.random_state)
         self._fit_landmarks(X, rng)
-        lam, U = psd_pinv(self._landmark_gram(), self._default_rcond())
-        self.eigenvalues_ = lam
-        self.S0_ = (U / lam) @ U.T
-        self.projection_ = U / np.sqrt(lam)
+        self.projection_ = self._fit_prior()
         return self
