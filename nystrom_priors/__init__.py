@@ -6,6 +6,8 @@ Nystrom
     The standard (clustered) Nystrom approximation: the unsupervised baseline and prior.
 GeneralizedNystrom
     Dictionary kernel learned from labels or pairs (Zhang et al. 2012); inductive.
+LogDetKernelLearner, VonNeumannKernelLearner
+    Low-rank kernels from distance / similarity bounds by Bregman projections (Kulis et al. 2006).
 
 Functions
 ---------
@@ -36,6 +38,9 @@ __version__ = "0.1.0"
 _LAZY = {
     "Nystrom": "nystrom",
     "GeneralizedNystrom": "generalized",
+    "LogDetKernelLearner": "logdet",
+    "VonNeumannKernelLearner": "logdet",
+    "distance_bounds": "logdet",
     "labels_to_pairs": "side_info",
     "extrapolate": "kernels",
     "iter_extrapolate": "kernels",

@@ -67,13 +67,17 @@ class _LandmarkKernelMixin:
         spec = make_kernel(
             self.kernel,
             width=self.width,
-            gamma=self.gamma,
+            gamma=self._kernel_gamma_param(),
             degree=self.degree,
             coef0=self.coef0,
             X=X,
         )
         self.gamma_ = float(spec.gamma)
         self.width_ = spec.width
+
+    def _kernel_gamma_param(self) -> Any:
+        """The user's kernel scale (``gamma`` here; learners whose ``gamma`` means slack override)."""
+        return self.gamma
 
     def _kernel_spec(self) -> KernelSpec:
         return KernelSpec(

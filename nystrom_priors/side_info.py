@@ -94,12 +94,15 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
     return Labels(index=index.astype(np.int64), codes=codes.astype(np.int64), classes=classes)
 
 
-def check_pairs(pairs: Any, n_samples: int, *, name: str = "pairs") -> np.ndarray:
+def check_pairs(
+    pairs: Any, n_samples: int, *, name: str = "pairs", return_index: bool = False
+) -> Any:
     """Validate pairwise constraints; return them as an (k, 3) int64 array with i < j.
 
     Duplicated constraints are removed with a warning; a pair given both as must-link and as
     cannot-link, a self pair, an index out of range or a sign other than +-1 raise
-    ``ValueError``.
+    ``ValueError``. With ``return_index`` also return the rows of the input that were kept
+    (the first of each duplicate), so per-pair data can follow the pairs.
     """
     arr = np.asarray(pairs)
     if arr.ndim != 2 or arr.shape[1] != 3:
@@ -145,7 +148,10 @@ def check_pairs(pairs: Any, n_samples: int, *, name: str = "pairs") -> np.ndarra
         raise ValueError(
             f"{name} has the pair ({a}, {b}) both as must-link (+1) and as cannot-link (-1)."
         )
-    return canon[np.sort(first)]
+    kept = np.sort(first)
+    if return_index:
+        return canon[kept], kept
+    return canon[kept]
 
 
 def labels_to_pairs(

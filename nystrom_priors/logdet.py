@@ -1,0 +1,771 @@
+"""Low-rank kernel learning with Bregman matrix divergences (Kulis, Sustik & Dhillon, ICML 2006).
+
+Both learners solve
+
+    minimise  D(K, K0)   subject to  delta_c * tr(K A_c) <= delta_c * b_c,   c = 1..C
+
+over kernels K with the range space of the initial kernel ``K0 = G0 G0^T``, by cyclic Bregman
+projections with one dual variable ``lam_c >= 0`` per inequality (Censor & Zenios 1997).
+``delta = +1`` is an upper bound, ``delta = -1`` a lower bound. Constraints:
+
+* distance: ``d(i, j) = K_ii + K_jj - 2 K_ij`` (a *squared* distance), ``A = z z^T``,
+  ``z = e_i - e_j``. Must-link pairs ``[i, j, +1]`` get ``d <= b``, cannot-link ``[i, j, -1]``
+  get ``d >= b``.
+* similarity (Burg only, Sec. 5.3): ``K_ij``, ``A = (e_i e_j^T + e_j e_i^T) / 2`` (rank two);
+  ``[i, j, +1]`` means ``K_ij >= b`` (similar), ``[i, j, -1]`` means ``K_ij <= b``; ``i = j``
+  bounds a diagonal entry.
+
+**Burg / LogDet** (Algorithm 1). With ``D = tr(K K0^+) - log det - r`` on the common range
+space, the projection onto one distance constraint has a closed form. For ``p = d(i, j)`` at
+the current kernel (Kulis et al. 2009, with the direction ``delta`` that Algorithm 1 as printed
+omits for ``>=`` constraints, and ITML's slack):
+
+    alpha = min(lam_c, gamma/(gamma+1) * delta * (1/p - 1/bhat_c)),   lam_c -= alpha,
+    beta  = delta alpha / (1 - delta alpha p),   bhat_c <- 1 / (1/bhat_c + delta alpha / gamma),
+    K <- K + beta K z z^T K.
+
+``gamma = inf`` gives hard constraints (``bhat = b``). In factored form ``K = G0 B B^T G0^T``
+the update is ``B <- B L`` with ``L L^T = I + beta w w^T``, ``w = B^T (g0_i - g0_j)``, which
+costs O(r^2) (see :mod:`nystrom_priors._numba._bregman`). ``1 + beta p = 1/(1 - delta alpha
+p) > 0`` always, so ``K`` stays PSD with the range space of ``K0``: the rank is preserved.
+
+A similarity constraint has no slack form here (its bound may be <= 0, where the Burg slack on
+b is undefined): it is always hard. Its projection ``K' = G (I - rho Asym)^{-1} G^T`` in the
+factor space (``Asym = (a c^T + c a^T)/2``, ``a, c`` the current factor rows of i, j) meets
+``K'_ij = b`` for the root of ``b g rho^2 + 2 (g + 2 b s) rho - 4 (b - s) = 0``
+(``s = a.c``, ``g = |a|^2 |c|^2 - s^2``) that keeps ``I - rho Asym`` positive definite.
+
+**von Neumann** (Algorithm 2). ``D = tr(K log K - K log K0 - K + K0)``; a projection is
+``log K <- log K + rho z z^T`` on the range space, i.e. in the eigenbasis ``K = V0 W
+diag(e^d) W^T V0^T`` the diagonal-plus-rank-one update ``diag(d) + rho w w^T``
+(secular equation, O(r^2)). ``rho`` has no closed form: it solves ``f(rho) = w^T exp(diag(d)
++ rho w w^T) w = b`` (f increasing), found by safeguarded Newton on ``log f`` (about four
+evaluations of f).
+
+**Convergence** is ITML's rule on the duals: ``||lam - lam_old||_1 / (||lam||_2 +
+||lam_old||_2) < tol`` after a sweep, *and* the largest relative violation seen in the sweep
+``< tol`` (so "converged" means the constraints hold to ``tol``). Infeasible hard constraints
+(common once constraints outnumber what rank r can satisfy) make the duals grow without bound
+while a relative test on them still shrinks; we stop when, over ``infeasible_window`` sweeps, the
+violation has not halved while ``||lam||`` grew by half, and warn with
+:class:`InfeasibleConstraintsWarning` (remedy: a finite ``gamma``).
+
+**Inductive use.** With ``init="nystrom"``, ``G0 = k(X, Z) U diag(w)^{-1/2}`` is the Nystrom
+factor, defined for any sample, so new samples get ``G0_new B``; the 2006 method becomes
+inductive (the paper does not claim this). With ``init="linear"`` (``G0 = X``, or its top-r
+principal directions when ``rank < d``) the learner is kernelised ITML: the learned kernel is
+``X A X^T`` with the Mahalanobis matrix ``A = P0 B B^T P0^T``. A user-given factor is passed as
+``X`` with ``init="linear"`` (its rows are then the factor rows of ``K0``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._base import BaseEstimator, FactorTransformMixin
+from ._validation import (
+    check_array,
+    check_is_fitted,
+    check_option,
+    check_random_state,
+    check_scalar,
+)
+from .exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
+from .nystrom import _LandmarkKernelMixin, psd_pinv
+from .side_info import check_labels, check_pairs, labels_to_pairs
+
+__all__ = ["LogDetKernelLearner", "VonNeumannKernelLearner", "distance_bounds"]
+
+_INITS = ("nystrom", "linear")
+_BOUND_RULES = ("percentile", "relative")
+_STATUS = {0: "converged", 1: "max_iter", 2: "infeasible"}
+# a pair whose factor rows differ by less than this (relative) has length zero for the learner:
+# Bregman projections keep its distance at exactly 0 (metric-learn divides by it and crashes)
+_ZERO_LENGTH = 1e-12
+
+
+def _percentile_pairs(G: np.ndarray, rng: np.random.Generator, max_pairs: int = 200_000):
+    """Squared distances ||g_a - g_b||^2 between distinct rows: all pairs, or a random sample."""
+    u = G.shape[0]
+    if u < 2:
+        return np.zeros(1)
+    if u * (u - 1) // 2 <= max_pairs:
+        a, b = np.triu_indices(u, k=1)
+    else:
+        a = rng.integers(0, u, size=max_pairs)
+        b = rng.integers(0, u - 1, size=max_pairs)
+        b = b + (b >= a)  # b != a
+    sq = (G * G).sum(axis=1)
+    return np.maximum(sq[a] + sq[b] - 2.0 * np.einsum("ij,ij->i", G[a], G[b]), 0.0)
+
+
+def distance_bounds(
+    G0: np.ndarray,
+    pairs: np.ndarray,
+    *,
+    rule: str = "percentile",
+    epsilon: float = 0.25,
+    percentiles: tuple[float, float] = (5.0, 95.0),
+    random_state: Any = None,
+) -> np.ndarray:
+    """Default squared-distance bounds for pairs, from the initial kernel ``K0 = G0 G0^T``.
+
+    Parameters
+    ----------
+    G0 : ndarray of shape (n, r)
+        Factor rows of the initial kernel.
+    pairs : ndarray of shape (k, 3)
+        Rows ``[i, j, +1 | -1]`` (validated).
+    rule : {"percentile", "relative"}
+        ``"percentile"`` (ITML): must-link pairs get the ``percentiles[0]``-th percentile of the
+        squared distances between the constrained samples, cannot-link pairs the
+        ``percentiles[1]``-th. ``"relative"`` (Kulis et al. 2006, Sec. 6):
+        ``(1 - epsilon) d0`` for must-link and ``(1 + epsilon) d0`` for cannot-link, with
+        ``d0`` the pair's own initial squared distance.
+    epsilon : float in [0, 1)
+    percentiles : (low, high) in [0, 100]
+    random_state : None, int or Generator
+        Sampling of pairs for the percentiles when there are more than 200,000.
+
+    Returns
+    -------
+    bounds : ndarray of shape (k,), float64, all > 0 for pairs of distinct rows
+    """
+    rule = check_option(rule, "bound_rule", _BOUND_RULES)
+    G0 = np.asarray(G0, dtype=np.float64)
+    i, j, s = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+    if rule == "relative":
+        eps = check_scalar(epsilon, "epsilon", lo=0.0, hi=1.0, hi_closed=False)
+        d0 = ((G0[i] - G0[j]) ** 2).sum(axis=1)
+        return np.where(s > 0, (1.0 - eps) * d0, (1.0 + eps) * d0)
+    pct = np.asarray(percentiles, dtype=np.float64)
+    if pct.shape != (2,) or not np.all(np.isfinite(pct)) or pct[0] < 0 or pct[1] > 100:
+        raise ValueError(f"percentiles must be two numbers in [0, 100], got {percentiles!r}.")
+    rng = check_random_state(random_state)
+    idx = np.unique(pairs[:, :2])
+    d = _percentile_pairs(G0[idx], rng)
+    lo, hi = np.percentile(d, pct)
+    positive = d[d > 0]
+    floor = positive.min() if positive.size else 1.0
+    # a zero percentile (duplicated samples) would make the bound unusable (Burg needs b > 0)
+    lo, hi = max(lo, floor), max(hi, floor)
+    return np.where(s > 0, lo, hi).astype(np.float64)
+
+
+def _check_similarity_pairs(pairs: Any, n: int) -> np.ndarray:
+    arr = np.asarray(pairs)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise ValueError(
+            "similarity_pairs must be an integer array of shape (k, 3) with rows [i, j, +1 or "
+            f"-1], got shape {arr.shape}."
+        )
+    if arr.shape[0] == 0:
+        raise ValueError("similarity_pairs is empty; give at least one constraint or None.")
+    if arr.dtype.kind not in "iuf" or (arr.dtype.kind == "f" and not np.all(arr == np.round(arr))):
+        raise TypeError(f"similarity_pairs must hold integers, got dtype {arr.dtype}.")
+    arr = arr.astype(np.int64)
+    bad = (arr[:, :2] < 0).any(axis=1) | (arr[:, :2] >= n).any(axis=1)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"similarity_pairs[{k}] = {arr[k].tolist()} references a sample out of range; "
+            f"indices must be in [0, {n - 1}]."
+        )
+    if not np.isin(arr[:, 2], (-1, 1)).all():
+        k = int(np.flatnonzero(~np.isin(arr[:, 2], (-1, 1)))[0])
+        raise ValueError(
+            f"similarity_pairs[{k}] = {arr[k].tolist()} has sign {arr[k, 2]}; use +1 "
+            "(K_ij >= bound) or -1 (K_ij <= bound)."
+        )
+    return np.concatenate([np.sort(arr[:, :2], axis=1), arr[:, 2:]], axis=1)
+
+
+def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarray:
+    b = np.asarray(bounds, dtype=np.float64) if bounds is not None else None
+    if b is None or b.shape != (k,):
+        got = "None" if b is None else f"shape {b.shape}"
+        raise ValueError(f"{name} must be an array of shape ({k},) (one per pair), got {got}.")
+    if not np.all(np.isfinite(b)):
+        raise ValueError(f"{name} holds non-finite values.")
+    if positive and (b <= 0).any():
+        k0 = int(np.flatnonzero(b <= 0)[0])
+        raise ValueError(
+            f"{name}[{k0}] = {b[k0]!r}: squared-distance bounds must be > 0 (the Burg and von "
+            "Neumann projections need them positive)."
+        )
+    return b
+
+
+class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
+    """Shared parts: the initial factor G0, constraints, bounds, stopping and reporting."""
+
+    _similarity = False  # whether the learner accepts similarity constraints
+    infeasible_window = 25
+
+    # -- kernel / features ---------------------------------------------------------------
+    def _kernel_gamma_param(self) -> Any:
+        return self.kernel_gamma
+
+    def _features_block(self, X: np.ndarray) -> np.ndarray:
+        if self.init_ == "nystrom":
+            return _LandmarkKernelMixin._features_block(self, X)
+        return X
+
+    def _project_into(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> bool:
+        if self.init_ == "nystrom":
+            return _LandmarkKernelMixin._project_into(self, X, P, out)
+        return False
+
+    def _initial_factor(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Set ``init_`` and the initial projection ``P0``; return ``G0 = F(X) P0`` in float64."""
+        init = check_option(self.init, "init", _INITS)
+        self.init_ = init
+        self.n_features_in_ = X.shape[1]
+        rank = self.rank
+        if rank is not None:
+            rank = int(check_scalar(rank, "rank", kind="int", lo=1))
+        if init == "nystrom":
+            self._fit_landmarks(X, rng)
+            P0 = self._fit_prior()
+            if rank is not None and rank < P0.shape[1]:
+                P0 = P0[:, :rank]  # eigenvalues are descending: the top-rank Nystrom factor
+        else:
+            d = X.shape[1]
+            if rank is None or rank >= d:
+                P0 = np.eye(d)
+            else:
+                # best rank-r linear kernel: top right singular vectors of X
+                Xd = X.astype(np.float64)
+                evals, evecs = np.linalg.eigh(Xd.T @ Xd)
+                P0 = np.ascontiguousarray(evecs[:, ::-1][:, :rank])
+        if rank is not None and rank > P0.shape[1]:
+            warnings.warn(
+                f"rank={rank} exceeds the rank {P0.shape[1]} of the initial kernel; Bregman "
+                f"learning preserves the initial rank, so rank {P0.shape[1]} is used.",
+                UserWarning,
+                stacklevel=3,
+            )
+        self.P0_ = np.ascontiguousarray(P0, dtype=np.float64)
+        self.projection_ = self.P0_
+        return self._transform_validated(X).astype(np.float64)
+
+    # -- constraints ---------------------------------------------------------------------
+    def _constraints(
+        self,
+        X: np.ndarray,
+        G0: np.ndarray,
+        y: Any,
+        pairs: Any,
+        bounds: Any,
+        sim_pairs: Any,
+        sim_bounds: Any,
+        rng: np.random.Generator,
+    ) -> dict:
+        n = X.shape[0]
+        blocks = []
+        bound_blocks = []
+        if sim_pairs is None and sim_bounds is not None:
+            raise ValueError("similarity_bounds were given without similarity_pairs.")
+        if y is not None:
+            y = np.asarray(y)
+            if y.ndim != 1 or y.shape[0] != n:
+                raise ValueError(f"y must have shape ({n},) like X's rows, got shape {y.shape}.")
+            labels = check_labels(y, n)
+            if labels.n_classes < 2:
+                warnings.warn(
+                    "y has labeled samples of only one class: every derived pair is must-link.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            total = labels.index.size * (labels.index.size - 1) // 2
+            if total == 0:
+                raise ValueError("y has a single labeled sample; no pair can be formed.")
+            k = self.n_constraints
+            if k is None:
+                k = min(total, 20 * labels.n_classes**2)
+            k = int(check_scalar(k, "n_constraints", kind="int", lo=1))
+            lp = labels_to_pairs(y, min(k, total), random_state=rng)
+            lp = lp[np.argsort(-lp[:, 2], kind="stable")]  # must-link first, as ITML
+            blocks.append(lp)
+            bound_blocks.append(None)
+        if pairs is not None:
+            user = np.asarray(pairs)
+            if bounds is not None:
+                braw = np.asarray(bounds, dtype=np.float64)
+                k_raw = user.shape[0] if user.ndim == 2 else -1
+                _check_bounds(braw, k_raw, "bounds", positive=True)
+            checked, kept = check_pairs(user, n, return_index=True)
+            blocks.append(checked)
+            bound_blocks.append(None if bounds is None else np.asarray(bounds, float)[kept])
+        elif bounds is not None:
+            raise ValueError("bounds were given without pairs.")
+        if not blocks and sim_pairs is None:
+            raise ValueError(
+                "no side information: give y (labels, -1 = unlabeled), pairs or "
+                + ("similarity_pairs." if self._similarity else "pairs.")
+            )
+        if blocks:
+            D = np.concatenate(blocks)
+            if len(blocks) > 1:  # labels and pairs together: drop repeats across the two
+                D, kept = check_pairs(D, n, return_index=True)
+                bb = [
+                    np.full(b.shape[0], np.nan) if bnd is None else bnd
+                    for b, bnd in zip(blocks, bound_blocks)
+                ]
+                given = np.concatenate(bb)[kept]
+            else:
+                given = (
+                    bound_blocks[0] if bound_blocks[0] is not None else np.full(D.shape[0], np.nan)
+                )
+            v = G0[D[:, 0]] - G0[D[:, 1]]
+            v2 = (v * v).sum(axis=1)
+            scale = (G0[D[:, 0]] ** 2).sum(axis=1) + (G0[D[:, 1]] ** 2).sum(axis=1)
+            zero = v2 <= (_ZERO_LENGTH**2) * scale
+            if zero.any():
+                warnings.warn(
+                    f"{int(zero.sum())} pair(s) have zero length in the initial kernel (e.g. "
+                    f"{D[np.flatnonzero(zero)[0], :2].tolist()}); Bregman projections cannot "
+                    "change their distance, so they are skipped.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+                D, given = D[~zero], given[~zero]
+            if D.shape[0] == 0 and sim_pairs is None:
+                raise ValueError("every pair has zero length in the initial kernel; nothing to learn.")
+            missing = np.isnan(given)
+            if missing.any():
+                rule = check_option(self.bound_rule, "bound_rule", _BOUND_RULES)
+                given[missing] = distance_bounds(
+                    G0,
+                    D[missing],
+                    rule=rule,
+                    epsilon=self.epsilon,
+                    percentiles=self.percentiles,
+                    random_state=rng,
+                )
+            bad = given <= 0
+            if bad.any():
+                k0 = int(np.flatnonzero(bad)[0])
+                raise ValueError(
+                    f"the bound for pair {D[k0].tolist()} is {given[k0]!r}; squared-distance "
+                    "bounds must be > 0 (check epsilon / percentiles)."
+                )
+        else:
+            D = np.zeros((0, 3), dtype=np.int64)
+            given = np.zeros(0)
+        if sim_pairs is not None:
+            S = _check_similarity_pairs(sim_pairs, n)
+            sb = _check_bounds(sim_bounds, S.shape[0], "similarity_bounds", positive=False)
+        else:
+            if sim_bounds is not None:
+                raise ValueError("similarity_bounds were given without similarity_pairs.")
+            S = np.zeros((0, 3), dtype=np.int64)
+            sb = np.zeros(0)
+        # compact rows: only the constrained samples' factor rows enter the solver
+        rows, inv = np.unique(np.concatenate([D[:, :2].ravel(), S[:, :2].ravel()]),
+                              return_inverse=True)
+        nd = D.shape[0]
+        I = inv.reshape(-1, 2)
+        return {
+            "pairs": D,
+            "similarity_pairs": S,
+            "rows": rows,
+            "I1": np.ascontiguousarray(I[:, 0], dtype=np.int64),
+            "I2": np.ascontiguousarray(I[:, 1], dtype=np.int64),
+            "kind": np.concatenate([np.zeros(nd, np.int8), np.ones(S.shape[0], np.int8)]),
+            # distance: +1 (must-link) is an upper bound; similarity: +1 is a lower bound
+            "delta": np.concatenate([D[:, 2], -S[:, 2]]).astype(np.float64),
+            "b": np.concatenate([given, sb]).astype(np.float64),
+        }
+
+    # -- reporting -----------------------------------------------------------------------
+    def _finish(self, n_sweeps: int, status: int, conv, viol, lamnorm, remedy: str) -> None:
+        self.n_iter_ = int(n_sweeps)
+        self.converged_ = status == 0
+        self.infeasible_ = status == 2
+        self.dual_change_path_ = conv[:n_sweeps].copy()
+        self.violation_path_ = viol[:n_sweeps].copy()
+        self.dual_norm_path_ = lamnorm[:n_sweeps].copy()
+        self.max_violation_ = float(viol[n_sweeps - 1]) if n_sweeps else 0.0
+        name = type(self).__name__
+        if status == 2:
+            w = self.infeasible_window
+            old = max(n_sweeps - 1 - w, 0)
+            warnings.warn(
+                f"{name}: the hard constraints look infeasible at rank {self.n_components_}: "
+                f"after {n_sweeps} sweeps the largest relative violation is "
+                f"{viol[n_sweeps - 1]:.3g} (it was {viol[old]:.3g} {n_sweeps - 1 - old} sweeps "
+                f"earlier) while ||dual|| grew from {lamnorm[old]:.3g} to "
+                f"{lamnorm[n_sweeps - 1]:.3g}. {remedy} The result is finite but does not meet "
+                "the constraints; converged_ is False.",
+                InfeasibleConstraintsWarning,
+                stacklevel=3,
+            )
+        elif status == 1:
+            warnings.warn(
+                f"{name} did not converge in max_iter={self.max_iter} sweeps (relative dual "
+                f"change {conv[n_sweeps - 1]:.3g}, largest relative violation "
+                f"{viol[n_sweeps - 1]:.3g}, tol={self.tol}); increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    def _check_fit_params(self) -> tuple[float, int]:
+        tol = check_scalar(self.tol, "tol", lo=0.0)
+        max_iter = int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
+        return tol, max_iter
+
+    def _learned_training_kernel(self, X: Any) -> np.ndarray:  # pragma: no cover - helper
+        G = self.transform(X)
+        return G @ G.T
+
+
+_COMMON_PARAMS_DOC = """
+    rank : int, optional
+        Rank r of the initial (and learned) kernel. Default: the rank of the Nystrom factor
+        (``init="nystrom"``), or the number of features (``init="linear"``); a smaller rank
+        keeps the top principal directions.
+    init : {"nystrom", "linear"}, default="nystrom"
+        Initial kernel ``K0 = G0 G0^T``: the Nystrom factor of ``kernel`` on
+        ``n_landmarks`` landmarks (inductive for any sample), or the linear kernel ``G0 = X``
+        (kernelised ITML; pass a precomputed factor as ``X`` to start from it).
+    tol : float, default=1e-3
+        Stop when the relative change of the duals over a sweep and the largest relative
+        violation are both below ``tol``.
+    max_iter : int, default=1000
+        Maximum number of sweeps over the constraints.
+    bound_rule : {"percentile", "relative"}, default="percentile"
+        Bounds for pairs given without ``bounds`` (see :func:`distance_bounds`).
+    epsilon : float, default=0.25
+        Margin of the ``"relative"`` rule.
+    percentiles : (float, float), default=(5.0, 95.0)
+        Percentiles of the ``"percentile"`` rule.
+    n_constraints : int, optional
+        Pairs drawn from labels in ``fit(X, y)``; default ``20 * n_classes**2`` (as
+        metric-learn), capped at all pairs.
+    n_landmarks : int, default=100
+        Landmarks of the Nystrom initial kernel.
+    kernel : {"rbf", "laplacian", "poly", "linear", "cosine"}, default="rbf"
+        Kernel of the Nystrom initial kernel.
+    width : float, optional
+        Width b of ``exp(-||x - z||^2 / b)``; default: mean squared distance.
+    kernel_gamma : float, optional
+        ``1/b`` instead of ``width`` (the name ``gamma`` is the slack of ITML / Kulis 2009).
+    degree, coef0 : polynomial kernel parameters
+    landmarks : {"kmeans", "kmeans++", "uniform"} or (m, d) array, default="kmeans"
+    rcond : float, optional
+        Relative eigenvalue cut-off of the Nystrom prior.
+    random_state : None, int or Generator
+        Landmarks, pairs drawn from labels and percentile sampling."""
+
+
+class LogDetKernelLearner(_BregmanKernelLearner):
+    __doc__ = (
+        """Low-rank kernel learning in Burg (LogDet) divergence (Kulis et al. 2006, Alg. 1).
+
+    Learns ``K = G0 B B^T G0^T`` closest in LogDet divergence to the initial kernel
+    ``K0 = G0 G0^T`` subject to squared-distance bounds on pairs (and optionally bounds on
+    kernel entries), by cyclic Bregman projections costing O(r^2) each. The rank and range space
+    of ``K0`` are preserved, the learned kernel is PSD, and ``transform`` gives factor rows for
+    any samples (see the module docstring for the math).
+
+    Parameters
+    ----------
+    gamma : float, default=inf
+        Slack trade-off (ITML): larger is harder; ``inf`` means hard constraints. Hard
+        constraints that cannot all hold at rank r are detected and reported with an
+        :class:`InfeasibleConstraintsWarning`; a finite gamma always yields a solution."""
+        + _COMMON_PARAMS_DOC
+        + """
+
+    Attributes
+    ----------
+    B_ : ndarray of shape (r, r)
+        The learned factor: ``G = G0 B_``.
+    P0_ : ndarray of shape (m or d, r)
+        Initial projection: ``G0 = F(X) P0_`` with F the Nystrom features ``k(X, Z)`` or X.
+    projection_ : ndarray of shape (m or d, r)
+        ``P0_ @ B_``: ``transform(X) = F(X) @ projection_``.
+    pairs_ : ndarray of shape (k, 3)
+        The distance constraints used (deduplicated, zero-length pairs removed), in the order
+        projected.
+    bounds_ : ndarray of shape (k,)
+        Their squared-distance bounds.
+    similarity_pairs_, similarity_bounds_ : arrays of shape (k_s, 3), (k_s,)
+    dual_ : ndarray of shape (k + k_s,)
+        Dual variables (>= 0).
+    slack_bounds_ : ndarray of shape (k,)
+        Slack-adjusted bounds ``bhat`` (equal to ``bounds_`` when gamma = inf).
+    n_iter_ : int
+        Sweeps run.
+    converged_, infeasible_ : bool
+    dual_change_path_, violation_path_, dual_norm_path_ : ndarrays of shape (n_iter_,)
+        Per sweep: relative dual change, largest relative violation, ``||dual||_2``.
+    max_violation_ : float
+        Largest relative violation of any constraint by the learned kernel (relative to the
+        slack-adjusted bound for distance constraints).
+    landmarks_, width_, gamma_, S0_, eigenvalues_ : Nystrom initial kernel (init="nystrom")
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nystrom_priors import LogDetKernelLearner
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 4))
+    >>> pairs = np.array([[0, 1, 1], [2, 3, -1]])
+    >>> model = LogDetKernelLearner(init="linear").fit(X, pairs=pairs, bounds=[0.5, 20.0])
+    >>> G = model.transform(X)
+    >>> d = lambda i, j: float(((G[i] - G[j]) ** 2).sum())
+    >>> bool(d(0, 1) <= 0.5 * (1 + 1e-3) and d(2, 3) >= 20.0 * (1 - 1e-3))
+    True
+    >>> np.linalg.matrix_rank(G) == np.linalg.matrix_rank(X)
+    True
+    """
+    )
+
+    _similarity = True
+
+    def __init__(
+        self,
+        rank: int | None = None,
+        *,
+        init: str = "nystrom",
+        gamma: float = np.inf,
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        bound_rule: str = "percentile",
+        epsilon: float = 0.25,
+        percentiles: tuple[float, float] = (5.0, 95.0),
+        n_constraints: int | None = None,
+        n_landmarks: int = 100,
+        kernel: str = "rbf",
+        width: float | None = None,
+        kernel_gamma: float | None = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        landmarks: Any = "kmeans",
+        rcond: float | None = None,
+        random_state: Any = None,
+    ) -> None:
+        self.rank = rank
+        self.init = init
+        self.gamma = gamma
+        self.tol = tol
+        self.max_iter = max_iter
+        self.bound_rule = bound_rule
+        self.epsilon = epsilon
+        self.percentiles = percentiles
+        self.n_constraints = n_constraints
+        self.n_landmarks = n_landmarks
+        self.kernel = kernel
+        self.width = width
+        self.kernel_gamma = kernel_gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.landmarks = landmarks
+        self.rcond = rcond
+        self.random_state = random_state
+
+    def fit(
+        self,
+        X: Any,
+        y: Any = None,
+        *,
+        pairs: Any = None,
+        bounds: Any = None,
+        similarity_pairs: Any = None,
+        similarity_bounds: Any = None,
+    ) -> "LogDetKernelLearner":
+        """Learn the kernel from labels and/or constraints.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,), optional
+            Labels, -1 = unlabeled; turned into ``n_constraints`` pairs (must-link first).
+        pairs : int array of shape (k, 3), optional
+            ``[i, j, +1]``: ``d(i, j) <= bound``; ``[i, j, -1]``: ``d(i, j) >= bound``, with
+            ``d`` the squared distance in the learned kernel.
+        bounds : array of shape (k,), optional
+            Per-pair bounds (> 0); default from ``bound_rule``.
+        similarity_pairs : int array of shape (k_s, 3), optional
+            ``[i, j, +1]``: ``K_ij >= bound``; ``[i, j, -1]``: ``K_ij <= bound``; ``i == j``
+            allowed. Always hard constraints.
+        similarity_bounds : array of shape (k_s,)
+
+        Returns
+        -------
+        self
+        """
+        from ._numba._bregman import burg_sweeps, burg_violation
+
+        X = check_array(X)
+        gamma = check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=False, allow_inf=True)
+        tol, max_iter = self._check_fit_params()
+        rng = check_random_state(self.random_state)
+        G0 = self._initial_factor(X, rng)
+        c = self._constraints(
+            X, G0, y, pairs, bounds, similarity_pairs, similarity_bounds, rng
+        )
+        r = G0.shape[1]
+        Gc = np.ascontiguousarray(G0[c["rows"]])
+        nc = c["b"].shape[0]
+        lam = np.zeros(nc)
+        bhat = c["b"].copy()
+        Bt = np.eye(r)
+        conv, viol, lamnorm = np.zeros(max_iter), np.zeros(max_iter), np.zeros(max_iter)
+        n_sweeps, status = burg_sweeps(
+            Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, lam, float(gamma), Bt,
+            max_iter, float(tol), int(self.infeasible_window), conv, viol, lamnorm,
+        )
+        nd = c["pairs"].shape[0]
+        self.B_ = np.ascontiguousarray(Bt.T)
+        self.projection_ = self.P0_ @ self.B_
+        self.pairs_ = c["pairs"]
+        self.bounds_ = c["b"][:nd].copy()
+        self.slack_bounds_ = bhat[:nd].copy()
+        self.similarity_pairs_ = c["similarity_pairs"]
+        self.similarity_bounds_ = c["b"][nd:].copy()
+        self.dual_ = lam
+        remedy = (
+            "Use a finite slack (e.g. gamma=1.0), fewer or looser constraints, or a larger rank."
+            if math.isinf(gamma)
+            else "Use a smaller gamma, fewer or looser constraints, or a larger rank."
+        )
+        if c["similarity_pairs"].shape[0]:
+            remedy += " Similarity constraints are always hard: check similarity_bounds."
+        self._finish(n_sweeps, status, conv, viol, lamnorm, remedy)
+        self.max_violation_ = float(
+            burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt)
+        )
+        return self
+
+
+class VonNeumannKernelLearner(_BregmanKernelLearner):
+    __doc__ = (
+        """Low-rank kernel learning in von Neumann divergence (Kulis et al. 2006, Alg. 2).
+
+    Learns ``K = V0 W diag(exp(d)) W^T V0^T`` closest in von Neumann divergence to
+    ``K0 = G0 G0^T = V0 diag(exp(d0)) V0^T`` subject to squared-distance bounds on pairs (hard
+    constraints). Each projection solves a diagonal-plus-rank-one eigenproblem by the secular
+    equation (O(r^2)) and the projection parameter by safeguarded Newton (about four
+    evaluations); the rotation ``W <- W U`` is an r-by-r matrix product (O(r^3)). The rank never
+    exceeds that of ``K0`` and the learned kernel is PSD.
+
+    Parameters
+    ----------"""
+        + _COMMON_PARAMS_DOC
+        + """
+
+    Attributes
+    ----------
+    W_ : ndarray of shape (r, r)
+        Orthogonal rotation of the eigenbasis.
+    spectrum_ : ndarray of shape (r,)
+        ``exp(d)``: eigenvalues of the learned kernel (training samples).
+    basis_ : ndarray of shape (r0, r)
+        ``T`` with ``V0 = G0 T`` orthonormal on the training samples.
+    projection_ : ndarray of shape (m or d, r)
+        ``P0_ @ basis_ @ W_ @ diag(sqrt(spectrum_))``.
+    pairs_, bounds_, dual_, n_iter_, converged_, infeasible_, dual_change_path_,
+    violation_path_, dual_norm_path_, max_violation_ : as LogDetKernelLearner
+    evaluations_path_ : ndarray of shape (n_iter_,)
+        Evaluations of the projection-parameter equation per sweep.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nystrom_priors import VonNeumannKernelLearner
+    >>> X = np.random.default_rng(0).normal(size=(60, 4))
+    >>> model = VonNeumannKernelLearner(init="linear")
+    >>> G = model.fit_transform(X, pairs=np.array([[0, 1, 1]]), bounds=[0.5])
+    >>> bool(((G[0] - G[1]) ** 2).sum() <= 0.5 * (1 + 1e-3))
+    True
+    """
+    )
+
+    def __init__(
+        self,
+        rank: int | None = None,
+        *,
+        init: str = "nystrom",
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        bound_rule: str = "percentile",
+        epsilon: float = 0.25,
+        percentiles: tuple[float, float] = (5.0, 95.0),
+        n_constraints: int | None = None,
+        n_landmarks: int = 100,
+        kernel: str = "rbf",
+        width: float | None = None,
+        kernel_gamma: float | None = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        landmarks: Any = "kmeans",
+        rcond: float | None = None,
+        random_state: Any = None,
+    ) -> None:
+        self.rank = rank
+        self.init = init
+        self.tol = tol
+        self.max_iter = max_iter
+        self.bound_rule = bound_rule
+        self.epsilon = epsilon
+        self.percentiles = percentiles
+        self.n_constraints = n_constraints
+        self.n_landmarks = n_landmarks
+        self.kernel = kernel
+        self.width = width
+        self.kernel_gamma = kernel_gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.landmarks = landmarks
+        self.rcond = rcond
+        self.random_state = random_state
+
+    def fit(
+        self, X: Any, y: Any = None, *, pairs: Any = None, bounds: Any = None
+    ) -> "VonNeumannKernelLearner":
+        """Learn the kernel from labels and/or distance constraints (see LogDetKernelLearner.fit)."""
+        from ._numba._bregman import vn_sweeps, vn_violation
+
+        X = check_array(X)
+        tol, max_iter = self._check_fit_params()
+        rng = check_random_state(self.random_state)
+        G0 = self._initial_factor(X, rng)
+        c = self._constraints(X, G0, y, pairs, bounds, None, None, rng)
+        # orthonormal basis of range(G0): G0^T G0 = P diag(sig) P^T, V0 = G0 P sig^-1/2
+        sig, P = psd_pinv(G0.T @ G0, G0.shape[1] * np.finfo(np.float64).eps)
+        T = P / np.sqrt(sig)
+        V = np.ascontiguousarray(G0[c["rows"]] @ T)
+        r = T.shape[1]
+        W = np.eye(r)
+        dlog = np.log(sig)
+        nc = c["b"].shape[0]
+        lam = np.zeros(nc)
+        conv, viol, lamnorm = np.zeros(max_iter), np.zeros(max_iter), np.zeros(max_iter)
+        evals = np.zeros(max_iter, dtype=np.int64)
+        n_sweeps, status = vn_sweeps(
+            V, c["I1"], c["I2"], c["delta"], c["b"], lam, W, dlog, max_iter, float(tol),
+            int(self.infeasible_window), conv, viol, lamnorm, evals,
+        )
+        self.basis_ = T
+        self.W_ = W
+        self.spectrum_ = np.exp(dlog)
+        self.projection_ = self.P0_ @ T @ (W * np.sqrt(self.spectrum_))
+        self.pairs_ = c["pairs"]
+        self.bounds_ = c["b"].copy()
+        self.dual_ = lam
+        self.evaluations_path_ = evals[:n_sweeps].copy()
+        self._finish(
+            n_sweeps, status, conv, viol, lamnorm,
+            "von Neumann learning has no slack: use LogDetKernelLearner with a finite gamma, "
+            "fewer or looser constraints, or a larger rank.",
+        )
+        self.max_violation_ = float(vn_violation(V, c["I1"], c["I2"], c["delta"], c["b"], W, dlog))
+        return self

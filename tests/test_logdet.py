@@ -1,0 +1,549 @@
+"""LogDetKernelLearner / VonNeumannKernelLearner (Kulis et al. 2006) against independent oracles.
+
+Oracles: a dense n x n numpy implementation of the same Bregman projections (rank-one update
+``K + beta K z z^T K``; the similarity projection via Woodbury and a scipy root-finder; von
+Neumann via scipy's expm/logm), metric-learn's ITML (linear kernel), numpy's eigh for the
+secular eigensolver, and constructed feasible / infeasible problems.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.optimize import brentq
+
+from nystrom_priors import (
+    InfeasibleConstraintsWarning,
+    LogDetKernelLearner,
+    Nystrom,
+    VonNeumannKernelLearner,
+)
+from nystrom_priors.exceptions import ConvergenceWarning
+from nystrom_priors.logdet import distance_bounds
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+
+def feasible_problem(rng, n=40, d=5, k=30, margin=0.2):
+    """Pairs with bounds satisfied strictly by a hidden Mahalanobis matrix A*."""
+    X = rng.normal(size=(n, d))
+    L = rng.normal(size=(d, d))
+    A = L @ L.T + 0.1 * np.eye(d)
+    a, b = np.triu_indices(n, 1)
+    pick = rng.choice(a.size, size=k, replace=False)  # distinct pairs
+    ij = np.column_stack([a[pick], b[pick]])
+    sign = rng.choice([-1, 1], size=k)
+    diff = X[ij[:, 0]] - X[ij[:, 1]]
+    dstar = np.einsum("ij,jk,ik->i", diff, A, diff)
+    bounds = np.where(sign > 0, (1 + margin) * dstar, (1 - margin) * dstar)
+    pairs = np.column_stack([ij, sign])
+    return X, pairs, bounds
+
+
+def sqdist(G, pairs):
+    v = G[pairs[:, 0]] - G[pairs[:, 1]]
+    return (v * v).sum(axis=1)
+
+
+def rel_violation(G, pairs, bounds):
+    d = sqdist(G, pairs)
+    return np.max(np.maximum(0.0, pairs[:, 2] * (d - bounds)) / bounds)
+
+
+def dense_burg(K, pairs, bounds, gamma, n_sweeps, sim_pairs=None, sim_bounds=None):
+    """Dense n x n reference of the same cyclic projections (distance, then similarity)."""
+    K = K.copy()
+    nd = pairs.shape[0]
+    sim_pairs = np.zeros((0, 3), int) if sim_pairs is None else sim_pairs
+    lam = np.zeros(nd + sim_pairs.shape[0])
+    bhat = np.asarray(bounds, float).copy()
+    gp = 1.0 if math.isinf(gamma) else gamma / (gamma + 1.0)
+    for _ in range(n_sweeps):
+        for c in range(nd):
+            i, j, s = pairs[c]
+            z = np.zeros(K.shape[0])
+            z[i], z[j] = 1.0, -1.0
+            Kz = K @ z
+            p = z @ Kz
+            alpha = min(lam[c], gp * s * (1 / p - 1 / bhat[c]))
+            lam[c] -= alpha
+            beta = s * alpha / (1 - s * alpha * p)
+            if not math.isinf(gamma):
+                bhat[c] = 1 / (1 / bhat[c] + s * alpha / gamma)
+            K = K + beta * np.outer(Kz, Kz)
+        for t in range(sim_pairs.shape[0]):
+            c = nd + t
+            i, j, s = sim_pairs[t]
+            delta = -s
+            K, lam[c] = _dense_similarity(K, i, j, sim_bounds[t], delta, lam[c])
+    return K, lam
+
+
+def _dense_similarity(K, i, j, b, delta, lam):
+    """Burg projection onto K_ij = b (then the dual clip), dense, by a scalar root-finder."""
+    n = K.shape[0]
+    if i == j:
+        p = K[i, i]
+        rho = 1 / p - 1 / b
+        alpha = min(lam, delta * rho)
+        rho = delta * alpha
+        z = np.zeros(n)
+        z[i] = 1
+        Kz = K @ z
+        return K + (rho / (1 - rho * p)) * np.outer(Kz, Kz), lam - alpha
+    U = np.zeros((n, 2))
+    U[i, 0] = U[j, 1] = 1.0
+
+    def updated(rho):
+        if rho == 0:
+            return K
+        Dinv = (2.0 / rho) * np.array([[0.0, 1.0], [1.0, 0.0]])
+        KU = K @ U
+        return K + KU @ np.linalg.solve(Dinv - U.T @ KU, KU.T)
+
+    p, q, s0 = K[i, i], K[j, j], K[i, j]
+    h = math.sqrt(p * q)
+    hi = 2.0 / (s0 + h) * (1 - 1e-12)  # I - rho Asym stays PD inside (lo, hi)
+    lo = 2.0 / (s0 - h) * (1 - 1e-12) if s0 - h < 0 else -1e12
+    rho_star = brentq(lambda r: updated(r)[i, j] - b, lo, hi, xtol=1e-300, rtol=1e-15)
+    alpha = min(lam, delta * rho_star)
+    return updated(delta * alpha), lam - alpha
+
+
+def _sym_fun(C, fun):
+    w, V = np.linalg.eigh(0.5 * (C + C.T))
+    return (V * fun(w)) @ V.T
+
+
+def dense_von_neumann(K, pairs, bounds, n_sweeps):
+    """Dense reference: log K <- log K + rho z z^T on range(K), rho by brentq."""
+    w, V = np.linalg.eigh(K)
+    keep = w > 1e-10 * w.max()
+    V, C = V[:, keep], np.diag(w[keep])
+    lam = np.zeros(pairs.shape[0])
+    for _ in range(n_sweeps):
+        for c in range(pairs.shape[0]):
+            i, j, s = pairs[c]
+            vz = V[i] - V[j]
+            logC = _sym_fun(C, np.log)
+
+            def f(rho):
+                return vz @ _sym_fun(logC + rho * np.outer(vz, vz), np.exp) @ vz
+
+            b = bounds[c]
+            p = f(0.0)
+            lo, hi = -1.0, 1.0
+            while f(lo) > b:
+                lo *= 2
+            while f(hi) < b:
+                hi *= 2
+            rho_star = brentq(lambda r: math.log(f(r) / b), lo, hi, xtol=1e-300, rtol=1e-15)
+            alpha = min(lam[c], s * rho_star)
+            lam[c] -= alpha
+            if alpha != 0.0 and p > 0:
+                C = _sym_fun(logC + s * alpha * np.outer(vz, vz), np.exp)
+    return V @ C @ V.T, lam
+
+
+# --------------------------------------------------------------------------------------------
+# secular eigensolver and projection parameter
+# --------------------------------------------------------------------------------------------
+
+
+@given(
+    r=st.integers(1, 40),
+    seed=st.integers(0, 2**31 - 1),
+    scale=st.sampled_from([1e-3, 1.0, 30.0]),
+    rho_scale=st.sampled_from([1e-9, 1e-3, 1.0, 100.0]),
+    repeats=st.booleans(),
+    zeros=st.booleans(),
+    negative=st.booleans(),
+)
+def test_dpr1_eig_matches_eigh(r, seed, scale, rho_scale, repeats, zeros, negative):
+    from nystrom_priors._numba._bregman import dpr1_eig
+
+    rng = np.random.default_rng(seed)
+    d = rng.normal(size=r) * scale
+    if repeats:
+        d[: r // 2 + 1] = d[0]  # exactly repeated poles: Givens deflation
+    w = rng.normal(size=r)
+    if zeros:
+        w[::3] = 0.0  # zero weights: plain deflation
+    rho = rho_scale * (-1.0 if negative else 1.0)
+    theta, U = np.empty(r), np.empty((r, r))
+    dpr1_eig(d, w, rho, theta, U)
+    A = np.diag(d) + rho * np.outer(w, w)
+    ref = np.linalg.eigvalsh(A)
+    size = max(np.abs(ref).max(), 1e-300)
+    assert np.allclose(np.sort(theta), ref, rtol=0, atol=64 * r * 2.2e-16 * size)
+    assert np.abs(A @ U - U * theta).max() <= 64 * r * 2.2e-16 * size
+    assert np.abs(U.T @ U - np.eye(r)).max() <= 64 * r * 2.2e-16
+
+
+def test_vn_root_solves_the_trace_equation_in_few_evaluations():
+    from scipy.linalg import expm
+
+    from nystrom_priors._numba._bregman import vn_root
+
+    rng = np.random.default_rng(3)
+    evals = []
+    for _ in range(200):
+        r = int(rng.integers(2, 30))
+        d, w = rng.normal(size=r), rng.normal(size=r)
+        p = np.exp(d) @ (w * w)
+        b = p * math.exp(rng.normal() * 1.5)
+        theta, U, c = np.empty(r), np.empty((r, r)), np.empty(r)
+        rho, nev = vn_root(d, w, b, theta, U, c)
+        f = w @ expm(np.diag(d) + rho * np.outer(w, w)) @ w
+        assert abs(f / b - 1) < 1e-10
+        evals.append(nev)
+    # the paper: "rarely more than six trace evaluations per projection"
+    assert np.median(evals) <= 6 and max(evals) <= 12
+
+
+# --------------------------------------------------------------------------------------------
+# dense oracle: factored projections = dense projections
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gamma", [np.inf, 1.0, 25.0])
+def test_burg_factored_equals_dense(gamma):
+    rng = np.random.default_rng(0)
+    X, pairs, bounds = feasible_problem(rng, n=30, d=6, k=25)
+    n_sweeps = 7
+    model = LogDetKernelLearner(init="linear", gamma=gamma, max_iter=n_sweeps, tol=0.0)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        G = model.fit_transform(X, pairs=pairs, bounds=bounds)
+    Kd, lam = dense_burg(X @ X.T, model.pairs_, model.bounds_, gamma, n_sweeps)
+    K = G @ G.T
+    assert np.abs(K - Kd).max() <= 1e-10 * np.abs(Kd).max()
+    assert np.allclose(model.dual_, lam, rtol=1e-9, atol=1e-12 * np.abs(lam).max())
+
+
+def test_burg_similarity_constraints_equal_dense():
+    rng = np.random.default_rng(1)
+    X, pairs, bounds = feasible_problem(rng, n=25, d=5, k=10)
+    K0 = X @ X.T
+    sim = np.array([[0, 1, 1], [2, 3, -1], [4, 4, -1], [5, 7, 1]])
+    sb = np.array([K0[0, 1] + 1.0, K0[2, 3] - 1.0, 0.8 * K0[4, 4], K0[5, 7] + 0.5])
+    n_sweeps = 6
+    model = LogDetKernelLearner(init="linear", max_iter=n_sweeps, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        G = model.fit_transform(
+            X, pairs=pairs, bounds=bounds, similarity_pairs=sim, similarity_bounds=sb
+        )
+    Kd, lam = dense_burg(K0, model.pairs_, model.bounds_, np.inf, n_sweeps, sim, sb)
+    K = G @ G.T
+    assert np.abs(K - Kd).max() <= 1e-9 * np.abs(Kd).max()
+    assert np.allclose(model.dual_, lam, rtol=1e-7, atol=1e-10)
+
+
+def test_similarity_constraints_hold_at_convergence():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 6))
+    K0 = X @ X.T
+    sim = np.array([[0, 1, 1], [2, 3, -1], [4, 4, -1], [6, 6, 1]])
+    sb = np.array([K0[0, 1] + 1.0, K0[2, 3] - 1.0, 0.5 * K0[4, 4], 2.0 * K0[6, 6]])
+    model = LogDetKernelLearner(init="linear", tol=1e-8).fit(
+        X, similarity_pairs=sim, similarity_bounds=sb
+    )
+    assert model.converged_
+    K = model.kernel(X)
+    got = K[sim[:, 0], sim[:, 1]]
+    assert np.all(-sim[:, 2] * (got - sb) <= 1e-8 * np.maximum(1, np.abs(sb)))
+
+
+def test_von_neumann_factored_equals_dense():
+    rng = np.random.default_rng(4)
+    X, pairs, bounds = feasible_problem(rng, n=25, d=5, k=15)
+    n_sweeps = 5
+    model = VonNeumannKernelLearner(init="linear", max_iter=n_sweeps, tol=0.0)
+    with pytest.warns(ConvergenceWarning):
+        G = model.fit_transform(X, pairs=pairs, bounds=bounds)
+    Kd, lam = dense_von_neumann(X @ X.T, model.pairs_, model.bounds_, n_sweeps)
+    K = G @ G.T
+    assert np.abs(K - Kd).max() <= 1e-10 * np.abs(Kd).max()
+    assert np.allclose(model.dual_, lam, rtol=1e-8, atol=1e-12 * np.abs(lam).max())
+
+
+# --------------------------------------------------------------------------------------------
+# metric-learn oracle
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ITML(monkeypatch):
+    """metric-learn's ITML; 0.7.0 passes ``force_all_finite``, renamed in scikit-learn 1.6+."""
+    pytest.importorskip("metric_learn")
+    import metric_learn._util as util
+    import sklearn.utils.validation as skv
+    from metric_learn import ITML
+
+    def renamed(fun):
+        def call(*args, **kwargs):
+            if "force_all_finite" in kwargs:
+                kwargs["ensure_all_finite"] = kwargs.pop("force_all_finite")
+            return fun(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(util, "check_array", renamed(skv.check_array))
+    monkeypatch.setattr(util, "check_X_y", renamed(skv.check_X_y))
+    return ITML
+
+
+@pytest.mark.parametrize("gamma", [1.0, 10.0, np.inf])
+def test_linear_kernel_equals_itml(ITML, gamma):
+    rng = np.random.default_rng(5)
+    X, pairs, _ = feasible_problem(rng, n=50, d=4, k=40)
+    pairs = pairs[np.argsort(-pairs[:, 2], kind="stable")]  # ITML: all similar, then dissimilar
+    lo, hi = np.percentile(sqdist(X, pairs), [30, 70])
+    bounds = np.where(pairs[:, 2] > 0, lo, hi)
+    n_sweeps = 12
+    itml = ITML(gamma=gamma, max_iter=n_sweeps, tol=0.0, prior="identity")
+    itml.fit(X[pairs[:, :2]], pairs[:, 2], bounds=[lo, hi])
+    A = itml.get_mahalanobis_matrix()
+    model = LogDetKernelLearner(init="linear", gamma=gamma, max_iter=n_sweeps, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        G = model.fit_transform(X, pairs=pairs, bounds=bounds)
+    K_itml = X @ A @ X.T
+    assert np.abs(G @ G.T - K_itml).max() <= 1e-10 * np.abs(K_itml).max()
+
+
+# --------------------------------------------------------------------------------------------
+# properties
+# --------------------------------------------------------------------------------------------
+
+
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    d=st.integers(2, 7),
+    k=st.integers(1, 25),
+    gamma=st.sampled_from([np.inf, 0.5, 10.0]),
+    deficient=st.booleans(),
+)
+def test_burg_properties_on_feasible_problems(seed, d, k, gamma, deficient):
+    rng = np.random.default_rng(seed)
+    X, pairs, bounds = feasible_problem(rng, n=30, d=d, k=k)
+    if deficient and d > 2:
+        X[:, -1] = X[:, 0] - X[:, 1]  # rank d - 1
+    # pairs whose difference vanishes in range(X) are impossible here (rows are distinct)
+    tol = 1e-4
+    model = LogDetKernelLearner(init="linear", gamma=gamma, tol=tol, max_iter=20000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        G = model.fit_transform(X, pairs=pairs, bounds=bounds)
+    assert model.converged_ and not model.infeasible_
+    K, K0 = G @ G.T, X @ X.T
+    r0 = np.linalg.matrix_rank(K0)
+    assert np.linalg.matrix_rank(K) == r0
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.abs(K).max()
+    # range space kept: K has no component outside range(K0)
+    w, V = np.linalg.eigh(K0)
+    null = V[:, w <= 1e-10 * w.max()]
+    assert np.abs(null.T @ K @ null).max() <= 1e-10 * np.abs(K).max()
+    assert model.dual_.min() >= 0.0
+    if math.isinf(gamma):
+        assert rel_violation(G, model.pairs_, model.bounds_) < tol
+    else:  # slack: the constraints hold against the slack-adjusted bounds
+        assert rel_violation(G, model.pairs_, model.slack_bounds_) < tol
+
+
+@given(seed=st.integers(0, 2**31 - 1), k=st.integers(1, 15))
+def test_von_neumann_properties_on_feasible_problems(seed, k):
+    rng = np.random.default_rng(seed)
+    X, pairs, bounds = feasible_problem(rng, n=25, d=4, k=k)
+    tol = 1e-4
+    model = VonNeumannKernelLearner(init="linear", tol=tol, max_iter=5000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        G = model.fit_transform(X, pairs=pairs, bounds=bounds)
+    assert model.converged_
+    assert np.linalg.matrix_rank(G @ G.T) <= np.linalg.matrix_rank(X)
+    assert np.all(model.spectrum_ > 0)
+    assert np.abs(model.W_.T @ model.W_ - np.eye(4)).max() < 1e-10
+    assert rel_violation(G, model.pairs_, model.bounds_) < tol
+    assert model.dual_.min() >= 0.0
+
+
+def test_nystrom_init_is_inductive_and_rank_preserving():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(150, 5))
+    y = np.where(rng.random(150) < 0.3, (X[:, 0] > 0).astype(int), -1)
+    kw = dict(n_landmarks=25, random_state=0)
+    model = LogDetKernelLearner(gamma=1.0, **kw).fit(X, y)
+    prior = Nystrom(**kw).fit(X)
+    X_new = rng.normal(size=(20, 5))
+    # new samples: G0_new B, with G0 the Nystrom factor of the same landmarks
+    assert np.allclose(model.transform(X_new), prior.transform(X_new) @ model.B_, atol=1e-12)
+    assert np.array_equal(model.landmarks_, prior.landmarks_)
+    G = model.transform(X)
+    assert np.linalg.matrix_rank(G) == prior.n_components_
+    # learned kernel changed towards the labels: must-link pairs got closer on average
+    d0 = sqdist(prior.transform(X), model.pairs_)
+    d1 = sqdist(G, model.pairs_)
+    ml = model.pairs_[:, 2] > 0
+    assert d1[ml].mean() < d0[ml].mean() and d1[~ml].mean() > d0[~ml].mean()
+
+
+def test_rank_truncation_and_linear_rank():
+    rng = np.random.default_rng(7)
+    X, pairs, bounds = feasible_problem(rng, n=40, d=6, k=10, margin=0.9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogDetKernelLearner(rank=3, init="linear", gamma=1.0).fit(X, pairs=pairs, bounds=bounds)
+    assert m.n_components_ == 3 and np.linalg.matrix_rank(m.transform(X)) == 3
+    # rank-3 start = best rank-3 approximation of X X^T
+    G0 = X @ m.P0_
+    w = np.linalg.eigvalsh(X @ X.T)[::-1]
+    assert np.allclose(np.linalg.eigvalsh(G0 @ G0.T)[::-1][:3], w[:3])
+
+
+# --------------------------------------------------------------------------------------------
+# infeasibility, bounds and bad input
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [LogDetKernelLearner, VonNeumannKernelLearner])
+def test_infeasible_hard_constraints_warn_and_stay_finite(cls):
+    # triangle inequality: sqrt(1) + sqrt(1) < sqrt(10) in any kernel
+    X = np.array([[0.0, 0.0], [1.0, 0.2], [2.0, -0.1], [0.5, 1.0]])
+    pairs = np.array([[0, 1, 1], [1, 2, 1], [0, 2, -1]])
+    bounds = np.array([1.0, 1.0, 10.0])
+    model = cls(init="linear", max_iter=5000)
+    with pytest.warns(InfeasibleConstraintsWarning, match="gamma" if cls is LogDetKernelLearner else "slack"):
+        G = model.fit_transform(X, pairs=pairs, bounds=bounds)
+    assert model.infeasible_ and not model.converged_
+    assert model.n_iter_ < 5000
+    assert np.all(np.isfinite(G))
+    assert model.max_violation_ > 1e-3
+
+
+def test_slack_makes_infeasible_constraints_converge():
+    X = np.array([[0.0, 0.0], [1.0, 0.2], [2.0, -0.1], [0.5, 1.0]])
+    pairs = np.array([[0, 1, 1], [1, 2, 1], [0, 2, -1]])
+    bounds = np.array([1.0, 1.0, 10.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = LogDetKernelLearner(init="linear", gamma=1.0, tol=1e-6, max_iter=10000).fit(
+            X, pairs=pairs, bounds=bounds
+        )
+    assert model.converged_ and not model.infeasible_
+    G = model.transform(X)
+    assert rel_violation(G, model.pairs_, model.slack_bounds_) < 1e-6
+
+
+def test_default_bounds_rules():
+    rng = np.random.default_rng(8)
+    G0 = rng.normal(size=(30, 3))
+    pairs = np.array([[0, 1, 1], [2, 3, -1], [4, 5, 1]])
+    rel = distance_bounds(G0, pairs, rule="relative", epsilon=0.25)
+    d0 = sqdist(G0, pairs)
+    assert np.allclose(rel, [0.75 * d0[0], 1.25 * d0[1], 0.75 * d0[2]])
+    pct = distance_bounds(G0, pairs, rule="percentile", percentiles=(5, 95))
+    idx = np.unique(pairs[:, :2])
+    a, b = np.triu_indices(idx.size, 1)
+    dd = ((G0[idx[a]] - G0[idx[b]]) ** 2).sum(1)
+    lo, hi = np.percentile(dd, [5, 95])
+    assert np.allclose(pct, [lo, hi, lo])
+
+
+def test_zero_length_pairs_are_skipped_with_a_warning():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(20, 3))
+    X[5] = X[4]
+    pairs = np.array([[0, 1, 1], [4, 5, -1], [2, 3, -1]])
+    with pytest.warns(UserWarning, match="zero length"):
+        m = LogDetKernelLearner(init="linear", gamma=1.0).fit(X, pairs=pairs, bounds=[0.5, 1.0, 9.0])
+    assert m.pairs_.tolist() == [[0, 1, 1], [2, 3, -1]]
+    assert np.allclose(m.bounds_, [0.5, 9.0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(pairs=[[0, 1, 1]], bounds=[0.0]), ValueError, "> 0"),
+        (dict(pairs=[[0, 1, 1]], bounds=[-1.0]), ValueError, "> 0"),
+        (dict(pairs=[[0, 1, 1]], bounds=[1.0, 2.0]), ValueError, r"shape \(1,\)"),
+        (dict(pairs=[[0, 99, 1]]), ValueError, "out of range"),
+        (dict(pairs=[[0, 0, 1]]), ValueError, "itself"),
+        (dict(pairs=[[0, 1, 1], [1, 0, -1]]), ValueError, "both"),
+        (dict(pairs=[[0, 1, 2]]), ValueError, "sign"),
+        (dict(), ValueError, "no side information"),
+        (dict(bounds=[1.0]), ValueError, "without pairs"),
+        (dict(y=np.zeros(5)), ValueError, "shape"),
+        (dict(similarity_pairs=[[0, 1, 1]]), ValueError, "similarity_bounds"),
+        (dict(similarity_pairs=[[0, 50, 1]], similarity_bounds=[1.0]), ValueError, "out of range"),
+        (dict(similarity_bounds=[1.0]), ValueError, "without similarity_pairs"),
+    ],
+)
+def test_bad_fit_input(kwargs, exc, match):
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(exc, match=match):
+        LogDetKernelLearner(init="linear").fit(X, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(gamma=0.0), "gamma"),
+        (dict(gamma=-1.0), "gamma"),
+        (dict(init="random"), "init"),
+        (dict(tol=-1.0), "tol"),
+        (dict(max_iter=0), "max_iter"),
+        (dict(bound_rule="median"), "bound_rule"),
+        (dict(epsilon=1.5, bound_rule="relative"), "epsilon"),
+        (dict(rank=0), "rank"),
+    ],
+)
+def test_bad_parameters(params, match):
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises((ValueError, TypeError), match=match):
+        LogDetKernelLearner(init=params.pop("init", "linear"), **params).fit(
+            X, pairs=[[0, 1, 1], [2, 3, -1]]
+        )
+
+
+def test_nan_in_X_is_refused():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    X[3, 1] = np.nan
+    for cls in (LogDetKernelLearner, VonNeumannKernelLearner):
+        with pytest.raises(ValueError, match="NaN|finite"):
+            cls(init="linear").fit(X, pairs=[[0, 1, 1]])
+
+
+def test_labels_give_must_link_first_pairs_and_count():
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(60, 4))
+    y = np.where(rng.random(60) < 0.5, rng.integers(0, 3, 60), -1)
+    m = LogDetKernelLearner(init="linear", gamma=1.0, n_constraints=40, random_state=0).fit(X, y)
+    s = m.pairs_[:, 2]
+    assert m.pairs_.shape[0] == 40
+    assert np.all(np.diff(s) <= 0)  # +1 block, then -1 block
+    lab = y[m.pairs_[:, :2]]
+    assert np.all((lab[:, 0] == lab[:, 1]) == (s > 0)) and np.all(lab >= 0)
+    m2 = LogDetKernelLearner(init="linear", gamma=1.0, n_constraints=40, random_state=0).fit(X, y)
+    assert np.array_equal(m.pairs_, m2.pairs_) and np.array_equal(m.B_, m2.B_)
+
+
+def test_persistence_round_trip(tmp_path):
+    from nystrom_priors import load, save
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(80, 4))
+    y = np.where(rng.random(80) < 0.4, (X[:, 1] > 0).astype(int), -1)
+    for cls in (LogDetKernelLearner, VonNeumannKernelLearner):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = cls(n_landmarks=15, random_state=0, max_iter=50).fit(X, y)
+        save(m, tmp_path / "m.npz")
+        m2 = load(tmp_path / "m.npz")
+        assert np.array_equal(m2.transform(X), m.transform(X))
