@@ -46,9 +46,16 @@ evaluations of f).
 ||lam_old||_2) < tol`` after a sweep, *and* the largest relative violation seen in the sweep
 ``< tol`` (so "converged" means the constraints hold to ``tol``). Infeasible hard constraints
 (common once constraints outnumber what rank r can satisfy) make the duals grow without bound
-while a relative test on them still shrinks; we stop when, over ``infeasible_window`` sweeps, the
-violation has not halved while ``||lam||`` grew by half, and warn with
-:class:`InfeasibleConstraintsWarning` (remedy: a finite ``gamma``).
+while a relative test on them still shrinks. Every ``infeasible_window`` sweeps we test the
+dual increment ``y = max(lam - lam_prev, 0)`` of the window as a Farkas certificate: if
+``M = sum_c y_c delta_c A_c`` (in factor coordinates) is PSD and ``sum_c y_c delta_c b_c < 0``,
+no PSD kernel meets the constraints (``0 <= tr(K M) <= sum_c y_c delta_c b_c < 0``). The
+duals of an infeasible set grow along such a direction, so its finite-window estimate
+approaches one; we accept ``lambda_min(M) >= -0.02 lambda_max(M)``, ``sum y delta b <= -0.01
+sum y b`` and a violation that did not halve over the window, then stop with
+:class:`InfeasibleConstraintsWarning` (remedy: a finite ``gamma``). A feasible plateau, where a
+sweep leaves the kernel unchanged while dual mass moves between constraints, gives an
+indefinite M and is not flagged.
 
 **Inductive use.** With ``init="nystrom"``, ``G0 = k(X, Z) U diag(w)^{-1/2}`` is the Nystrom
 factor, defined for any sample, so new samples get ``G0_new B``; the 2006 method becomes
@@ -154,6 +161,32 @@ def distance_bounds(
     # a zero percentile (duplicated samples) would make the bound unusable (Burg needs b > 0)
     lo, hi = max(lo, floor), max(hi, floor)
     return np.where(s > 0, lo, hi).astype(np.float64)
+
+
+def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
+    """Is ``y = max(increment, 0)`` (approximately) a Farkas certificate of infeasibility?
+
+    ``cert`` holds the constraint data in the initial factor coordinates: rows ``G``, index
+    arrays ``I1``, ``I2``, ``kind``, ``delta`` and bounds ``b``.
+    """
+    y = np.maximum(increment, 0.0)
+    if not y.any():
+        return False
+    G, I1, I2, kind, delta, b = (cert[k] for k in ("G", "I1", "I2", "kind", "delta", "b"))
+    coef = y * delta
+    dist = kind == 0
+    V = G[I1[dist]] - G[I2[dist]]
+    M = (V * coef[dist][:, None]).T @ V
+    if (~dist).any():
+        A, C = G[I1[~dist]], G[I2[~dist]]
+        half = (A * coef[~dist][:, None]).T @ C
+        M += 0.5 * (half + half.T)
+    ev = np.linalg.eigvalsh(0.5 * (M + M.T))
+    top = np.abs(ev).max()
+    if top == 0.0:
+        return False
+    scale = float((y * np.abs(b)).sum())
+    return bool(ev[0] >= -0.02 * top and float((coef * b).sum()) <= -0.01 * scale)
 
 
 def _check_similarity_pairs(pairs: Any, n: int) -> np.ndarray:
@@ -381,6 +414,31 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             "delta": np.concatenate([D[:, 2], -S[:, 2]]).astype(np.float64),
             "b": np.concatenate([given, sb]).astype(np.float64),
         }
+
+    # -- sweeps in chunks with an infeasibility certificate between them -------------------
+    def _run(self, step, lam: np.ndarray, cert: dict, max_iter: int):
+        """Call ``step(start, n, conv, viol, lamnorm) -> (sweeps, status)`` in chunks of
+        ``infeasible_window`` sweeps; between chunks test the window's dual increment as an
+        (approximate) Farkas certificate of infeasibility."""
+        W = int(self.infeasible_window)
+        conv, viol, lamnorm = np.zeros(max_iter), np.zeros(max_iter), np.zeros(max_iter)
+        done, status = 0, 1
+        snap = lam.copy()
+        while done < max_iter:
+            n = min(W, max_iter - done) if W > 0 else max_iter - done
+            k, status = step(
+                done, n, conv[done:done + n], viol[done:done + n], lamnorm[done:done + n]
+            )
+            done += k
+            if status != 1:
+                break
+            if W > 0 and done >= 2 * W and done < max_iter:
+                stalled = viol[done - 1] > 0.5 * viol[done - 1 - W]
+                if stalled and _farkas_certificate(lam - snap, cert):
+                    status = 2
+                    break
+            snap = lam.copy()
+        return done, status, conv, viol, lamnorm
 
     # -- reporting -----------------------------------------------------------------------
     def _finish(self, n_sweeps: int, status: int, conv, viol, lamnorm, remedy: str) -> None:
@@ -618,11 +676,13 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         lam = np.zeros(nc)
         bhat = c["b"].copy()
         Bt = np.eye(r)
-        conv, viol, lamnorm = np.zeros(max_iter), np.zeros(max_iter), np.zeros(max_iter)
-        n_sweeps, status = burg_sweeps(
-            Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, lam, float(gamma), Bt,
-            max_iter, float(tol), int(self.infeasible_window), conv, viol, lamnorm,
-        )
+        args = (Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, lam, float(gamma), Bt)
+
+        def step(start, n, conv, viol, lamnorm):
+            return burg_sweeps(*args, n, float(tol), conv, viol, lamnorm)
+
+        cert = dict(G=Gc, I1=c["I1"], I2=c["I2"], kind=c["kind"], delta=c["delta"], b=bhat)
+        n_sweeps, status, conv, viol, lamnorm = self._run(step, lam, cert, max_iter)
         nd = c["pairs"].shape[0]
         self.B_ = np.ascontiguousarray(Bt.T)
         self.projection_ = self.P0_ @ self.B_
@@ -748,12 +808,17 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         dlog = np.log(sig)
         nc = c["b"].shape[0]
         lam = np.zeros(nc)
-        conv, viol, lamnorm = np.zeros(max_iter), np.zeros(max_iter), np.zeros(max_iter)
         evals = np.zeros(max_iter, dtype=np.int64)
-        n_sweeps, status = vn_sweeps(
-            V, c["I1"], c["I2"], c["delta"], c["b"], lam, W, dlog, max_iter, float(tol),
-            int(self.infeasible_window), conv, viol, lamnorm, evals,
-        )
+
+        def step(start, n, conv, viol, lamnorm):
+            return vn_sweeps(
+                V, c["I1"], c["I2"], c["delta"], c["b"], lam, W, dlog, n, float(tol), conv,
+                viol, lamnorm, evals[start:start + n],
+            )
+
+        cert = dict(G=np.ascontiguousarray(G0[c["rows"]]), I1=c["I1"], I2=c["I2"],
+                    kind=c["kind"], delta=c["delta"], b=c["b"])
+        n_sweeps, status, conv, viol, lamnorm = self._run(step, lam, cert, max_iter)
         self.basis_ = T
         self.W_ = W
         self.spectrum_ = np.exp(dlog)

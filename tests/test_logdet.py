@@ -30,9 +30,11 @@ from nystrom_priors.logdet import distance_bounds
 # --------------------------------------------------------------------------------------------
 
 
-def feasible_problem(rng, n=40, d=5, k=30, margin=0.2):
+def feasible_problem(rng, n=40, d=5, k=30, margin=0.2, deficient=False):
     """Pairs with bounds satisfied strictly by a hidden Mahalanobis matrix A*."""
     X = rng.normal(size=(n, d))
+    if deficient:
+        X[:, -1] = X[:, 0] - X[:, 1]  # rank d - 1
     L = rng.normal(size=(d, d))
     A = L @ L.T + 0.1 * np.eye(d)
     a, b = np.triu_indices(n, 1)
@@ -332,9 +334,7 @@ def test_linear_kernel_equals_itml(ITML, gamma):
 )
 def test_burg_properties_on_feasible_problems(seed, d, k, gamma, deficient):
     rng = np.random.default_rng(seed)
-    X, pairs, bounds = feasible_problem(rng, n=30, d=d, k=k)
-    if deficient and d > 2:
-        X[:, -1] = X[:, 0] - X[:, 1]  # rank d - 1
+    X, pairs, bounds = feasible_problem(rng, n=30, d=d, k=k, deficient=deficient and d > 2)
     # pairs whose difference vanishes in range(X) are impossible here (rows are distinct)
     tol = 1e-4
     model = LogDetKernelLearner(init="linear", gamma=gamma, tol=tol, max_iter=20000)
@@ -547,3 +547,43 @@ def test_persistence_round_trip(tmp_path):
         save(m, tmp_path / "m.npz")
         m2 = load(tmp_path / "m.npz")
         assert np.array_equal(m2.transform(X), m.transform(X))
+
+
+def test_infeasibility_detector_agrees_with_an_sdp_oracle():
+    """Feasibility of the hard constraint set by cvxpy (max margin t over A >= 0): clearly
+    feasible sets must converge, clearly infeasible ones must be flagged."""
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(12)
+    checked = {"feasible": 0, "infeasible": 0}
+    for trial in range(16):
+        d = 3
+        X = rng.normal(size=(25, d))
+        k = int(rng.integers(3, 50))
+        a, b = np.triu_indices(25, 1)
+        pick = rng.choice(a.size, size=k, replace=False)
+        y = (X[:, 0] + 0.5 * rng.normal(size=25) > 0).astype(int)
+        i, j = a[pick], b[pick]
+        pairs = np.column_stack([i, j, np.where(y[i] == y[j], 1, -1)])
+        V = X[i] - X[j]
+        d0 = (V**2).sum(1)
+        s = pairs[:, 2]
+        bounds = np.where(s > 0, 0.75 * d0, 1.25 * d0)
+        A = cp.Variable((d, d), PSD=True)
+        t = cp.Variable()
+        dist = cp.sum(cp.multiply(V @ A, V), axis=1)
+        prob = cp.Problem(
+            cp.Maximize(t), [cp.multiply(s, dist - bounds) <= -t * bounds, cp.trace(A) <= 1e3]
+        )
+        prob.solve(solver=cp.CLARABEL)
+        margin = t.value
+        model = LogDetKernelLearner(init="linear", tol=1e-4, max_iter=20000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(X, pairs=pairs, bounds=bounds)
+        if margin > 0.05:
+            assert model.converged_ and not model.infeasible_, (trial, margin)
+            checked["feasible"] += 1
+        elif margin < -0.05:
+            assert model.infeasible_ and not model.converged_, (trial, margin)
+            checked["infeasible"] += 1
+    assert checked["feasible"] >= 3 and checked["infeasible"] >= 3, checked

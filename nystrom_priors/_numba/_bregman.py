@@ -3,13 +3,20 @@
 Private: arrays and scalars only. The whole call graph of each driver lives in this file
 (numba's on-disk cache does not notice edits to callees in other files).
 
-Burg (LogDet) state: the learned kernel on any samples is ``G0 B B^T G0^T``; we keep ``Bt = B^T``
-so that ``B``'s columns are contiguous rows. A projection multiplies ``B`` on the right by a
-factor ``L`` with ``L L^T = I + beta w w^T``. Every such ``L`` gives the same kernel; we use the
-symmetric root ``L = I + sigma w w^T`` with ``sigma = beta / (1 + sqrt(1 + beta p))``
-(``(I + sigma w w^T)^2 = I + (2 sigma + sigma^2 p) w w^T``), so ``B L = B + sigma (B w) w^T``: three
-r-by-r multiply-add passes and one square root, O(r^2), instead of the triangular Cholesky
-factor's r square roots and divisions.
+Burg (LogDet) state: the learned kernel on any samples is ``G0 B B^T G0^T`` with B lower
+triangular (it starts at I and every update multiplies it on the right by a lower-triangular
+factor). We keep ``Bt = B^T`` (upper triangular) so that B's columns are contiguous rows, and
+only ever touch the triangle. A distance projection multiplies B by the Cholesky factor L of
+``I + beta w w^T``, which is diagonal plus strictly-lower rank one:
+
+    beta_0 = beta,  t_j = 1 + beta_j w_j^2,  dg_j = sqrt(t_j),  c_j = beta_j w_j / dg_j,
+    beta_{j+1} = beta_j / t_j,   L_jj = dg_j,  L_kj = c_j w_k  (k > j),
+
+so column j of ``B L`` is ``dg_j B[:, j] + c_j sum_{k>j} w_k B[:, k]``: a suffix sum, O(r^2)
+(the literal Cholesky + matmul would be O(r^3)). Together with ``w = B^T v`` this is 1.5 r^2
+multiply-adds per projection, half of what a full (non-triangular) factor needs, and we fuse
+the update of one projection with the ``B^T v`` of the next into a single pass over the
+triangle (rows are finished in descending order, each one immediately dotted with the next v).
 
 Von Neumann state: the kernel is ``V0 W diag(exp(d)) W^T V0^T`` with ``V0`` orthonormal columns
 and ``W`` orthogonal; a projection replaces ``diag(d)`` by the eigendecomposition of
@@ -17,8 +24,8 @@ and ``W`` orthogonal; a projection replaces ``diag(d)`` by the eigendecompositio
 eigenvectors) and ``W`` by ``W U`` (a BLAS r-by-r product, O(r^3); the paper's O(r^2) for this
 step needs the fast multipole method, which we do not implement).
 
-Status codes returned by the drivers: 0 converged, 1 max_iter reached, 2 infeasible (hard
-constraints whose violation stopped shrinking while the dual grew).
+Status codes returned by the drivers: 0 converged, 1 max_sweeps reached, 2 a similarity
+constraint is unreachable in the current range space.
 """
 
 import math
@@ -47,44 +54,111 @@ def _diff(G, i, j, out):
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
-def _rows_dot(Bt, v, out):
-    """out_j = Bt[j] . v   (i.e. out = B^T v)."""
-    r = Bt.shape[0]
-    for j in range(r):
-        acc = 0.0
-        for k in range(r):
-            acc += Bt[j, k] * v[k]
-        out[j] = acc
-
-
-@njit(cache=True, nogil=True, fastmath=_FM)
-def _rows_combine(Bt, w, out):
-    """out = sum_j w_j Bt[j]   (i.e. out = B w)."""
-    r = Bt.shape[0]
-    for k in range(r):
-        out[k] = 0.0
-    for j in range(r):
-        wj = w[j]
-        for k in range(r):
-            out[k] += wj * Bt[j, k]
-
-
-@njit(cache=True, nogil=True, fastmath=_FM)
-def _rank_one_rows(Bt, a, u, scale):
-    """Bt[j] += scale * a_j * u   (B += scale * u a^T)."""
-    r = Bt.shape[0]
-    for j in range(r):
-        f = scale * a[j]
-        for k in range(r):
-            Bt[j, k] += f * u[k]
-
-
-@njit(cache=True, nogil=True, fastmath=_FM)
 def _dot(a, b):
     acc = 0.0
     for k in range(a.shape[0]):
         acc += a[k] * b[k]
     return acc
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _tri_dot(Bt, v, out):
+    """out = B^T v for upper-triangular Bt = B^T: out_j = sum_{k >= j} Bt[j, k] v_k."""
+    r = Bt.shape[0]
+    for j in range(r):
+        row = Bt[j, j:]
+        vj = v[j:]
+        acc = 0.0
+        for k in range(row.shape[0]):
+            acc += row[k] * vj[k]
+        out[j] = acc
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _chol_coeffs(w, beta, dg, cf):
+    """Cholesky factor of I + beta w w^T: diagonal dg and lower part c_j w_k (k > j).
+
+    With ``q_j = 1 + beta sum_{k<j} w_k^2`` (so ``beta_j = beta / q_j``):
+    ``dg_j = sqrt(q_{j+1} / q_j)`` and ``c_j = beta w_j / sqrt(q_j q_{j+1})``. Only the
+    prefix sum is sequential; the square roots and divisions are independent (the textbook
+    recursion ``beta_{j+1} = beta_j / t_j`` chains r divisions). Requires
+    ``1 + beta ||w||^2 > 0`` (then every q_j > 0).
+    """
+    r = w.shape[0]
+    acc = 0.0
+    for j in range(r):  # dg temporarily holds q_j
+        dg[j] = 1.0 + beta * acc
+        acc += w[j] * w[j]
+    for j in range(r):
+        qj = dg[j]
+        qn = dg[j + 1] if j + 1 < r else 1.0 + beta * acc
+        rs = 1.0 / math.sqrt(qj * qn)
+        cf[j] = beta * w[j] * rs
+        dg[j] = qn * rs  # = sqrt(qn / qj)
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _tri_pass(Bt, pending, dg, cf, pw, S, v, w):
+    """One descending pass over the triangle of Bt.
+
+    If ``pending``: apply ``B <- B L`` for the factor (dg, cf, pw) of the previous projection
+    (column j of B L is ``dg_j B[:, j] + cf_j S_j`` with the suffix sum
+    ``S_j = sum_{k>j} pw_k B[:, k]``). Then, with row j final, ``w_j = Bt[j] . v`` (so
+    ``w = B^T v`` for the updated B). S is workspace.
+    """
+    r = Bt.shape[0]
+    if not pending:
+        _tri_dot(Bt, v, w)
+        return
+    for k in range(r):
+        S[k] = 0.0
+    # row slices with 0-based inner indices: LLVM vectorises these loops (indexing Bt[j, k]
+    # from k = j does not, the wraparound check on k defeats it)
+    for jj in range(r):
+        j = r - 1 - jj
+        row = Bt[j, j:]
+        Sj = S[j:]
+        vj = v[j:]
+        d = dg[j]
+        c = cf[j]
+        wj = pw[j]
+        acc = 0.0
+        for k in range(row.shape[0]):
+            old = row[k]
+            new = d * old + c * Sj[k]
+            row[k] = new
+            Sj[k] += wj * old
+            acc += new * vj[k]
+        w[j] = acc
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _tri_apply(Bt, dg, cf, pw, S):
+    """B <- B L for a pending factor, without a following dot product."""
+    r = Bt.shape[0]
+    for k in range(r):
+        S[k] = 0.0
+    for jj in range(r):
+        j = r - 1 - jj
+        row = Bt[j, j:]
+        Sj = S[j:]
+        d = dg[j]
+        c = cf[j]
+        wj = pw[j]
+        for k in range(row.shape[0]):
+            old = row[k]
+            row[k] = d * old + c * Sj[k]
+            Sj[k] += wj * old
+
+
+@njit(cache=True, nogil=True)
+def _chol_solve(dg, cf, y1, b, out):
+    """Solve L x = b for L = chol(I + beta y1 y1^T) given by (dg, cf): O(r) forward sweep."""
+    acc = 0.0
+    for i in range(b.shape[0]):
+        x = (b[i] - y1[i] * acc) / dg[i]
+        out[i] = x
+        acc += cf[i] * x
 
 
 # --------------------------------------------------------------------------------------------
@@ -93,36 +167,27 @@ def _dot(a, b):
 
 
 @njit(cache=True, nogil=True)
-def _burg_apply(Bt, w, beta, p, u):
-    """B <- B (I + sigma w w^T) with (I + sigma w w^T)^2 = I + beta w w^T; ``p = ||w||^2``."""
-    sigma = beta / (1.0 + math.sqrt(1.0 + beta * p))
-    _rows_combine(Bt, w, u)
-    _rank_one_rows(Bt, w, u, sigma)
+def _burg_distance(delta, lam, bhat, c, gamma, w):
+    """Projection onto ``delta * ||g_i1 - g_i2||^2 <= delta * bhat[c]`` (ITML / Kulis 2009).
 
-
-@njit(cache=True, nogil=True)
-def _burg_distance(Bt, G, i1, i2, delta, lam, bhat, c, gamma, v, w, u):
-    """One projection onto ``delta * ||g_i1 - g_i2||^2 <= delta * bhat[c]`` (ITML / Kulis 2009).
-
-    Returns the relative violation before the projection (0 if satisfied).
+    ``w = B^T (g_i1 - g_i2)`` is given (from the fused pass). Updates the dual and the slack
+    bound; returns (relative violation before the projection, beta): the caller still owes
+    ``B <- B chol(I + beta w w^T)`` (beta = 0: no update).
     """
-    _diff(G, i1, i2, v)
-    _rows_dot(Bt, v, w)
     p = _dot(w, w)
     if p <= 0.0:
-        return 0.0
+        return 0.0, 0.0
     b = bhat[c]
     viol = max(0.0, delta * (p - b)) / b
     gp = 1.0 if math.isinf(gamma) else gamma / (gamma + 1.0)
     alpha = min(lam[c], gp * delta * (1.0 / p - 1.0 / b))
     if alpha == 0.0:
-        return viol
+        return viol, 0.0
     lam[c] -= alpha
-    beta = delta * alpha / (1.0 - delta * alpha * p)
     if not math.isinf(gamma):
         bhat[c] = 1.0 / (1.0 / b + delta * alpha / gamma)
-    _burg_apply(Bt, w, beta, p, u)
-    return viol
+    # 1 + beta p = 1 / (1 - delta alpha p) > 0: I + beta w w^T stays positive definite
+    return viol, delta * alpha / (1.0 - delta * alpha * p)
 
 
 @njit(cache=True, nogil=True)
@@ -169,20 +234,22 @@ def _similarity_root(pp, qq, s, b):
 
 
 @njit(cache=True, nogil=True)
-def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, u, Y):
-    """One projection onto ``delta * K[i1, i2] <= delta * b`` (hard; Burg; rank-two update).
+def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, dg, cf, S):
+    """One projection onto ``delta * K[i1, i2] <= delta * b`` (hard; Burg; rank two).
 
     ``K' = G (I - rho Asym)^-1 G^T`` with ``Asym = (a c^T + c a^T)/2`` in the factor space,
-    ``a = B^T g_i1``, ``c = B^T g_i2``. Returns the relative violation before the projection, or
-    -1.0 when the constraint is unreachable in the current range space.
+    ``a = B^T g_i1``, ``c = B^T g_i2``. ``(I - rho Asym)^-1 = I + e1 y1 y1^T + e2 y2 y2^T``
+    (y orthonormal, e1 >= 0 >= e2 ordered so every partial sum stays PD) is factored as two
+    successive triangular rank-one Cholesky updates. Returns the relative violation before
+    the projection, or -1.0 when the constraint is unreachable in the current range space.
     """
     r = Bt.shape[0]
     for k in range(r):
         v[k] = G[i1, k]
-    _rows_dot(Bt, v, a)
+    _tri_dot(Bt, v, a)
     for k in range(r):
         v[k] = G[i2, k]
-    _rows_dot(Bt, v, cc)
+    _tri_dot(Bt, v, cc)
     pp = _dot(a, a)
     qq = _dot(cc, cc)
     s = _dot(a, cc)
@@ -202,62 +269,54 @@ def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, u, Y):
     lam[c] -= alpha
     rho = delta * alpha
     na = math.sqrt(pp)
-    # orthonormal basis (e1, e2) of span{a, c}: c = c1 e1 + c2 e2, a = na e1
+    # orthonormal basis (e1, e2) of span{a, c}: a = na e1, c = c1 e1 + c2 e2
     c1 = s / na
     for k in range(r):
         v[k] = cc[k] - (c1 / na) * a[k]
     c2 = math.sqrt(max(_dot(v, v), 0.0))
     if c2 <= 1e-12 * math.sqrt(qq):
-        # c parallel to a: Asym = kappa a a^T
+        # c parallel to a: Asym = kappa a a^T, (I - rho kappa a a^T)^-1 = I + beta a a^T
         kappa = s / pp
         beta = rho * kappa / (1.0 - rho * kappa * pp)
-        _burg_apply(Bt, a, beta, pp, u)
+        _chol_coeffs(a, beta, dg, cf)
+        _tri_apply(Bt, dg, cf, a, S)
         return viol
-    # N2 = I - rho * Asym2, Asym2 = [[na c1, na c2 / 2], [na c2 / 2, 0]]
+    # N2 = I - rho Asym2 in the basis, Asym2 = [[na c1, na c2 / 2], [na c2 / 2, 0]]
     n11 = 1.0 - rho * na * c1
     n12 = -0.5 * rho * na * c2
     n22 = 1.0
-    # symmetric 2x2 eigendecomposition
     tr = 0.5 * (n11 + n22)
     df = 0.5 * (n11 - n22)
     rad = math.sqrt(df * df + n12 * n12)
-    nu1 = tr + rad
-    nu2 = tr - rad
-    if nu2 <= 0.0:
+    nu1 = tr - rad  # smaller eigenvalue first: e = 1/nu - 1 largest first
+    nu2 = tr + rad
+    if nu1 <= 0.0:
         return -1.0
     if n12 == 0.0:
-        x1, y1 = 1.0, 0.0
+        if n11 <= n22:
+            x1, z1 = 1.0, 0.0
+        else:
+            x1, z1 = 0.0, 1.0
     else:
-        x1, y1 = nu1 - n22, n12
-        nn = math.sqrt(x1 * x1 + y1 * y1)
+        x1, z1 = nu1 - n22, n12
+        nn = math.sqrt(x1 * x1 + z1 * z1)
         x1 /= nn
-        y1 /= nn
-    x2, y2 = -y1, x1
-    f1 = 1.0 / math.sqrt(nu1) - 1.0
-    f2 = 1.0 / math.sqrt(nu2) - 1.0
-    m11 = f1 * x1 * x1 + f2 * x2 * x2
-    m12 = f1 * x1 * y1 + f2 * x2 * y2
-    m22 = f1 * y1 * y1 + f2 * y2 * y2
-    # Q = [a/na, v/c2]; Y = B Q (r x 2); B <- B + (Y M) Q^T
+        z1 /= nn
+    x2, z2 = -z1, x1
+    e1 = 1.0 / nu1 - 1.0
+    e2 = 1.0 / nu2 - 1.0
+    # y1 = x1 a/na + z1 v/c2 (into a), y2 = x2 a/na + z2 v/c2 (into cc)
     for k in range(r):
-        a[k] /= na
-        v[k] /= c2
-    _rows_combine(Bt, a, u)
-    for k in range(r):
-        Y[k, 0] = u[k]
-    _rows_combine(Bt, v, u)
-    for k in range(r):
-        Y[k, 1] = u[k]
-    for k in range(r):
-        y0 = Y[k, 0]
-        y1_ = Y[k, 1]
-        Y[k, 0] = y0 * m11 + y1_ * m12
-        Y[k, 1] = y0 * m12 + y1_ * m22
-    for j in range(r):
-        qa = a[j]
-        qb = v[j]
-        for k in range(r):
-            Bt[j, k] += qa * Y[k, 0] + qb * Y[k, 1]
+        qa = a[k] / na
+        qb = v[k] / c2
+        a[k] = x1 * qa + z1 * qb
+        cc[k] = x2 * qa + z2 * qb
+    _chol_coeffs(a, e1, dg, cf)
+    # second factor acts on L1^-1 y2 (I + e1 y1 y1^T + e2 y2 y2^T = L1 (I + e2 t t^T) L1^T)
+    _chol_solve(dg, cf, a, cc, y2)
+    _tri_apply(Bt, dg, cf, a, S)
+    _chol_coeffs(y2, e2, dg, cf)
+    _tri_apply(Bt, dg, cf, y2, S)
     return viol
 
 
@@ -280,19 +339,6 @@ def _sweep_stats(lam, lam_old, s, conv_out, lamnorm_out):
 
 
 @njit(cache=True, nogil=True)
-def _stalled(s, viol_out, lamnorm_out, window, tol):
-    """Infeasibility signature: violation not halved and dual grown by half over ``window``."""
-    if window <= 0 or s < 2 * window:
-        return False
-    old = s - window
-    return (
-        viol_out[s] > tol
-        and viol_out[s] > 0.5 * viol_out[old]
-        and lamnorm_out[s] > 1.5 * lamnorm_out[old]
-    )
-
-
-@njit(cache=True, nogil=True)
 def burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt):
     """Largest relative violation of all constraints at the current state (no update)."""
     r = Bt.shape[0]
@@ -303,17 +349,17 @@ def burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt):
     for c in range(I1.shape[0]):
         if kind[c] == 0:
             _diff(G, I1[c], I2[c], v)
-            _rows_dot(Bt, v, a)
+            _tri_dot(Bt, v, a)
             p = _dot(a, a)
             b = bhat[c]
             viol = max(0.0, delta[c] * (p - b)) / b
         else:
             for k in range(r):
                 v[k] = G[I1[c], k]
-            _rows_dot(Bt, v, a)
+            _tri_dot(Bt, v, a)
             for k in range(r):
                 v[k] = G[I2[c], k]
-            _rows_dot(Bt, v, cc)
+            _tri_dot(Bt, v, cc)
             s = _dot(a, cc)
             b = bvec[c]
             scale = max(abs(b), math.sqrt(_dot(a, a) * _dot(cc, cc)))
@@ -325,7 +371,7 @@ def burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt):
 
 @njit(cache=True, nogil=True)
 def burg_sweeps(
-    G, I1, I2, kind, delta, bvec, bhat, lam, gamma, Bt, max_sweeps, tol, window,
+    G, I1, I2, kind, delta, bvec, bhat, lam, gamma, Bt, max_sweeps, tol,
     conv_out, viol_out, lamnorm_out,
 ):
     """Cyclic Burg projections until the dual's relative change and the violation are < tol.
@@ -349,12 +395,15 @@ def burg_sweeps(
     gamma : float
         Slack trade-off for distance constraints (inf: hard).
     Bt : (r, r) float64
-        ``B^T``, updated in place.
-    max_sweeps, tol, window
-        Stopping controls; ``window`` sweeps for the infeasibility test (0 disables it).
+        ``B^T``, upper triangular, updated in place (the strict lower triangle is never read
+        or written).
+    max_sweeps, tol
+        Stopping controls. The caller runs this in chunks and tests for infeasibility in
+        between (a Farkas certificate from the dual increments, see logdet.py).
     conv_out, viol_out, lamnorm_out : (max_sweeps,) float64
         Per-sweep relative dual change, largest relative violation seen during the sweep
-        (before each projection), and ``||lam||_2``.
+        (before each projection; the exact final one when the stopping test fires), and
+        ``||lam||_2``.
 
     Returns
     -------
@@ -364,25 +413,47 @@ def burg_sweeps(
     nc = I1.shape[0]
     v = np.empty(r)
     w = np.empty(r)
-    u = np.empty(r)
+    pw = np.empty(r)
+    dg = np.empty(r)
+    cf = np.empty(r)
+    S = np.empty(r)
     a = np.empty(r)
-    Y = np.empty((r, 2))
+    cc = np.empty(r)
+    y2 = np.empty(r)
     lam_old = lam.copy()
     status = MAX_ITER
     s = 0
     unreachable = False
+    pending = False
     while s < max_sweeps:
         worst = 0.0
         for c in range(nc):
             if kind[c] == 0:
-                vi = _burg_distance(Bt, G, I1[c], I2[c], delta[c], lam, bhat, c, gamma, v, w, u)
+                _diff(G, I1[c], I2[c], v)
+                _tri_pass(Bt, pending, dg, cf, pw, S, v, w)
+                pending = False
+                vi, beta = _burg_distance(delta[c], lam, bhat, c, gamma, w)
+                if beta != 0.0:
+                    # defer B <- B chol(I + beta w w^T) to the next pass over the triangle
+                    _chol_coeffs(w, beta, dg, cf)
+                    for k in range(r):
+                        pw[k] = w[k]
+                    pending = True
             else:
-                vi = _burg_similarity(Bt, G, I1[c], I2[c], delta[c], lam, bvec, c, a, w, v, u, Y)
+                if pending:
+                    _tri_apply(Bt, dg, cf, pw, S)
+                    pending = False
+                vi = _burg_similarity(
+                    Bt, G, I1[c], I2[c], delta[c], lam, bvec, c, a, cc, v, y2, dg, cf, S
+                )
                 if vi < 0.0:
                     unreachable = True
                     vi = 1.0
             if vi > worst:
                 worst = vi
+        if pending:
+            _tri_apply(Bt, dg, cf, pw, S)
+            pending = False
         viol_out[s] = worst
         conv = _sweep_stats(lam, lam_old, s, conv_out, lamnorm_out)
         s += 1
@@ -394,7 +465,7 @@ def burg_sweeps(
             if final < tol:
                 status = CONVERGED
                 break
-        if unreachable or _stalled(s - 1, viol_out, lamnorm_out, window, tol):
+        if unreachable:
             status = INFEASIBLE
             break
     return s, status
@@ -767,7 +838,7 @@ def vn_violation(V, I1, I2, delta, bvec, W, dlog):
 
 @njit(cache=True, nogil=True)
 def vn_sweeps(
-    V, I1, I2, delta, bvec, lam, W, dlog, max_sweeps, tol, window,
+    V, I1, I2, delta, bvec, lam, W, dlog, max_sweeps, tol,
     conv_out, viol_out, lamnorm_out, evals_out,
 ):
     """Cyclic von Neumann projections (Algorithm 2, distance constraints, hard).
@@ -831,7 +902,4 @@ def vn_sweeps(
             if final < tol:
                 status = CONVERGED
                 break
-        if _stalled(s - 1, viol_out, lamnorm_out, window, tol):
-            status = INFEASIBLE
-            break
     return s, status

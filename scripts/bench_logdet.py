@@ -1,0 +1,168 @@
+"""Projection throughput of the Bregman learners against metric-learn's ITML, in one run.
+
+Setup per rank r: n = 2000 samples in r dimensions, c = 2000 random pairs with ITML-style
+bounds, the linear kernel (so both solve the same problem: LogDetKernelLearner(init="linear")
+learns ``X A X^T`` for ITML's ``A``), slack gamma = 1, a fixed number of sweeps (tol = 0),
+identical constraint order. Timed: the whole ``fit`` of each (best of 3), and our jitted sweep
+alone; throughput = sweeps * c / time. Von Neumann (no ITML counterpart) is timed the same way.
+
+ITML 0.7.0 passes ``force_all_finite`` to scikit-learn, which 1.6+ renamed; the benchmark
+adapts the call (as the tests do) rather than pinning an old scikit-learn.
+
+Goal (issue 4): >= 25x ITML at r = 16 and >= 5x at r = 256.
+
+Run:  python scripts/bench_logdet.py [--ranks 16 64 256] [--pairs 2000]
+Writes results/bench_logdet.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+
+import numpy as np
+
+
+def _itml():
+    import metric_learn._util as util
+    import sklearn.utils.validation as skv
+    from metric_learn import ITML
+
+    def renamed(fun):
+        def call(*args, **kwargs):
+            if "force_all_finite" in kwargs:
+                kwargs["ensure_all_finite"] = kwargs.pop("force_all_finite")
+            return fun(*args, **kwargs)
+
+        return call
+
+    util.check_array = renamed(skv.check_array)
+    util.check_X_y = renamed(skv.check_X_y)
+    return ITML
+
+
+def best_of(fun, repeats=3):
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fun()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def problem(r, n, c, rng):
+    X = rng.normal(size=(n, r))
+    a, b = np.triu_indices(n, 1)
+    pick = rng.choice(a.size, size=c, replace=False)
+    i, j = a[pick], b[pick]
+    s = np.where(rng.random(c) < 0.5, 1, -1)
+    pairs = np.column_stack([i, j, s])
+    pairs = pairs[np.argsort(-s, kind="stable")]
+    d = ((X[pairs[:, 0]] - X[pairs[:, 1]]) ** 2).sum(1)
+    lo, hi = np.percentile(d, [5, 95])
+    bounds = np.where(pairs[:, 2] > 0, lo, hi)
+    return X, pairs, bounds, (lo, hi)
+
+
+def main() -> None:
+    from nystrom_priors import LogDetKernelLearner, VonNeumannKernelLearner
+    from nystrom_priors._numba._bregman import burg_sweeps
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ranks", type=int, nargs="+", default=[16, 64, 256])
+    ap.add_argument("--pairs", type=int, default=2000)
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "results",
+                                                   "bench_logdet.md"))
+    args = ap.parse_args()
+    ITML = _itml()
+    rng = np.random.default_rng(0)
+    rows = []
+    for r in args.ranks:
+        X, pairs, bounds, (lo, hi) = problem(r, args.n, args.pairs, rng)
+        c = pairs.shape[0]
+        sweeps = max(10, int(5e8 / (r * r) / c))  # ~0.2 s of our sweeps per rank
+        sweeps_itml = max(2, int(5e4 / c))
+
+        def ours():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                LogDetKernelLearner(init="linear", gamma=1.0, max_iter=sweeps, tol=0.0).fit(
+                    X, pairs=pairs, bounds=bounds
+                )
+
+        def itml():
+            ITML(gamma=1.0, max_iter=sweeps_itml, tol=0.0).fit(
+                X[pairs[:, :2]], pairs[:, 2], bounds=[lo, hi]
+            )
+
+        ours()  # compile
+        t_ours = best_of(ours)
+        t_itml = best_of(itml, repeats=2)
+        # the jitted sweep alone (no validation, no bounds, no transform)
+        model = LogDetKernelLearner(init="linear", gamma=1.0, max_iter=1, tol=0.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(X, pairs=pairs, bounds=bounds)
+        rows_ = np.unique(pairs[:, :2])
+        G = np.ascontiguousarray(X[rows_])
+        inv = np.searchsorted(rows_, pairs[:, :2])
+        I1, I2 = inv[:, 0].copy(), inv[:, 1].copy()
+        kind = np.zeros(c, np.int8)
+        delta = pairs[:, 2].astype(float)
+
+        def kernel_only():
+            Bt = np.eye(r)
+            z = np.zeros(sweeps)
+            burg_sweeps(G, I1, I2, kind, delta, bounds, bounds.copy(), np.zeros(c), 1.0, Bt,
+                        sweeps, 0.0, z, z.copy(), z.copy())
+
+        t_kernel = best_of(kernel_only)
+        vn_sweeps_n = max(1, int(2e8 / r**3 / c))
+
+        def vn():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                VonNeumannKernelLearner(init="linear", max_iter=vn_sweeps_n, tol=0.0).fit(
+                    X, pairs=pairs, bounds=bounds
+                )
+
+        vn()
+        t_vn = best_of(vn, repeats=2)
+        p_ours = sweeps * c / t_ours
+        p_itml = sweeps_itml * c / t_itml
+        p_kernel = sweeps * c / t_kernel
+        p_vn = vn_sweeps_n * c / t_vn
+        row = dict(r=r, ours=p_ours, kernel=p_kernel, itml=p_itml, vn=p_vn)
+        rows.append(row)
+        print(
+            f"r={r:4d}: LogDet fit {p_ours:.3g} proj/s, sweep kernel {p_kernel:.3g}, ITML "
+            f"{p_itml:.3g} -> {p_ours / p_itml:.1f}x (kernel {p_kernel / p_itml:.1f}x); "
+            f"von Neumann {p_vn:.3g} proj/s",
+            flush=True,
+        )
+    lines = [
+        "# Bregman projection throughput vs metric-learn ITML (one run)",
+        "",
+        f"`python scripts/bench_logdet.py` — n = {args.n}, {args.pairs} pairs, linear kernel, "
+        "gamma = 1, fixed sweeps (tol = 0); projections per second, best of 3 (ITML best of 2).",
+        "",
+        "| r | LogDet fit (proj/s) | Burg sweep kernel (proj/s) | ITML (proj/s) | fit / ITML | kernel / ITML | von Neumann (proj/s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['r']} | {row['ours']:.3g} | {row['kernel']:.3g} | {row['itml']:.3g} | "
+            f"{row['ours'] / row['itml']:.1f}x | {row['kernel'] / row['itml']:.1f}x | {row['vn']:.3g} |"
+        )
+    lines += ["", "Goal: >= 25x ITML at r = 16, >= 5x at r = 256."]
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Clustering helpers against scikit-learn."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nystrom_priors.clustering import kernel_kmeans, normalized_mutual_info, pair_accuracy
+
+metrics = pytest.importorskip("sklearn.metrics")
+
+
+@given(
+    a=st.lists(st.integers(0, 4), min_size=2, max_size=60),
+    seed=st.integers(0, 1000),
+    method=st.sampled_from(["arithmetic", "geometric"]),
+)
+def test_nmi_matches_sklearn(a, seed, method):
+    a = np.array(a)
+    b = np.random.default_rng(seed).integers(0, 3, size=a.size)
+    ours = normalized_mutual_info(a, b, average_method=method)
+    ref = metrics.normalized_mutual_info_score(a, b, average_method=method)
+    assert ours == pytest.approx(ref, abs=1e-12)
+
+
+@given(a=st.lists(st.integers(0, 4), min_size=2, max_size=60), seed=st.integers(0, 1000))
+def test_pair_accuracy_is_the_rand_index(a, seed):
+    a = np.array(a)
+    b = np.random.default_rng(seed).integers(0, 3, size=a.size)
+    assert pair_accuracy(a, b) == pytest.approx(metrics.rand_score(a, b), abs=1e-12)
+    # over explicit pairs: brute force
+    i, j = np.triu_indices(a.size, 1)
+    pairs = np.column_stack([i, j])
+    assert pair_accuracy(a, b, pairs) == pytest.approx(metrics.rand_score(a, b), abs=1e-12)
+
+
+def test_kernel_kmeans_is_kmeans_on_factor_rows():
+    cluster = pytest.importorskip("sklearn.cluster")
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(4, 5)) * 6
+    y = rng.integers(0, 4, size=300)
+    G = centers[y] + rng.normal(size=(300, 5))
+    ours = kernel_kmeans(G, 4, random_state=0)
+    ref = cluster.KMeans(4, n_init=10, random_state=0).fit_predict(G)
+    assert metrics.adjusted_rand_score(ours, ref) == pytest.approx(1.0)
+    inertia = lambda lab: sum(((G[lab == c] - G[lab == c].mean(0)) ** 2).sum() for c in range(4))
+    assert inertia(ours) <= inertia(ref) * (1 + 1e-9)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="length"):
+        normalized_mutual_info([0, 1], [0, 1, 1])
+    with pytest.raises(ValueError, match="average_method"):
+        normalized_mutual_info([0, 1], [0, 1], average_method="max")
+    with pytest.raises(ValueError, match="outside"):
+        pair_accuracy([0, 1], [0, 1], [[0, 5]])
+    with pytest.raises(ValueError, match="n_clusters"):
+        kernel_kmeans(np.zeros((3, 2)), 5)
