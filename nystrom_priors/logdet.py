@@ -581,7 +581,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
     >>> d = lambda i, j: float(((G[i] - G[j]) ** 2).sum())
     >>> bool(d(0, 1) <= 0.5 * (1 + 1e-3) and d(2, 3) >= 20.0 * (1 - 1e-3))
     True
-    >>> np.linalg.matrix_rank(G) == np.linalg.matrix_rank(X)
+    >>> bool(np.linalg.matrix_rank(G) == np.linalg.matrix_rank(X))
     True
     """
     )
