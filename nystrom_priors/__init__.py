@@ -8,6 +8,8 @@ GeneralizedNystrom
     Dictionary kernel learned from labels or pairs (Zhang et al. 2012); inductive.
 LogDetKernelLearner, VonNeumannKernelLearner
     Low-rank kernels from distance / similarity bounds by Bregman projections (Kulis et al. 2006).
+BCDNPKL
+    Non-parametric graph kernel from pairs by block coordinate descent (Hu et al. 2011).
 
 Functions
 ---------
@@ -41,6 +43,11 @@ _LAZY = {
     "LogDetKernelLearner": "logdet",
     "VonNeumannKernelLearner": "logdet",
     "distance_bounds": "logdet",
+    "BCDNPKL": "npkl",
+    "knn_graph": "npkl",
+    "kernel_kmeans": "clustering",
+    "normalized_mutual_info": "clustering",
+    "pair_accuracy": "clustering",
     "labels_to_pairs": "side_info",
     "extrapolate": "kernels",
     "iter_extrapolate": "kernels",

@@ -1,0 +1,309 @@
+"""Jitted pieces of BCDNPKL (Hu et al. 2011): exact kNN selection and the BCD column sweeps.
+
+Private: arrays and scalars only; the loss is an integer code (0 square, 1 hinge, 2 squared
+hinge). The whole call graph of each driver lives in this file.
+
+Objective on V (l x r, row i = v_i), with the boundary kernel Dt (CSR, l x l) and constraint
+adjacency T (CSR: for node i its partners j and signs T_ij):
+
+    f(V) = sum_ik Dt_ik v_i.v_k + C sum_{(i,j) in T, i<j} loss(T_ij v_i.v_j)
+
+square: (1-f)^2, hinge: max(1-f, 0), squared hinge: max(1-f, 0)^2. The column subproblem in
+v_i, with d = Dt_ii and g = sum_{k!=i} Dt_ik v_k, is
+
+    d |v|^2 + 2 v.g + C sum_{j in T(i)} loss(T_ij v.v_j),
+
+strictly convex; each update below is its exact minimiser.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+_FM = {"reassoc", "contract"}
+
+SQUARE = 0
+HINGE = 1
+SQUARED_HINGE = 2
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def knn_select(cross, xn_block, xn_all, offset, exclude_self, k, out_idx, out_d2):
+    """k nearest columns per row from ``cross = X_block @ X_all.T`` (row-block driver).
+
+    Squared distances ``xn_block[i] + xn_all[j] - 2 cross[i, j]`` (clipped at 0); ties broken
+    by the smaller index so the result does not depend on the thread count. With
+    ``exclude_self`` the column ``offset + i`` is skipped for row i.
+    """
+    nb, n = cross.shape
+    for i in prange(nb):
+        bd = np.full(k, np.inf)
+        bi = np.full(k, -1, dtype=np.int64)
+        for j in range(n):
+            if exclude_self and j == offset + i:
+                continue
+            d2 = xn_block[i] + xn_all[j] - 2.0 * cross[i, j]
+            if d2 < 0.0:
+                d2 = 0.0
+            if d2 < bd[k - 1] or (d2 == bd[k - 1] and j < bi[k - 1]):
+                # insertion into the sorted buffer
+                p = k - 1
+                while p > 0 and (bd[p - 1] > d2 or (bd[p - 1] == d2 and bi[p - 1] > j)):
+                    bd[p] = bd[p - 1]
+                    bi[p] = bi[p - 1]
+                    p -= 1
+                bd[p] = d2
+                bi[p] = j
+        for t in range(k):
+            out_idx[i, t] = bi[t]
+            out_d2[i, t] = bd[t]
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _row_g(indptr, indices, data, V, i, g):
+    """g = sum_{k != i} Dt_ik v_k; returns Dt_ii."""
+    r = V.shape[1]
+    for t in range(r):
+        g[t] = 0.0
+    d = 0.0
+    for p in range(indptr[i], indptr[i + 1]):
+        k = indices[p]
+        a = data[p]
+        if k == i:
+            d += a
+            continue
+        for t in range(r):
+            g[t] += a * V[k, t]
+    return d
+
+
+@njit(cache=True, nogil=True)
+def _cholesky_solve(H, b, x):
+    """Solve H x = b for a small SPD H (in place Cholesky of a copy)."""
+    t = H.shape[0]
+    L = np.zeros((t, t))
+    for a in range(t):
+        s = H[a, a]
+        for c in range(a):
+            s -= L[a, c] * L[a, c]
+        if s <= 0.0:
+            s = 1e-300
+        L[a, a] = math.sqrt(s)
+        for b_ in range(a + 1, t):
+            s2 = H[b_, a]
+            for c in range(a):
+                s2 -= L[b_, c] * L[a, c]
+            L[b_, a] = s2 / L[a, a]
+    y = np.empty(t)
+    for a in range(t):
+        s = b[a]
+        for c in range(a):
+            s -= L[a, c] * y[c]
+        y[a] = s / L[a, a]
+    for a in range(t - 1, -1, -1):
+        s = y[a]
+        for c in range(a + 1, t):
+            s -= L[c, a] * x[c]
+        x[a] = s / L[a, a]
+
+
+@njit(cache=True, nogil=True)
+def _box_qp(H, q, ub, alpha, tol, max_iter):
+    """min 1/2 a^T H a - q^T a  s.t. 0 <= a <= ub (ub = inf: a >= 0), by exact coordinate
+    descent from the given start; stops when no coordinate moves by more than tol*(1+|a|)."""
+    t = H.shape[0]
+    for _ in range(max_iter):
+        biggest = 0.0
+        for s in range(t):
+            grad = -q[s]
+            for u in range(t):
+                grad += H[s, u] * alpha[u]
+            h = H[s, s]
+            if h > 0.0:
+                new = alpha[s] - grad / h
+            else:
+                new = ub if grad < 0.0 else 0.0
+            if new < 0.0:
+                new = 0.0
+            if new > ub:
+                new = ub
+            step = abs(new - alpha[s])
+            if step > biggest:
+                biggest = step
+            alpha[s] = new
+        scale = 1.0
+        for s in range(t):
+            scale = max(scale, abs(alpha[s]))
+        if biggest <= tol * scale:
+            break
+
+
+@njit(cache=True, nogil=True)
+def _update_column(indptr, indices, data, tptr, tidx, tsgn, V, i, C, loss, g, dual):
+    """Replace v_i by the exact minimiser of its subproblem (see the module docstring).
+
+    ``dual`` holds the box-QP multipliers of node i's constraints (warm start, updated)."""
+    r = V.shape[1]
+    d = _row_g(indptr, indices, data, V, i, g)
+    t0 = tptr[i]
+    t = tptr[i + 1] - t0
+    if t == 0:
+        for c in range(r):
+            V[i, c] = -g[c] / d
+        return
+    # A = [T_ij v_j] (r x t), AtA (t x t)
+    AtA = np.empty((t, t))
+    for a in range(t):
+        ja = tidx[t0 + a]
+        for b in range(a, t):
+            jb = tidx[t0 + b]
+            s = 0.0
+            for c in range(r):
+                s += V[ja, c] * V[jb, c]
+            s *= tsgn[t0 + a] * tsgn[t0 + b]
+            AtA[a, b] = s
+            AtA[b, a] = s
+    Atg = np.empty(t)
+    for a in range(t):
+        ja = tidx[t0 + a]
+        s = 0.0
+        for c in range(r):
+            s += V[ja, c] * g[c]
+        Atg[a] = tsgn[t0 + a] * s
+    if loss == SQUARE:
+        # (d I + C A A^T) v = -g + C A 1  (T_ij^2 = 1); Woodbury with the t x t system
+        # (d/C I + A^T A) z = A^T rhs,  v = (rhs - A z) / d
+        rhs = np.empty(r)
+        for c in range(r):
+            rhs[c] = -g[c]
+        for a in range(t):
+            ja = tidx[t0 + a]
+            sg = tsgn[t0 + a]
+            for c in range(r):
+                rhs[c] += C * sg * V[ja, c]
+        Atr = np.empty(t)
+        for a in range(t):
+            ja = tidx[t0 + a]
+            s = 0.0
+            for c in range(r):
+                s += V[ja, c] * rhs[c]
+            Atr[a] = tsgn[t0 + a] * s
+        H = AtA.copy()
+        for a in range(t):
+            H[a, a] += d / C
+        z = np.empty(t)
+        _cholesky_solve(H, Atr, z)
+        for c in range(r):
+            acc = rhs[c]
+            for a in range(t):
+                acc -= tsgn[t0 + a] * V[tidx[t0 + a], c] * z[a]
+            V[i, c] = acc / d
+        return
+    # hinge / squared hinge: dual box QP  min 1/2 a^T H a - q^T a
+    # H = A^T A / (2d) (+ I / (2C)),  q = 1 + A^T g / d,  v = (A a - 2 g) / (2 d)
+    H = np.empty((t, t))
+    q = np.empty(t)
+    for a in range(t):
+        q[a] = 1.0 + Atg[a] / d
+        for b in range(t):
+            H[a, b] = AtA[a, b] / (2.0 * d)
+        if loss == SQUARED_HINGE:
+            H[a, a] += 1.0 / (2.0 * C)
+    ub = C if loss == HINGE else np.inf
+    alpha = np.empty(t)
+    for a in range(t):
+        alpha[a] = min(max(dual[t0 + a], 0.0), ub)
+    _box_qp(H, q, ub, alpha, 1e-13, 100000)
+    for a in range(t):
+        dual[t0 + a] = alpha[a]
+    for c in range(r):
+        acc = -2.0 * g[c]
+        for a in range(t):
+            acc += alpha[a] * tsgn[t0 + a] * V[tidx[t0 + a], c]
+        V[i, c] = acc / (2.0 * d)
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def objective(indptr, indices, data, tptr, tidx, tsgn, V, C, loss):
+    """f(V) = tr(V^T Dt V) + C sum over unordered constraint pairs of loss(T_ij v_i.v_j)."""
+    l, r = V.shape
+    quad = 0.0
+    for i in range(l):
+        for p in range(indptr[i], indptr[i + 1]):
+            k = indices[p]
+            s = 0.0
+            for c in range(r):
+                s += V[i, c] * V[k, c]
+            quad += data[p] * s
+    lo = 0.0
+    for i in range(l):
+        for p in range(tptr[i], tptr[i + 1]):
+            j = tidx[p]
+            if j <= i:
+                continue
+            s = 0.0
+            for c in range(r):
+                s += V[i, c] * V[j, c]
+            m = 1.0 - tsgn[p] * s
+            if loss == SQUARE:
+                lo += m * m
+            elif loss == HINGE:
+                lo += max(m, 0.0)
+            else:
+                lo += max(m, 0.0) ** 2
+    return quad + C * lo
+
+
+@njit(cache=True, nogil=True)
+def bcd_sweeps(indptr, indices, data, tptr, tidx, tsgn, V, C, loss, max_sweeps, tol, obj_out,
+               dual):
+    """Gauss-Seidel sweeps over the columns until the relative objective decrease < tol.
+
+    ``obj_out[0]`` receives the starting objective and ``obj_out[s]`` the value after sweep s.
+    Returns (sweeps run, converged).
+    """
+    l, r = V.shape
+    g = np.empty(r)
+    prev = objective(indptr, indices, data, tptr, tidx, tsgn, V, C, loss)
+    obj_out[0] = prev
+    for s in range(1, max_sweeps + 1):
+        for i in range(l):
+            _update_column(indptr, indices, data, tptr, tidx, tsgn, V, i, C, loss, g, dual)
+        cur = objective(indptr, indices, data, tptr, tidx, tsgn, V, C, loss)
+        obj_out[s] = cur
+        if abs(prev - cur) <= tol * max(abs(cur), 1e-300):
+            return s, True
+        prev = cur
+    return max_sweeps, False
+
+
+@njit(cache=True, nogil=True)
+def column_subproblem_value(indptr, indices, data, tptr, tidx, tsgn, V, i, y, C, loss):
+    """Value of node i's subproblem at v_i = y (for the tests' exactness checks)."""
+    r = V.shape[1]
+    g = np.empty(r)
+    d = _row_g(indptr, indices, data, V, i, g)
+    val = 0.0
+    for c in range(r):
+        val += d * y[c] * y[c] + 2.0 * y[c] * g[c]
+    for p in range(tptr[i], tptr[i + 1]):
+        j = tidx[p]
+        s = 0.0
+        for c in range(r):
+            s += y[c] * V[j, c]
+        m = 1.0 - tsgn[p] * s
+        if loss == SQUARE:
+            val += C * m * m
+        elif loss == HINGE:
+            val += C * max(m, 0.0)
+        else:
+            val += C * max(m, 0.0) ** 2
+    return val
+
+
+@njit(cache=True, nogil=True)
+def update_one_column(indptr, indices, data, tptr, tidx, tsgn, V, i, C, loss, dual):
+    """Public wrapper of one column update (tests)."""
+    g = np.empty(V.shape[1])
+    _update_column(indptr, indices, data, tptr, tidx, tsgn, V, i, C, loss, g, dual)

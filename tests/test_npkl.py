@@ -1,0 +1,304 @@
+"""BCDNPKL (Hu et al. 2011) against independent oracles: cvxpy for the SDP of eq. 1 and for
+each column subproblem, scipy's cKDTree for the kNN search, dense algebra for the Schur
+complement, and invariants (monotone objective, harmonic extension)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nystrom_priors import BCDNPKL
+from nystrom_priors.exceptions import ConvergenceWarning
+from nystrom_priors.npkl import (
+    _LOSSES,
+    barvinok_pataki_rank,
+    boundary_kernel,
+    knn_graph,
+    knn_search,
+    normalized_laplacian,
+)
+
+
+def two_moons(n, rng):
+    t = rng.uniform(0, np.pi, n)
+    lab = rng.integers(0, 2, n)
+    X = np.column_stack([np.cos(t) + lab, np.sin(t) * (1 - 2 * lab) + 0.4 * lab])
+    return X + 0.08 * rng.normal(size=X.shape), lab
+
+
+def random_pairs(y, k, rng):
+    a, b = np.triu_indices(y.size, 1)
+    same = y[a] == y[b]
+    pos = rng.choice(np.flatnonzero(same), k // 2, replace=False)
+    neg = rng.choice(np.flatnonzero(~same), k - k // 2, replace=False)
+    pick = np.concatenate([pos, neg])
+    return np.column_stack([a[pick], b[pick], np.where(same[pick], 1, -1)])
+
+
+def full_objective(Delta, G, pairs, C, loss):
+    Z = G @ G.T
+    f = pairs[:, 2] * Z[pairs[:, 0], pairs[:, 1]]
+    m = 1.0 - f
+    lo = {"square": m**2, "hinge": np.maximum(m, 0), "squared_hinge": np.maximum(m, 0) ** 2}[loss]
+    return float(np.sum(Delta * Z) + C * lo.sum())
+
+
+# --------------------------------------------------------------------------------------------
+# graph and boundary kernel
+# --------------------------------------------------------------------------------------------
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(8, 80), d=st.integers(1, 12), k=st.integers(1, 6))
+def test_knn_search_matches_kdtree(seed, n, d, k):
+    from scipy.spatial import cKDTree
+
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    idx, dist = knn_search(X, None, k)
+    ref_d, _ = cKDTree(X).query(X, k + 1)
+    assert np.allclose(dist, ref_d[:, 1:], atol=1e-9)
+    # the returned neighbours really are at those distances, and never the sample itself
+    assert not (idx == np.arange(n)[:, None]).any()
+    assert np.allclose(np.linalg.norm(X[idx] - X[:, None], axis=2), dist, atol=1e-9)
+
+
+def test_knn_graph_is_symmetrised_union():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    S, _ = knn_graph(X, 4)
+    S = S.toarray()
+    idx, _ = knn_search(X, None, 4)
+    A = np.zeros((40, 40))
+    A[np.repeat(np.arange(40), 4), idx.ravel()] = 1
+    assert np.array_equal(S, np.maximum(A, A.T))
+    assert np.all(np.diag(S) == 0)
+    Sg, sigma = knn_graph(X, 4, weights="gaussian")
+    nz = Sg.toarray() > 0
+    D = np.linalg.norm(X[:, None] - X[None], axis=2)
+    assert np.allclose(Sg.toarray()[nz], np.exp(-D[nz] ** 2 / (2 * sigma**2)))
+    assert sigma == pytest.approx(0.5 * np.sort(D + np.diag(np.full(40, np.inf)), 1)[:, :10].mean())
+
+
+@given(seed=st.integers(0, 10_000), l=st.integers(2, 30))
+def test_schur_complement_identity(seed, l):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(50, 2))
+    S, _ = knn_graph(X, 5)
+    Delta, _ = normalized_laplacian(S, 0.5)
+    L = np.sort(rng.choice(50, l, replace=False))
+    Dt, system = boundary_kernel(Delta, L)
+    Dd = Delta.toarray()
+    U = np.setdiff1d(np.arange(50), L)
+    ref = Dd[np.ix_(L, L)] - Dd[np.ix_(L, U)] @ np.linalg.solve(Dd[np.ix_(U, U)], Dd[np.ix_(U, L)])
+    assert np.allclose(Dt.toarray(), ref, atol=1e-12)
+    # tr(Delta Q Z Q^T) = tr(Dt Z) for any Z = V V^T
+    V = rng.normal(size=(l, 3))
+    G = system.extend(V)
+    assert np.sum(Dd * (G @ G.T)) == pytest.approx(np.sum(ref * (V @ V.T)), rel=1e-10)
+
+
+def test_barvinok_pataki_rank():
+    for m in range(1, 200):
+        r = barvinok_pataki_rank(m)
+        assert r * (r + 1) // 2 <= m < (r + 1) * (r + 2) // 2
+
+
+# --------------------------------------------------------------------------------------------
+# each column update is the exact minimiser of its subproblem
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("loss", ["square", "hinge", "squared_hinge"])
+def test_column_update_is_exact(loss):
+    cp = pytest.importorskip("cvxpy")
+    from nystrom_priors._numba._bcd import column_subproblem_value, update_one_column
+
+    rng = np.random.default_rng(2)
+    l, r, C = 12, 3, 1.7
+    A = rng.normal(size=(l, l))
+    Dt = A @ A.T + l * np.eye(l)
+    import scipy.sparse as sp
+
+    Dt = sp.csr_matrix(Dt)
+    pairs = np.array([[0, 1, 1], [0, 2, -1], [0, 5, 1], [3, 4, -1], [0, 7, -1]])
+    a = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    b = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    sgn = np.concatenate([pairs[:, 2], pairs[:, 2]]).astype(float)
+    order = np.lexsort((b, a))
+    tptr = np.cumsum(np.concatenate([[0], np.bincount(a, minlength=l)])).astype(np.int64)
+    tidx, tsgn = b[order].astype(np.int64), sgn[order]
+    args = (Dt.indptr.astype(np.int64), Dt.indices.astype(np.int64), Dt.data)
+    V = rng.normal(size=(l, r))
+    i = 0
+    code = _LOSSES[loss]
+    # cvxpy oracle of the subproblem in v_i
+    d = Dt[i, i]
+    g = Dt[i].toarray().ravel() @ V - d * V[i]
+    y = cp.Variable(r)
+    parts = [tsgn[p] * (V[tidx[p]] @ y) for p in range(tptr[i], tptr[i + 1])]
+    margins = cp.hstack([1 - q for q in parts])
+    lossexpr = {
+        "square": cp.sum_squares(margins),
+        "hinge": cp.sum(cp.pos(margins)),
+        "squared_hinge": cp.sum_squares(cp.pos(margins)),
+    }[loss]
+    prob = cp.Problem(cp.Minimize(d * cp.sum_squares(y) + 2 * g @ y + C * lossexpr))
+    prob.solve(solver=cp.CLARABEL)
+    update_one_column(*args, tptr, tidx, tsgn, V, i, C, code, np.zeros(tidx.size))
+    ours = column_subproblem_value(*args, tptr, tidx, tsgn, V, i, V[i].copy(), C, code)
+    assert ours == pytest.approx(prob.value, rel=1e-7, abs=1e-9)
+    assert np.allclose(V[i], y.value, atol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# the SDP oracle: Prop. 1 and BCD's optimum
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sdp_problem():
+    rng = np.random.default_rng(3)
+    X, y = two_moons(110, rng)
+    pairs = random_pairs(y, 60, rng)
+    return X, y, pairs
+
+
+def _solve_sdp(Delta, pairs, C, loss, L=None):
+    cp = pytest.importorskip("cvxpy")
+    n = Delta.shape[0]
+    Z = cp.Variable((n, n), PSD=True)
+    if L is None:
+        i, j = pairs[:, 0], pairs[:, 1]
+    else:
+        pos = np.searchsorted(L, pairs[:, :2])
+        i, j = pos[:, 0], pos[:, 1]
+    f = cp.multiply(pairs[:, 2], cp.hstack([Z[a, b] for a, b in zip(i, j)]))
+    m = 1 - f
+    lossexpr = {
+        "square": cp.sum_squares(m),
+        "hinge": cp.sum(cp.pos(m)),
+        "squared_hinge": cp.sum_squares(cp.pos(m)),
+    }[loss]
+    prob = cp.Problem(cp.Minimize(cp.trace(Delta @ Z) + C * lossexpr))
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return prob.value, Z.value
+
+
+@pytest.mark.parametrize("loss", ["square", "squared_hinge", "hinge"])
+def test_bcd_reaches_the_sdp_optimum(sdp_problem, loss):
+    X, y, pairs = sdp_problem
+    C = 1.0
+    model = BCDNPKL(C=C, loss=loss, tol=1e-13, max_iter=20000, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        G = model.fit_transform(X, pairs=pairs)
+    S, _ = knn_graph(X, 5)
+    Delta, _ = normalized_laplacian(S, C / 2)
+    Dd = Delta.toarray()
+    # the factored objective is eq. 1 at Z = G G^T (Schur identity)
+    assert model.objective_ == pytest.approx(full_objective(Dd, G, model.pairs_, C, loss), rel=1e-10)
+    full_value, Z_full = _solve_sdp(Dd, model.pairs_, C, loss)
+    # Prop. 1: the boundary SDP has the same value, and Q Z_BD Q^T solves the full one
+    L = model.constrained_
+    Dt, system = boundary_kernel(Delta, L)
+    bd_value, Z_bd = _solve_sdp(Dt.toarray(), model.pairs_, C, loss, L=L)
+    assert bd_value == pytest.approx(full_value, rel=1e-6)
+    w, U = np.linalg.eigh(Z_bd)
+    Gbd = system.extend(U * np.sqrt(np.maximum(w, 0)))
+    assert full_objective(Dd, Gbd, model.pairs_, C, loss) == pytest.approx(full_value, rel=1e-6)
+    gap = (model.objective_ - full_value) / abs(full_value)
+    if loss == "hinge":
+        # no convergence guarantee for the non-smooth loss: BCD stalls above the optimum
+        assert -1e-6 <= gap < 5e-2, gap
+    else:
+        assert abs(gap) <= 1e-6, gap
+
+
+# --------------------------------------------------------------------------------------------
+# properties and inductive extension
+# --------------------------------------------------------------------------------------------
+
+
+@given(seed=st.integers(0, 10_000), loss=st.sampled_from(["square", "hinge", "squared_hinge"]),
+       C=st.sampled_from([0.1, 1.0, 10.0]))
+def test_objective_non_increasing_and_psd(seed, loss, C):
+    rng = np.random.default_rng(seed)
+    X, y = two_moons(60, rng)
+    pairs = random_pairs(y, 24, rng)
+    model = BCDNPKL(C=C, loss=loss, tol=1e-9, max_iter=300, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        G = model.fit_transform(X, pairs=pairs)
+    path = model.objective_path_
+    assert np.all(np.diff(path) <= 1e-10 * np.abs(path[:-1]))
+    K = G @ G.T
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * max(1.0, np.abs(K).max())
+    assert np.linalg.matrix_rank(G) <= model.rank_ == barvinok_pataki_rank(24)
+
+
+def test_harmonic_extension_reproduces_unconstrained_training_rows():
+    rng = np.random.default_rng(4)
+    X, y = two_moons(120, rng)
+    pairs = random_pairs(y, 40, rng)
+    model = BCDNPKL(random_state=0).fit(X, pairs=pairs)
+    G = model.embedding_
+    S = model.graph_.toarray()
+    deg = S.sum(1)
+    U = np.setdiff1d(np.arange(120), model.constrained_)
+    # every unconstrained row satisfies (1 + delta) g_u = sum_j S_uj / sqrt(d_u d_j) g_j
+    rhs = (S / np.sqrt(np.outer(deg, deg))) @ G / (1 + model.delta_)
+    assert np.allclose(G[U], rhs[U], atol=1e-10)
+    # a new sample equal to a training sample whose k nearest neighbours (excluding itself)
+    # define its graph row gets that same harmonic combination
+    X_new = X[U[:5]] + 1e-9
+    Gn = model.transform(X_new)
+    assert Gn.shape == (5, model.n_components_)
+    assert np.all(np.isfinite(Gn))
+    # kernel between new samples is G_A G_B^T
+    assert np.allclose(model.kernel(X_new, X_new), Gn @ Gn.T)
+
+
+def test_learned_kernel_separates_the_classes():
+    from nystrom_priors.clustering import kernel_kmeans, pair_accuracy
+
+    rng = np.random.default_rng(5)
+    X, y = two_moons(200, rng)
+    pairs = random_pairs(y, int(4 * 200 * 0.3), rng)
+    G = BCDNPKL(random_state=0).fit_transform(X, pairs=pairs)
+    acc = pair_accuracy(y, kernel_kmeans(G, 2, random_state=0))
+    raw = pair_accuracy(y, kernel_kmeans(X, 2, random_state=0))
+    assert acc > 0.95 and acc > raw
+
+
+# --------------------------------------------------------------------------------------------
+# bad input
+# --------------------------------------------------------------------------------------------
+
+
+def test_bad_input():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(30, 2))
+    with pytest.raises(ValueError, match="out of range"):
+        BCDNPKL().fit(X, pairs=[[0, 30, 1]])
+    with pytest.raises(ValueError, match="both"):
+        BCDNPKL().fit(X, pairs=[[0, 1, 1], [1, 0, -1]])
+    with pytest.warns(UserWarning, match="duplicated"):
+        BCDNPKL(random_state=0).fit(X, pairs=[[0, 1, 1], [1, 0, 1], [2, 3, -1]])
+    with pytest.raises(ValueError, match="n_neighbors"):
+        BCDNPKL(n_neighbors=30).fit(X, pairs=[[0, 1, 1]])
+    with pytest.raises(ValueError, match="no side information"):
+        BCDNPKL().fit(X)
+    with pytest.raises(ValueError, match="loss"):
+        BCDNPKL(loss="log").fit(X, pairs=[[0, 1, 1]])
+    with pytest.raises(ValueError, match="C"):
+        BCDNPKL(C=0).fit(X, pairs=[[0, 1, 1]])
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN|finite"):
+        BCDNPKL().fit(Xn, pairs=[[0, 1, 1]])
+    # two far-apart clusters, constraints only in one: a warning, and zero rows elsewhere
+    X2 = np.vstack([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 100])
+    with pytest.warns(UserWarning, match="connected components"):
+        G = BCDNPKL(random_state=0).fit_transform(X2, pairs=[[0, 1, 1], [2, 3, -1]])
+    assert np.all(G[20:] == 0)
