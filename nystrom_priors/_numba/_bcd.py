@@ -61,8 +61,9 @@ def knn_select(cross, xn_block, xn_all, offset, exclude_self, k, out_idx, out_d2
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
-def _row_g(indptr, indices, data, V, i, g):
-    """g = sum_{k != i} Dt_ik v_k; returns Dt_ii."""
+def _row_g(indptr, indices, data, Wt, P, V, i, g):
+    """g = sum_{k != i} Dt_ik v_k with ``Dt = A - W^T W`` (A sparse CSR, ``Wt = W^T`` dense,
+    possibly with 0 columns, ``P = W V`` kept current by the caller); returns Dt_ii."""
     r = V.shape[1]
     for t in range(r):
         g[t] = 0.0
@@ -75,7 +76,31 @@ def _row_g(indptr, indices, data, V, i, g):
             continue
         for t in range(r):
             g[t] += a * V[k, t]
+    m = Wt.shape[1]
+    if m:
+        wi = Wt[i]
+        nw = 0.0
+        for u in range(m):
+            w = wi[u]
+            nw += w * w
+            for t in range(r):
+                g[t] -= w * P[u, t]
+        # P holds W v_i too: put back the diagonal term
+        for t in range(r):
+            g[t] += nw * V[i, t]
+        d -= nw
     return d
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _refresh_P(Wt, P, i, dv):
+    """P += W[:, i] dv^T after v_i changed by dv."""
+    m = Wt.shape[1]
+    r = P.shape[1]
+    for u in range(m):
+        w = Wt[i, u]
+        for t in range(r):
+            P[u, t] += w * dv[t]
 
 
 @njit(cache=True, nogil=True)
@@ -140,12 +165,25 @@ def _box_qp(H, q, ub, alpha, tol, max_iter):
 
 
 @njit(cache=True, nogil=True)
-def _update_column(indptr, indices, data, tptr, tidx, tsgn, V, i, C, loss, g, dual):
-    """Replace v_i by the exact minimiser of its subproblem (see the module docstring).
+def _update_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss, g, dual, old):
+    """Replace v_i by the exact minimiser of its subproblem (see the module docstring), and
+    keep ``P = W V`` current.
 
     ``dual`` holds the box-QP multipliers of node i's constraints (warm start, updated)."""
     r = V.shape[1]
-    d = _row_g(indptr, indices, data, V, i, g)
+    for c in range(r):
+        old[c] = V[i, c]
+    _solve_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss, g, dual)
+    if Wt.shape[1]:
+        for c in range(r):
+            old[c] = V[i, c] - old[c]
+        _refresh_P(Wt, P, i, old)
+
+
+@njit(cache=True, nogil=True)
+def _solve_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss, g, dual):
+    r = V.shape[1]
+    d = _row_g(indptr, indices, data, Wt, P, V, i, g)
     t0 = tptr[i]
     t = tptr[i + 1] - t0
     if t == 0:
@@ -225,10 +263,14 @@ def _update_column(indptr, indices, data, tptr, tidx, tsgn, V, i, C, loss, g, du
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
-def objective(indptr, indices, data, tptr, tidx, tsgn, V, C, loss):
-    """f(V) = tr(V^T Dt V) + C sum over unordered constraint pairs of loss(T_ij v_i.v_j)."""
+def objective(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss):
+    """f(V) = tr(V^T Dt V) + C sum over unordered constraint pairs of loss(T_ij v_i.v_j),
+    with ``Dt = A - W^T W`` and ``P = W V``."""
     l, r = V.shape
     quad = 0.0
+    for u in range(P.shape[0]):
+        for t in range(r):
+            quad -= P[u, t] * P[u, t]
     for i in range(l):
         for p in range(indptr[i], indptr[i + 1]):
             k = indices[p]
@@ -256,21 +298,25 @@ def objective(indptr, indices, data, tptr, tidx, tsgn, V, C, loss):
 
 
 @njit(cache=True, nogil=True)
-def bcd_sweeps(indptr, indices, data, tptr, tidx, tsgn, V, C, loss, max_sweeps, tol, obj_out,
-               dual):
+def bcd_sweeps(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss, max_sweeps, tol,
+               obj_out, dual):
     """Gauss-Seidel sweeps over the columns until the relative objective decrease < tol.
 
-    ``obj_out[0]`` receives the starting objective and ``obj_out[s]`` the value after sweep s.
+    The boundary kernel is ``Dt = A - W^T W``: A sparse (CSR arrays), ``Wt = W^T`` dense
+    (l x m, m = 0 allowed) and ``P = W V`` (m x r, kept current). ``obj_out[0]`` receives the
+    starting objective and ``obj_out[s]`` the value after sweep s.
     Returns (sweeps run, converged).
     """
     l, r = V.shape
     g = np.empty(r)
-    prev = objective(indptr, indices, data, tptr, tidx, tsgn, V, C, loss)
+    old = np.empty(r)
+    prev = objective(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss)
     obj_out[0] = prev
     for s in range(1, max_sweeps + 1):
         for i in range(l):
-            _update_column(indptr, indices, data, tptr, tidx, tsgn, V, i, C, loss, g, dual)
-        cur = objective(indptr, indices, data, tptr, tidx, tsgn, V, C, loss)
+            _update_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss, g,
+                           dual, old)
+        cur = objective(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss)
         obj_out[s] = cur
         if abs(prev - cur) <= tol * max(abs(cur), 1e-300):
             return s, True
@@ -279,11 +325,11 @@ def bcd_sweeps(indptr, indices, data, tptr, tidx, tsgn, V, C, loss, max_sweeps, 
 
 
 @njit(cache=True, nogil=True)
-def column_subproblem_value(indptr, indices, data, tptr, tidx, tsgn, V, i, y, C, loss):
+def column_subproblem_value(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, y, C, loss):
     """Value of node i's subproblem at v_i = y (for the tests' exactness checks)."""
     r = V.shape[1]
     g = np.empty(r)
-    d = _row_g(indptr, indices, data, V, i, g)
+    d = _row_g(indptr, indices, data, Wt, P, V, i, g)
     val = 0.0
     for c in range(r):
         val += d * y[c] * y[c] + 2.0 * y[c] * g[c]
@@ -303,7 +349,8 @@ def column_subproblem_value(indptr, indices, data, tptr, tidx, tsgn, V, i, y, C,
 
 
 @njit(cache=True, nogil=True)
-def update_one_column(indptr, indices, data, tptr, tidx, tsgn, V, i, C, loss, dual):
+def update_one_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss, dual):
     """Public wrapper of one column update (tests)."""
     g = np.empty(V.shape[1])
-    _update_column(indptr, indices, data, tptr, tidx, tsgn, V, i, C, loss, g, dual)
+    old = np.empty(V.shape[1])
+    _update_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss, g, dual, old)
