@@ -32,6 +32,13 @@ class BaseEstimator:
             for name in self._param_names()
         }
 
+    #: instance attributes that are caches or hold unpicklable helpers (recomputed on demand)
+    _transient: tuple[str, ...] = ("_prepared_cache",)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle (copy, dask shipping) without caches: they are rebuilt on first use."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._transient}
+
     def set_params(self, **params: Any) -> "BaseEstimator":
         """Set parameters; unknown names raise ``ValueError``. Returns ``self``."""
         valid = set(self._param_names())
@@ -126,6 +133,16 @@ class _KernelAttribute:
         obj.__dict__["kernel"] = value
 
 
+def _is_dask_array(X: Any) -> bool:
+    """True for dask arrays, without importing dask."""
+    return type(X).__module__.startswith("dask.") and hasattr(X, "map_blocks")
+
+
+def _transform_block(block: np.ndarray, model: Any) -> np.ndarray:
+    """Worker side of the dask path: one row block through the ordinary transform."""
+    return model.transform(block)
+
+
 class FactorTransformMixin:
     """``transform`` / ``kernel`` / streaming for learners whose kernel is ``G G^T``.
 
@@ -167,14 +184,45 @@ class FactorTransformMixin:
 
         Parameters
         ----------
-        X : array-like of shape (n, d)
+        X : array-like of shape (n, d), or a ``dask.array`` of that shape
+            A dask array gives a lazy dask array: one task per row block (chunks along the
+            rows are kept, the features are merged into one chunk), the fitted model shipped
+            once per worker as a single graph key.
 
         Returns
         -------
-        G : ndarray of shape (n, n_components_), dtype of X (float32 or float64)
-            The learned kernel between two sample sets A, B is ``G_A @ G_B.T``.
+        G : ndarray (or dask array) of shape (n, n_components_), dtype of X (float32 or
+            float64); the learned kernel between two sample sets A, B is ``G_A @ G_B.T``.
         """
+        if _is_dask_array(X):
+            return self._dask_transform(X)
         return self._transform_validated(self._check_X(X))
+
+    def _dask_transform(self, X: Any) -> Any:
+        import dask
+
+        self._check_fitted_for_transform()
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got a dask array with shape {X.shape}.")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
+                f"{self.n_features_in_}."
+            )
+        if X.numblocks[1] > 1:
+            X = X.rechunk({1: -1})
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        # one key for the fitted model: distributed ships it once per worker
+        model = dask.delayed(self, pure=True, traverse=False)
+        return X.map_blocks(
+            _transform_block, model, dtype=dtype, chunks=(X.chunks[0], (self.n_components_,)),
+            meta=np.empty((0, 0), dtype=dtype),
+        )
+
+    def _check_fitted_for_transform(self) -> None:
+        from ._validation import check_is_fitted
+
+        check_is_fitted(self, ("projection_",))
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
         """``fit(X, y, **fit_params)`` then ``transform(X)``."""
@@ -193,10 +241,12 @@ class FactorTransformMixin:
         """
         GA = self.transform(A)
         GB = GA if B is None else self.transform(B)
+        if _is_dask_array(GA) and not _is_dask_array(GB):
+            GB = GB.astype(GA.dtype, copy=False)
         return GA @ GB.T
 
     def iter_transform(
-        self, X: Any, *, block_rows: int | None = None
+        self, X: Any, *, block_rows: int | None = None, out: Any = None
     ) -> "Iterator[tuple[int, np.ndarray]]":
         """Stream factor rows in order, holding one block at a time.
 
@@ -206,6 +256,9 @@ class FactorTransformMixin:
             Arrays are sliced into blocks of ``block_rows`` rows (read lazily for memmaps).
         block_rows : int, optional
             Rows per block for array input (default: about 64 MiB of float64 features).
+        out : ndarray or np.memmap of shape (n, n_components_), optional
+            Each block is written into ``out[start:start + n_b]`` (no other copy is kept) and
+            the yielded block is that view. Its dtype must be the blocks' dtype.
 
         Yields
         ------
@@ -213,17 +266,44 @@ class FactorTransformMixin:
             Index of the block's first row.
         G_block : ndarray of shape (n_b, n_components_)
         """
-        from ._validation import check_is_fitted, check_scalar
+        from ._validation import check_scalar
         from .kernels import _iter_blocks
 
-        check_is_fitted(self, ("projection_",))
+        self._check_fitted_for_transform()
         if block_rows is not None:
             block_rows = int(check_scalar(block_rows, "block_rows", kind="int", lo=1))
         else:
             block_rows = self._block_rows_default()
+        r = self.n_components_
+        if out is not None:
+            if not isinstance(out, np.ndarray) or out.ndim != 2 or out.shape[1] != r:
+                raise ValueError(
+                    f"out must be an ndarray (or memmap) of shape (n, {r}), got "
+                    f"{type(out).__name__} with shape {getattr(out, 'shape', None)}."
+                )
+            if not out.flags.writeable:
+                raise ValueError("out is read-only.")
         for start, raw in _iter_blocks(X, block_rows, 1):
             Xb = self._check_X(raw, name=f"X block at row {start}")
-            yield start, self._transform_validated(Xb)
+            if out is None:
+                yield start, self._transform_validated(Xb)
+                continue
+            stop = start + Xb.shape[0]
+            if stop > out.shape[0]:
+                raise ValueError(
+                    f"out has {out.shape[0]} rows but the input has at least {stop}."
+                )
+            if out.dtype != Xb.dtype:
+                raise ValueError(
+                    f"out has dtype {out.dtype}, the block at row {start} has {Xb.dtype}; "
+                    "they must match."
+                )
+            view = out[start:stop]
+            if view.flags.c_contiguous:
+                self._transform_validated(Xb, out=view)
+            else:
+                view[...] = self._transform_validated(Xb)
+            yield start, view
 
     def iter_kernel_rows(
         self, A: Any, B: Any = None, *, block_rows: int | None = None

@@ -556,6 +556,11 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         """Fit, then return the learned factor of the training samples (``embedding_``)."""
         return self.fit(X, y, **fit_params).embedding_.astype(self.X_fit_.dtype, copy=True)
 
+    _transient = ("_prepared_cache", "_system")
+
+    def _check_fitted_for_transform(self) -> None:
+        check_is_fitted(self, ("embedding_",))
+
     def _check_X(self, X: Any, name: str = "X") -> np.ndarray:
         check_is_fitted(self, ("embedding_",))
         X = check_array(X, name=name)
@@ -596,16 +601,3 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     def n_components_(self) -> int:
         check_is_fitted(self, ("embedding_",))
         return int(self.embedding_.shape[1])
-
-    def iter_transform(self, X: Any, *, block_rows: int | None = None):
-        """Stream out-of-sample factor rows in blocks (see FactorTransformMixin)."""
-        from .kernels import _iter_blocks
-
-        check_is_fitted(self, ("embedding_",))
-        if block_rows is not None:
-            block_rows = int(check_scalar(block_rows, "block_rows", kind="int", lo=1))
-        else:
-            block_rows = self._block_rows_default()
-        for start, raw in _iter_blocks(X, block_rows, 1):
-            Xb = self._check_X(raw, name=f"X block at row {start}")
-            yield start, self._transform_validated(Xb)

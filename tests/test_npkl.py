@@ -332,3 +332,18 @@ def test_bad_input():
     with pytest.warns(UserWarning, match="connected components"):
         G = BCDNPKL(random_state=0).fit_transform(X2, pairs=[[0, 1, 1], [2, 3, -1]])
     assert np.all(G[20:] == 0)
+
+
+def test_persistence_round_trip(tmp_path):
+    from nystrom_priors import load, save
+
+    rng = np.random.default_rng(8)
+    X, y = two_moons(80, rng)
+    pairs = random_pairs(y, 30, rng)
+    for weights in ("binary", "gaussian"):
+        m = BCDNPKL(weights=weights, random_state=0).fit(X, pairs=pairs)
+        save(m, tmp_path / "m.npz")
+        m2 = load(tmp_path / "m.npz")
+        X_new = rng.normal(size=(7, 2))
+        assert np.array_equal(m2.transform(X_new), m.transform(X_new))
+        assert np.array_equal(m2.embedding_, m.embedding_)
