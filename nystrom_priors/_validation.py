@@ -120,7 +120,7 @@ def check_array(
     out = np.ascontiguousarray(arr, dtype=target)
     if copy and np.shares_memory(out, arr):
         out = out.copy()
-    if not allow_nonfinite and not np.isfinite(out).all():
+    if not allow_nonfinite and not _all_finite(out):
         bad = ~np.isfinite(out)
         n_nan = int(np.isnan(out).sum())
         n_inf = int(bad.sum()) - n_nan
@@ -130,6 +130,14 @@ def check_array(
             f"entries (first at index {first})."
         )
     return out
+
+
+def _all_finite(a: np.ndarray) -> bool:
+    """np.isfinite(a).all() without an array of a's size (memmaps stay out of core)."""
+    if a.ndim < 2 or a.size <= (1 << 22):
+        return bool(np.isfinite(a).all())
+    step = max(1, (1 << 22) // max(1, a.shape[1]))
+    return all(bool(np.isfinite(a[s : s + step]).all()) for s in range(0, a.shape[0], step))
 
 
 def check_n_features(X: np.ndarray, expected: int, *, name: str = "X") -> None:

@@ -686,9 +686,11 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         -------
         self
         """
+        from ._rows import RowSource
+
         solver, fixed, grid, tol, max_iter, cv = self._check_params()
-        X = check_array(X)
-        n = X.shape[0]
+        X = RowSource(X)  # in memory, memmap or dask: only sampled and labeled rows are read
+        n = X.n
         labels = None
         if y is not None:
             yy = np.asarray(y)
@@ -719,7 +721,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         if (labels is None and pairs_arr is None) or fixed == np.inf:
             return self._set_solution(S0, np.inf, prior_projection, 0, True, 0.0)
 
-        E_of = lambda rows: self._features_block(X[rows]).astype(np.float64)  # noqa: E731
+        E_of = lambda rows: self._features_block(X.take(rows)).astype(np.float64)  # noqa: E731
         prob = self._build_problem(S0, labels, pairs_arr, E_of)
         if prob.mu_max <= 0.0:
             raise ValueError(

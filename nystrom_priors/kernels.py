@@ -147,7 +147,20 @@ def make_kernel(
         else:
             if X is None:
                 raise ValueError(f"The {name!r} kernel needs width or gamma.")
-            b = mean_squared_distance(X) if name == "rbf" else mean_l1_distance(X)
+            from ._rows import RowSource
+
+            if isinstance(X, RowSource):
+                if name == "rbf":
+                    b = X.mean_squared_distance()
+                elif X.lazy:
+                    raise ValueError(
+                        "The default width of the 'laplacian' kernel (mean L1 distance) needs "
+                        "the data in memory; pass width explicitly for dask input."
+                    )
+                else:
+                    b = mean_l1_distance(X.X)
+            else:
+                b = mean_squared_distance(X) if name == "rbf" else mean_l1_distance(X)
             if not b > 0.0:
                 raise ValueError(
                     f"Cannot set the default width of the {name!r} kernel: all {X.shape[0]} "

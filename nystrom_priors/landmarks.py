@@ -106,8 +106,8 @@ def select_landmarks(
 
     Parameters
     ----------
-    X : array-like of shape (n, d)
-        Training samples.
+    X : array-like of shape (n, d), np.memmap or dask array
+        Training samples; only the sampled rows are read (see ``sample_size``).
     n_landmarks : int
         Number of landmarks ``m``; capped at ``n`` with a warning.
     method : {"kmeans", "kmeans++", "uniform"} or ndarray of shape (m, d)
@@ -132,8 +132,10 @@ def select_landmarks(
     >>> select_landmarks(X, 20, method="kmeans", random_state=0).shape
     (20, 4)
     """
-    X = check_array(X)
-    n, d = X.shape
+    from ._rows import RowSource
+
+    src = X if isinstance(X, RowSource) else RowSource(X)
+    n, d = src.shape
     if isinstance(method, np.ndarray) or (
         not isinstance(method, str) and hasattr(method, "__len__")
     ):
@@ -142,7 +144,7 @@ def select_landmarks(
             raise ValueError(
                 f"User-given landmarks have {Z.shape[1]} features, but X has {d} features."
             )
-        return np.ascontiguousarray(Z, dtype=X.dtype)
+        return np.ascontiguousarray(Z, dtype=src.dtype)
     if not isinstance(method, str) or method not in LANDMARK_METHODS:
         raise ValueError(
             f"method must be one of {list(LANDMARK_METHODS)} or an (m, d) array of landmarks, "
@@ -153,7 +155,7 @@ def select_landmarks(
     rng = check_random_state(random_state)
     if method == "uniform":
         idx = np.sort(rng.choice(n, size=m, replace=False))
-        return X[idx].copy()
+        return src.take(idx)
     if sample_size is None:
         s = min(n, max(10 * m, 2000))
     else:
@@ -161,8 +163,8 @@ def select_landmarks(
         if s < m:
             raise ValueError(f"sample_size ({s}) must be at least n_landmarks ({m}).")
         s = min(s, n)
-    sample = X if s == n else X[np.sort(rng.choice(n, size=s, replace=False))]
+    sample = src.in_memory() if s == n else src.take(np.sort(rng.choice(n, size=s, replace=False)))
     if method == "kmeans++":
         return sample[np.sort(_kmeanspp(sample, m, rng))].copy()
     centers, _, _ = kmeans(sample, m, rng=rng, max_iter=max_iter)
-    return np.ascontiguousarray(centers, dtype=X.dtype)
+    return np.ascontiguousarray(centers, dtype=src.dtype)

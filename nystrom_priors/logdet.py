@@ -233,6 +233,57 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
     return b
 
 
+class _FactorRows:
+    """Rows of the initial factor ``G0 = F(X) P0`` computed on demand (float64).
+
+    The learners need G0 only on the constrained samples (plus, for von Neumann, the r x r Gram
+    ``G0^T G0``, one streaming pass), so fitting reads the sampled landmark rows, the constrained
+    rows and at most one pass over X: memmaps and dask arrays stay out of core.
+    """
+
+    def __init__(self, learner: Any, src: Any) -> None:
+        self.learner = learner
+        self.src = src
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.vals = np.zeros((0, learner.P0_.shape[1]))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.src.n, self.vals.shape[1])
+
+    def _rows(self, X: np.ndarray) -> np.ndarray:
+        return self.learner._transform_validated(X).astype(np.float64)
+
+    def prefetch(self, idx: np.ndarray) -> None:
+        need = np.setdiff1d(np.unique(np.asarray(idx, dtype=np.int64)), self.keys)
+        if need.size:
+            keys = np.concatenate([self.keys, need])
+            vals = np.concatenate([self.vals, self._rows(self.src.take(need))])
+            order = np.argsort(keys)
+            self.keys, self.vals = keys[order], vals[order]
+
+    def __getitem__(self, idx: Any) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        pos = np.searchsorted(self.keys, idx)
+        if idx.size and (pos.max() >= self.keys.size or not np.array_equal(self.keys[pos], idx)):
+            raise RuntimeError("internal: factor rows requested before prefetch")
+        return self.vals[pos]
+
+    def local(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rows of G0 for the pairs' samples, the pairs re-indexed into them)."""
+        rows, inv = np.unique(pairs[:, :2], return_inverse=True)
+        return self[rows], np.column_stack([inv.reshape(-1, 2), pairs[:, 2]])
+
+    def gram(self) -> np.ndarray:
+        """``G0^T G0`` over all training rows, one block at a time."""
+        r = self.vals.shape[1]
+        H = np.zeros((r, r))
+        for _, blk in self.src.blocks():
+            g = self._rows(blk)
+            H += g.T @ g
+        return H
+
+
 class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
     """Shared parts: the initial factor G0, constraints, bounds, stopping and reporting."""
 
@@ -253,8 +304,12 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             return _LandmarkKernelMixin._project_into(self, X, P, out)
         return False
 
-    def _initial_factor(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Set ``init_`` and the initial projection ``P0``; return ``G0 = F(X) P0`` in float64."""
+    def _initial_factor(self, X: Any, rng: np.random.Generator) -> "_FactorRows":
+        """Set ``init_`` and the initial projection ``P0``; return the rows of ``G0 = F(X) P0``
+        on demand (only the constrained samples' rows are ever computed)."""
+        from ._rows import RowSource
+
+        X = RowSource(X)
         init = check_option(self.init, "init", _INITS)
         self.init_ = init
         self.n_features_in_ = X.shape[1]
@@ -271,9 +326,12 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             if rank is None or rank >= d:
                 P0 = np.eye(d)
             else:
-                # best rank-r linear kernel: top right singular vectors of X
-                Xd = X.astype(np.float64)
-                evals, evecs = np.linalg.eigh(Xd.T @ Xd)
+                # best rank-r linear kernel: top right singular vectors of X (one pass)
+                XtX = np.zeros((d, d))
+                for _, blk in X.blocks():
+                    b64 = blk.astype(np.float64)
+                    XtX += b64.T @ b64
+                evals, evecs = np.linalg.eigh(XtX)
                 P0 = np.ascontiguousarray(evecs[:, ::-1][:, :rank])
         if rank is not None and rank > P0.shape[1]:
             warnings.warn(
@@ -284,13 +342,12 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             )
         self.P0_ = np.ascontiguousarray(P0, dtype=np.float64)
         self.projection_ = self.P0_
-        return self._transform_validated(X).astype(np.float64)
+        return _FactorRows(self, X)
 
     # -- constraints ---------------------------------------------------------------------
     def _constraints(
         self,
-        X: np.ndarray,
-        G0: np.ndarray,
+        G0: "_FactorRows",
         y: Any,
         pairs: Any,
         bounds: Any,
@@ -298,7 +355,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         sim_bounds: Any,
         rng: np.random.Generator,
     ) -> dict:
-        n = X.shape[0]
+        n = G0.shape[0]
         blocks = []
         bound_blocks = []
         if sim_pairs is None and sim_bounds is not None:
@@ -354,6 +411,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 given = (
                     bound_blocks[0] if bound_blocks[0] is not None else np.full(D.shape[0], np.nan)
                 )
+            G0.prefetch(D[:, :2])
             v = G0[D[:, 0]] - G0[D[:, 1]]
             v2 = (v * v).sum(axis=1)
             scale = (G0[D[:, 0]] ** 2).sum(axis=1) + (G0[D[:, 1]] ** 2).sum(axis=1)
@@ -372,9 +430,10 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             missing = np.isnan(given)
             if missing.any():
                 rule = check_option(self.bound_rule, "bound_rule", _BOUND_RULES)
+                Gm, Dm = G0.local(D[missing])
                 given[missing] = distance_bounds(
-                    G0,
-                    D[missing],
+                    Gm,
+                    Dm,
                     rule=rule,
                     epsilon=self.epsilon,
                     percentiles=self.percentiles,
@@ -393,6 +452,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         if sim_pairs is not None:
             S = _check_similarity_pairs(sim_pairs, n)
             sb = _check_bounds(sim_bounds, S.shape[0], "similarity_bounds", positive=False)
+            G0.prefetch(S[:, :2])
         else:
             if sim_bounds is not None:
                 raise ValueError("similarity_bounds were given without similarity_pairs.")
@@ -662,14 +722,12 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         """
         from ._numba._bregman import burg_sweeps, burg_violation
 
-        X = check_array(X)
+        # X may be an array, a memmap or a dask array (see _FactorRows)
         gamma = check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=False, allow_inf=True)
         tol, max_iter = self._check_fit_params()
         rng = check_random_state(self.random_state)
         G0 = self._initial_factor(X, rng)
-        c = self._constraints(
-            X, G0, y, pairs, bounds, similarity_pairs, similarity_bounds, rng
-        )
+        c = self._constraints(G0, y, pairs, bounds, similarity_pairs, similarity_bounds, rng)
         r = G0.shape[1]
         Gc = np.ascontiguousarray(G0[c["rows"]])
         nc = c["b"].shape[0]
@@ -794,13 +852,13 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         """Learn the kernel from labels and/or distance constraints (see LogDetKernelLearner.fit)."""
         from ._numba._bregman import vn_sweeps, vn_violation
 
-        X = check_array(X)
+        # X may be an array, a memmap or a dask array (see _FactorRows)
         tol, max_iter = self._check_fit_params()
         rng = check_random_state(self.random_state)
         G0 = self._initial_factor(X, rng)
-        c = self._constraints(X, G0, y, pairs, bounds, None, None, rng)
+        c = self._constraints(G0, y, pairs, bounds, None, None, rng)
         # orthonormal basis of range(G0): G0^T G0 = P diag(sig) P^T, V0 = G0 P sig^-1/2
-        sig, P = psd_pinv(G0.T @ G0, G0.shape[1] * np.finfo(np.float64).eps)
+        sig, P = psd_pinv(G0.gram(), G0.shape[1] * np.finfo(np.float64).eps)
         T = P / np.sqrt(sig)
         V = np.ascontiguousarray(G0[c["rows"]] @ T)
         r = T.shape[1]

@@ -226,7 +226,9 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
         -------
         self
         """
-        X = check_array(X)
+        from ._rows import RowSource
+
+        X = RowSource(X)  # in memory, memmap or dask: only a sample of rows is read
         rng = check_random_state(self.random_state)
         self._fit_landmarks(X, rng)
         self.projection_ = self._fit_prior()

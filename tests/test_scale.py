@@ -117,3 +117,39 @@ def test_models_pickle_without_caches(fitted):
         model.transform(X[:5])  # populate caches
         clone = pickle.loads(pickle.dumps(model))
         assert np.array_equal(clone.transform(X[:50]), model.transform(X[:50]))
+
+
+@pytest.mark.parametrize("kind", ["memmap", "dask"])
+def test_fit_out_of_core_equals_in_memory(kind, tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 5))
+    y = np.where(rng.random(3000) < 0.03, (X[:, 1] > 0).astype(int), -1)
+    if kind == "memmap":
+        np.save(tmp_path / "X.npy", X)
+        Xs = np.load(tmp_path / "X.npy", mmap_mode="r")
+    else:
+        da = pytest.importorskip("dask.array")
+        Xs = da.from_array(X, chunks=(700, 5))
+    makers = [
+        lambda: npr.Nystrom(n_landmarks=30, random_state=0),
+        lambda: npr.GeneralizedNystrom(n_landmarks=30, lam=1e-3, random_state=0),
+        lambda: npr.LogDetKernelLearner(n_landmarks=30, gamma=1.0, random_state=0),
+        lambda: npr.VonNeumannKernelLearner(n_landmarks=30, random_state=0, max_iter=30),
+        lambda: npr.LogDetKernelLearner(rank=3, init="linear", gamma=1.0, random_state=0),
+    ]
+    for make in makers:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = make().fit(X, y) if not isinstance(make(), npr.Nystrom) else make().fit(X)
+            b = make().fit(Xs, y) if not isinstance(make(), npr.Nystrom) else make().fit(Xs)
+        assert np.array_equal(a.landmarks_, b.landmarks_) if hasattr(a, "landmarks_") else True
+        G_a, G_b = a.transform(X[:200]), b.transform(X[:200])
+        assert np.allclose(G_a, G_b, rtol=0, atol=1e-10 * max(1.0, np.abs(G_a).max())), make()
+
+
+def test_dask_fit_refuses_non_finite():
+    da = pytest.importorskip("dask.array")
+    X = np.random.default_rng(2).normal(size=(500, 3))
+    X[17, 1] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        npr.Nystrom(n_landmarks=10).fit(da.from_array(X, chunks=100))
