@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin
-from ._validation import check_array, check_option, check_random_state, check_scalar
+from ._validation import check_option, check_random_state, check_scalar
 from .kernel_alignment import _dense, _factored
 from .exceptions import ConvergenceWarning
 from .nystrom import _LandmarkKernelMixin

@@ -74,16 +74,10 @@ from typing import Any
 import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin
-from ._validation import (
-    check_array,
-    check_is_fitted,
-    check_option,
-    check_random_state,
-    check_scalar,
-)
+from ._validation import check_option, check_random_state, check_scalar
 from .exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
 from .nystrom import _LandmarkKernelMixin, psd_pinv
-from .side_info import check_labels, check_pairs, labels_to_pairs
+from .side_info import check_pairs, pairs_from_labels
 
 __all__ = ["LogDetKernelLearner", "VonNeumannKernelLearner", "distance_bounds"]
 
@@ -361,25 +355,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         if sim_pairs is None and sim_bounds is not None:
             raise ValueError("similarity_bounds were given without similarity_pairs.")
         if y is not None:
-            y = np.asarray(y)
-            if y.ndim != 1 or y.shape[0] != n:
-                raise ValueError(f"y must have shape ({n},) like X's rows, got shape {y.shape}.")
-            labels = check_labels(y, n)
-            if labels.n_classes < 2:
-                warnings.warn(
-                    "y has labeled samples of only one class: every derived pair is must-link.",
-                    UserWarning,
-                    stacklevel=3,
-                )
-            total = labels.index.size * (labels.index.size - 1) // 2
-            if total == 0:
-                raise ValueError("y has a single labeled sample; no pair can be formed.")
-            k = self.n_constraints
-            if k is None:
-                k = min(total, 20 * labels.n_classes**2)
-            k = int(check_scalar(k, "n_constraints", kind="int", lo=1))
-            lp = labels_to_pairs(y, min(k, total), random_state=rng)
-            lp = lp[np.argsort(-lp[:, 2], kind="stable")]  # must-link first, as ITML
+            lp = pairs_from_labels(y, n, self.n_constraints, random_state=rng)
             blocks.append(lp)
             bound_blocks.append(None)
         if pairs is not None:

@@ -52,7 +52,7 @@ from ._validation import (
     check_scalar,
 )
 from .exceptions import ConvergenceWarning
-from .side_info import check_labels, check_pairs, labels_to_pairs
+from .side_info import check_pairs, pairs_from_labels
 
 __all__ = [
     "BCDNPKL",
@@ -411,18 +411,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     def _pairs(self, n: int, y: Any, pairs: Any, rng: np.random.Generator) -> np.ndarray:
         blocks = []
         if y is not None:
-            y = np.asarray(y)
-            if y.ndim != 1 or y.shape[0] != n:
-                raise ValueError(f"y must have shape ({n},) like X's rows, got shape {y.shape}.")
-            labels = check_labels(y, n)
-            total = labels.index.size * (labels.index.size - 1) // 2
-            if total == 0:
-                raise ValueError("y has a single labeled sample; no pair can be formed.")
-            k = self.n_constraints
-            if k is None:
-                k = min(total, 20 * labels.n_classes**2)
-            k = int(check_scalar(k, "n_constraints", kind="int", lo=1))
-            blocks.append(labels_to_pairs(y, min(k, total), random_state=rng))
+            blocks.append(pairs_from_labels(y, n, self.n_constraints, random_state=rng))
         if pairs is not None:
             blocks.append(check_pairs(pairs, n))
         if not blocks:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin
-from ._validation import check_array, check_random_state, check_scalar
+from ._validation import check_random_state, check_scalar
 from .kernels import KernelSpec, _canonical_name, _Prepared, extrapolate, make_kernel
 from .landmarks import LANDMARK_METHODS, select_landmarks
 

@@ -208,3 +208,32 @@ def labels_to_pairs(
         [rng.choice(pos, n_pos, replace=False), rng.choice(neg, n_neg, replace=False)]
     )
     return all_pairs[np.sort(pick)]
+
+
+def pairs_from_labels(
+    y: Any, n_samples: int, n_constraints: int | None = None, *, random_state: Any = None
+) -> np.ndarray:
+    """The pairs a pair-based learner derives from labels in ``fit(X, y)``.
+
+    Validates ``y`` (length ``n_samples``, -1 = unlabeled), draws ``n_constraints`` distinct
+    pairs among the labeled samples (default ``20 * n_classes**2`` as metric-learn, capped at
+    all pairs), half must-link where available, and orders them must-link first (ITML's order).
+    Warns when the labeled samples hold a single class.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n_samples:
+        raise ValueError(f"y must have shape ({n_samples},) like X's rows, got shape {y.shape}.")
+    labels = check_labels(y, n_samples)
+    if labels.n_classes < 2:
+        warnings.warn(
+            "y has labeled samples of only one class: every derived pair is must-link.",
+            UserWarning,
+            stacklevel=3,
+        )
+    total = labels.index.size * (labels.index.size - 1) // 2
+    if total == 0:
+        raise ValueError("y has a single labeled sample; no pair can be formed.")
+    k = n_constraints if n_constraints is not None else min(total, 20 * labels.n_classes**2)
+    k = int(check_scalar(k, "n_constraints", kind="int", lo=1))
+    lp = labels_to_pairs(y, min(k, total), random_state=random_state)
+    return lp[np.argsort(-lp[:, 2], kind="stable")]
