@@ -160,7 +160,7 @@ class FactorTransformMixin:
 
         check_is_fitted(self, ("projection_",))
         X = check_array(X, name=name)
-        check_n_features(X, self.n_features_in_, name=name)
+        check_n_features(X, self.n_features_in_, name=name, estimator=type(self).__name__)
         return X
 
     def _block_rows_default(self) -> int:

@@ -93,7 +93,10 @@ class RowSource:
     def mean_squared_distance(self) -> float:
         """Exact mean pairwise squared distance in two streaming passes (see kernels.py)."""
         if self.n < 2:
-            raise ValueError(f"{self.name} must have at least 2 samples for the default width.")
+            raise ValueError(
+                f"{self.name} has n_samples = {self.n}; the default kernel width needs at least 2 "
+                "samples."
+            )
         if self.lazy:
             X = self.X.astype(np.float64)
             mean = X.mean(axis=0).compute()

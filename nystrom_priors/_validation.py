@@ -79,10 +79,23 @@ def check_array(
     except Exception as exc:  # ragged nested lists, exotic objects
         raise TypeError(f"{name} could not be converted to a numeric array: {exc}") from None
     kind = arr.dtype.kind
+    if kind == "O":
+        # object arrays of numbers are cast (scikit-learn's convention); anything else is
+        # refused with numpy's own message ("argument must be a string or a real number")
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{name} has dtype object and could not be converted to float64: {exc}"
+            ) from None
+        kind = "f"
+    if kind == "c":
+        raise ValueError(
+            f"Complex data not supported: {name} has dtype {arr.dtype}; pass its real part "
+            "(or magnitude) as float32 or float64."
+        )
     if kind not in "biuf":
         what = {
-            "c": "complex",
-            "O": "object",
             "U": "string",
             "S": "bytes",
             "M": "datetime",
@@ -97,7 +110,7 @@ def check_array(
         hint = ""
         if arr.ndim == 1:
             hint = (
-                " Reshape it with X.reshape(-1, 1) if it holds one feature, or "
+                " Reshape your data with X.reshape(-1, 1) if it holds one feature, or "
                 "X.reshape(1, -1) if it holds one sample."
             )
         raise ValueError(
@@ -107,11 +120,13 @@ def check_array(
     if ensure_2d:
         if arr.shape[0] < min_samples:
             raise ValueError(
-                f"{name} must have at least {min_samples} sample(s), got shape {arr.shape}."
+                f"{name} has {arr.shape[0]} sample(s) (shape={arr.shape}, n_samples = "
+                f"{arr.shape[0]}) while a minimum of {min_samples} is required."
             )
         if arr.shape[1] < min_features:
             raise ValueError(
-                f"{name} must have at least {min_features} feature(s), got shape {arr.shape}."
+                f"{name} has {arr.shape[1]} feature(s) (shape={arr.shape}) while a minimum of "
+                f"{min_features} is required."
             )
     if dtype == "float":
         target = arr.dtype if arr.dtype in FLOAT_DTYPES else np.dtype(np.float64)
@@ -140,12 +155,15 @@ def _all_finite(a: np.ndarray) -> bool:
     return all(bool(np.isfinite(a[s : s + step]).all()) for s in range(0, a.shape[0], step))
 
 
-def check_n_features(X: np.ndarray, expected: int, *, name: str = "X") -> None:
-    """Raise if ``X`` does not have the number of features seen in ``fit``."""
+def check_n_features(
+    X: np.ndarray, expected: int, *, name: str = "X", estimator: str = "the estimator"
+) -> None:
+    """Raise if ``X`` does not have the number of features seen in ``fit`` (scikit-learn's
+    wording, so its estimator checks recognise it)."""
     if X.shape[1] != expected:
         raise ValueError(
-            f"{name} has {X.shape[1]} features, but the estimator was fitted with "
-            f"{expected} features."
+            f"{name} has {X.shape[1]} features, but {estimator} is expecting {expected} "
+            "features as input (the number seen in fit)."
         )
 
 

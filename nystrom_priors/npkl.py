@@ -542,7 +542,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
 
     # -- factor rows -----------------------------------------------------------------------
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
-        """Fit, then return the learned factor of the training samples (``embedding_``)."""
+        """Fit, then return the learned factor of the training samples (``embedding_``;
+        ``transform`` of the same samples gives the same rows)."""
         return self.fit(X, y, **fit_params).embedding_.astype(self.X_fit_.dtype, copy=True)
 
     _transient = ("_prepared_cache", "_system")
@@ -553,7 +554,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     def _check_X(self, X: Any, name: str = "X") -> np.ndarray:
         check_is_fitted(self, ("embedding_",))
         X = check_array(X, name=name)
-        check_n_features(X, self.n_features_in_, name=name)
+        check_n_features(X, self.n_features_in_, name=name, estimator=type(self).__name__)
         return X
 
     def _block_rows_default(self) -> int:
@@ -561,16 +562,19 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
 
     def _transform_validated(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Harmonic extension: ``phi(x) = sum_j S_xj / sqrt(d_x d_j) phi(x_j) / (1 + delta)``
-        over the k nearest training samples."""
+        over the k nearest training samples; a sample equal to a training sample gets that
+        sample's learned row (so ``transform(X_train)`` equals ``fit_transform``)."""
         k = int(self.n_neighbors)
         if self.graph == "dense":
             from scipy.spatial.distance import cdist
 
-            S = np.exp(-cdist(X.astype(np.float64), self.X_fit_.astype(np.float64),
-                              "sqeuclidean") / (2.0 * self.sigma_**2))
+            D2 = cdist(X.astype(np.float64), self.X_fit_.astype(np.float64), "sqeuclidean")
+            S = np.exp(-D2 / (2.0 * self.sigma_**2))
             dx = S.sum(axis=1)
             W = S / np.sqrt(np.maximum(dx, 1e-300)[:, None] * self.degrees_[None, :])
             G = W @ self.embedding_ / (1.0 + self.delta_)
+            nearest = np.argmin(D2, axis=1)
+            same = np.all(self.X_fit_[nearest] == X, axis=1)
         else:
             idx, dist = knn_search(self.X_fit_, X, k)
             if self.weights == "gaussian":
@@ -580,6 +584,12 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             dx = s.sum(axis=1, keepdims=True)
             w = s / np.sqrt(np.maximum(dx, 1e-300) * self.degrees_[idx])
             G = np.einsum("ik,ikr->ir", w, self.embedding_[idx]) / (1.0 + self.delta_)
+            # a training sample is among its own k nearest (its distance is 0 up to round-off)
+            match = np.all(self.X_fit_[idx] == X[:, None, :], axis=2)  # (n_q, k), exact equality
+            same = match.any(axis=1)
+            nearest = idx[np.arange(X.shape[0]), np.argmax(match, axis=1)]
+        if same.any():
+            G[same] = self.embedding_[nearest[same]]
         G = G.astype(X.dtype, copy=False)
         if out is not None:
             out[...] = G

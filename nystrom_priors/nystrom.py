@@ -9,6 +9,7 @@ are ``G = E U_r diag(lam_r)^(-1/2)``, so ``G G^T = E W^+ E^T`` and rows of landm
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,9 @@ def psd_pinv(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray]:
     return lam[keep], np.ascontiguousarray(U[:, keep])
 
 
+_PREPARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 class _LandmarkKernelMixin:
     """Landmarks + kernel resolution + features ``k(X, Z)`` shared by the Nystrom family."""
 
@@ -89,7 +93,9 @@ class _LandmarkKernelMixin:
 
     def _prepared(self, dtype: np.dtype) -> "_Prepared":
         """Landmark-side quantities for ``dtype``, computed once per fitted model."""
-        cache = self.__dict__.setdefault("_prepared_cache", {})
+        # kept outside __dict__: transform must not change the fitted state (scikit-learn's
+        # check_dict_unchanged), and copies / pickles must not carry it
+        cache = _PREPARED.setdefault(self, {})
         key = (np.dtype(dtype), id(self.landmarks_), self.gamma_)
         prep = cache.get(key)
         if prep is None:

@@ -72,9 +72,15 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
             f"y has {arr.shape[0]} entries, but X has {n_samples} samples; use -1 for "
             "unlabeled samples."
         )
+    if arr.dtype.kind == "O":
+        try:  # an object array of numbers is fine
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            pass
     if arr.dtype.kind not in "biuf":
         raise TypeError(
-            f"y must hold numeric class labels (with -1 for unlabeled), got dtype {arr.dtype}."
+            f"Unknown label type: y must hold numeric class labels (with -1 for unlabeled), got "
+            f"dtype {arr.dtype}."
         )
     if arr.dtype.kind == "f" and not np.isfinite(arr).all():
         raise ValueError("y contains NaN or infinite values; use -1 for unlabeled samples.")

@@ -110,7 +110,7 @@ def test_api_conventions(rng):
     G = model.fit_transform(X)
     assert G.shape == (60, model.n_components_)
     assert list(model.get_feature_names_out()[:2]) == ["nystrom0", "nystrom1"]
-    with pytest.raises(ValueError, match="X has 4 features, but the estimator was fitted with 3"):
+    with pytest.raises(ValueError, match="X has 4 features, but Nystrom is expecting 3 features"):
         model.transform(np.ones((2, 4)))
     with pytest.raises(ValueError, match="Invalid parameter 'nope'"):
         model.set_params(nope=1)

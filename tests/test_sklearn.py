@@ -1,0 +1,60 @@
+"""scikit-learn compatibility: estimator checks, clone, Pipeline and GridSearchCV."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import nystrom_priors as npr
+
+sklearn = pytest.importorskip("sklearn")
+
+LEARNERS = [
+    npr.Nystrom(n_landmarks=5, random_state=0),
+    npr.GeneralizedNystrom(n_landmarks=5, random_state=0),
+    npr.LogDetKernelLearner(n_landmarks=5, gamma=1.0, random_state=0),
+    npr.VonNeumannKernelLearner(n_landmarks=5, random_state=0),
+    npr.BCDNPKL(random_state=0),
+    npr.BCDNPKL(graph="dense", loss="hinge", random_state=0),
+]
+
+
+@pytest.mark.parametrize("estimator", LEARNERS, ids=lambda e: repr(e))
+def test_check_estimator(estimator):
+    """All of scikit-learn's estimator checks (the supervised mode: y as labels -> pairs)."""
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(estimator, on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert len(results) > 30
+    assert not failed, failed
+
+
+def test_clone_keeps_parameters_and_drops_fit():
+    from sklearn.base import clone
+
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    model = npr.LogDetKernelLearner(7, init="linear", gamma=2.0).fit(X, pairs=[[0, 1, 1]])
+    c = clone(model)
+    assert c.get_params() == model.get_params()
+    assert not hasattr(c, "B_")
+
+
+def test_pipeline_and_grid_search():
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.svm import LinearSVC
+
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    keep = (y == 4) | (y == 9)
+    X, y = X[keep] / 16.0, (y[keep] == 9).astype(int)
+    pipe = make_pipeline(npr.GeneralizedNystrom(lam=1e-2, random_state=0), LinearSVC())
+    grid = GridSearchCV(pipe, {"generalizednystrom__n_landmarks": [10, 40]}, cv=3)
+    grid.fit(X, y)
+    assert grid.best_params_["generalizednystrom__n_landmarks"] in (10, 40)
+    assert grid.best_score_ > 0.9
+    assert grid.predict(X[:5]).shape == (5,)
