@@ -7,6 +7,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ._rows import is_dask_array
+
 
 class BaseEstimator:
     """Parameter handling in the scikit-learn style.
@@ -33,7 +35,7 @@ class BaseEstimator:
         }
 
     #: instance attributes that are caches or hold unpicklable helpers (recomputed on demand)
-    _transient: tuple[str, ...] = ("_prepared_cache",)
+    _transient: tuple[str, ...] = ()
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle (copy, dask shipping) without caches: they are rebuilt on first use."""
@@ -133,11 +135,6 @@ class _KernelAttribute:
         obj.__dict__["kernel"] = value
 
 
-def _is_dask_array(X: Any) -> bool:
-    """True for dask arrays, without importing dask."""
-    return type(X).__module__.startswith("dask.") and hasattr(X, "map_blocks")
-
-
 def _transform_block(block: np.ndarray, model: Any) -> np.ndarray:
     """Worker side of the dask path: one row block through the ordinary transform."""
     return model.transform(block)
@@ -194,7 +191,7 @@ class FactorTransformMixin:
         G : ndarray (or dask array) of shape (n, n_components_), dtype of X (float32 or
             float64); the learned kernel between two sample sets A, B is ``G_A @ G_B.T``.
         """
-        if _is_dask_array(X):
+        if is_dask_array(X):
             return self._dask_transform(X)
         return self._transform_validated(self._check_X(X))
 
@@ -241,7 +238,7 @@ class FactorTransformMixin:
         """
         GA = self.transform(A)
         GB = GA if B is None else self.transform(B)
-        if _is_dask_array(GA) and not _is_dask_array(GB):
+        if is_dask_array(GA) and not is_dask_array(GB):
             GB = GB.astype(GA.dtype, copy=False)
         return GA @ GB.T
 

@@ -83,7 +83,6 @@ __all__ = ["LogDetKernelLearner", "VonNeumannKernelLearner", "distance_bounds"]
 
 _INITS = ("nystrom", "linear")
 _BOUND_RULES = ("percentile", "relative")
-_STATUS = {0: "converged", 1: "max_iter", 2: "infeasible"}
 # a pair whose factor rows differ by less than this (relative) has length zero for the learner:
 # Bregman projections keep its distance at exactly 0 (metric-learn divides by it and crashes)
 _ZERO_LENGTH = 1e-12
@@ -484,7 +483,6 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         self.dual_change_path_ = conv[:n_sweeps].copy()
         self.violation_path_ = viol[:n_sweeps].copy()
         self.dual_norm_path_ = lamnorm[:n_sweeps].copy()
-        self.max_violation_ = float(viol[n_sweeps - 1]) if n_sweeps else 0.0
         name = type(self).__name__
         if status == 2:
             w = self.infeasible_window
@@ -513,9 +511,6 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         max_iter = int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
         return tol, max_iter
 
-    def _learned_training_kernel(self, X: Any) -> np.ndarray:  # pragma: no cover - helper
-        G = self.transform(X)
-        return G @ G.T
 
 
 _COMMON_PARAMS_DOC = """

@@ -546,7 +546,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         ``transform`` of the same samples gives the same rows)."""
         return self.fit(X, y, **fit_params).embedding_.astype(self.X_fit_.dtype, copy=True)
 
-    _transient = ("_prepared_cache", "_system")
+    _transient = ("_system",)  # holds factorisation closures; rebuilt by fit only
 
     def _check_fitted_for_transform(self) -> None:
         check_is_fitted(self, ("embedding_",))

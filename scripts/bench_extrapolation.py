@@ -23,6 +23,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import write_lines  # noqa: E402
+
 SHAPES = [(20000, 16, 500), (20000, 64, 1000), (20000, 784, 1000)]
 EXTRA_SHAPES = [(20000, 4, 500), (20000, 8, 500), (20000, 32, 1000)]
 
@@ -209,10 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_stream:
         bench_streaming([50_000, 200_000] if args.quick else [250_000, 1_000_000], lines)
     bench_import_and_jit(lines)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print(f"written to {args.out}")
+    write_lines(args.out, lines)
     return 0
 
 

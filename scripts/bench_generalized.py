@@ -19,7 +19,9 @@ import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import write_lines  # noqa: E402
+
 
 
 def solver_iterations(lines: list[str], seeds: int, pgd_max_iter: int = 100000) -> None:
@@ -136,10 +138,7 @@ def main(argv=None) -> int:
     if not args.quick:
         rules.append(("kmeans", "auto (5-fold CV over 13 λ), apg", dict(lam="auto")))
     mnist_sized(lines, 7000 if args.quick else 70000, rules)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print(f"written to {args.out}")
+    write_lines(args.out, lines)
     return 0
 
 

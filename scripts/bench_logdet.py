@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 import warnings
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import write_lines  # noqa: E402
 
 
 def _itml():
@@ -170,10 +174,7 @@ def main() -> None:
             f"{row['rf']:.1f}x | {row['rk']:.1f}x | {row['vn']:.3g} |"
         )
     lines += ["", "Goal: >= 25x ITML at r = 16, >= 5x at r = 256."]
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    write_lines(args.out, lines)
 
 
 if __name__ == "__main__":

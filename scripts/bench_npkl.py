@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 import warnings
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import write_lines  # noqa: E402
 
 
 def a5a_like(n, rng, d=123, ones=14):
@@ -156,9 +160,7 @@ def main() -> None:
         "Goal (issue 5): >= 30x the numpy sweep. The paper's MATLAB: 208 s for a5a.",
     ]
     print("\n".join(lines))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+    write_lines(args.out, lines)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ import warnings
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import write_lines  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BLOCK = 100_000
 D = 32
@@ -195,10 +198,7 @@ def main() -> None:
             print(lines[-1], flush=True)
     if not args.skip_mnist:
         part_mnist(lines, args.select_lam)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    write_lines(args.out, lines)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,9 @@ import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import write_lines  # noqa: E402
+
 from datasets import chessboard, double_spiral, keel_raw  # noqa: E402
 
 from nystrom_priors import BCDNPKL  # noqa: E402
@@ -162,10 +164,7 @@ def main() -> None:
                   "60 pairs): BCD's relative objective gap"]
         for loss, (gap, it, secs) in gaps.items():
             lines.append(f"- {loss}: {gap:.2e} ({it} sweeps)")
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    write_lines(args.out, lines)
 
 
 if __name__ == "__main__":

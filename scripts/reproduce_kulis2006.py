@@ -26,7 +26,9 @@ import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import write_lines  # noqa: E402
+
 from datasets import keel_raw  # noqa: E402
 
 from nystrom_priors import LogDetKernelLearner, VonNeumannKernelLearner  # noqa: E402
@@ -158,10 +160,7 @@ def main() -> None:
         "Paper (Figure 1 and text): NMI ≈ 0.50 with no constraints rising to ≈ 0.8 with 100; Burg "
         "17–354 sweeps, von Neumann 11–105.",
     ]
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    write_lines(args.out, lines)
 
 
 if __name__ == "__main__":

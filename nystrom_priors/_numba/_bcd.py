@@ -103,6 +103,18 @@ def _refresh_P(Wt, P, i, dv):
             P[u, t] += w * dv[t]
 
 
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _At_dot(V, tidx, tsgn, t0, x, out):
+    """out_a = T_ij_a v_j_a . x for node i's partners (``A^T x`` with ``A = [T_ij v_j]``)."""
+    r = V.shape[1]
+    for a in range(out.shape[0]):
+        ja = tidx[t0 + a]
+        s = 0.0
+        for c in range(r):
+            s += V[ja, c] * x[c]
+        out[a] = tsgn[t0 + a] * s
+
+
 @njit(cache=True, nogil=True)
 def _cholesky_solve(H, b, x):
     """Solve H x = b for a small SPD H (in place Cholesky of a copy)."""
@@ -203,12 +215,7 @@ def _solve_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss,
             AtA[a, b] = s
             AtA[b, a] = s
     Atg = np.empty(t)
-    for a in range(t):
-        ja = tidx[t0 + a]
-        s = 0.0
-        for c in range(r):
-            s += V[ja, c] * g[c]
-        Atg[a] = tsgn[t0 + a] * s
+    _At_dot(V, tidx, tsgn, t0, g, Atg)
     if loss == SQUARE:
         # (d I + C A A^T) v = -g + C A 1  (T_ij^2 = 1); Woodbury with the t x t system
         # (d/C I + A^T A) z = A^T rhs,  v = (rhs - A z) / d
@@ -221,12 +228,7 @@ def _solve_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss,
             for c in range(r):
                 rhs[c] += C * sg * V[ja, c]
         Atr = np.empty(t)
-        for a in range(t):
-            ja = tidx[t0 + a]
-            s = 0.0
-            for c in range(r):
-                s += V[ja, c] * rhs[c]
-            Atr[a] = tsgn[t0 + a] * s
+        _At_dot(V, tidx, tsgn, t0, rhs, Atr)
         H = AtA.copy()
         for a in range(t):
             H[a, a] += d / C

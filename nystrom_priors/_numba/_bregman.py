@@ -813,6 +813,23 @@ def vn_root(d, w, b, theta, U, cvec):
     return rho, nev
 
 
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _vn_distance(V, i1, i2, W, dlog, v, w):
+    """Squared distance of rows i1, i2 in the current von Neumann kernel; leaves
+    ``v = V[i1] - V[i2]`` and ``w = W^T v`` in the work arrays."""
+    r = W.shape[0]
+    _diff(V, i1, i2, v)
+    for j in range(r):
+        acc = 0.0
+        for k in range(r):
+            acc += W[k, j] * v[k]
+        w[j] = acc
+    p = 0.0
+    for k in range(r):
+        p += math.exp(dlog[k]) * w[k] * w[k]
+    return p
+
+
 @njit(cache=True, nogil=True)
 def vn_violation(V, I1, I2, delta, bvec, W, dlog):
     """Largest relative violation of all distance constraints at the current state."""
@@ -821,15 +838,7 @@ def vn_violation(V, I1, I2, delta, bvec, W, dlog):
     w = np.empty(r)
     worst = 0.0
     for c in range(I1.shape[0]):
-        _diff(V, I1[c], I2[c], v)
-        for j in range(r):
-            acc = 0.0
-            for k in range(r):
-                acc += W[k, j] * v[k]
-            w[j] = acc
-        p = 0.0
-        for k in range(r):
-            p += math.exp(dlog[k]) * w[k] * w[k]
+        p = _vn_distance(V, I1[c], I2[c], W, dlog, v, w)
         viol = max(0.0, delta[c] * (p - bvec[c])) / bvec[c]
         if viol > worst:
             worst = viol
@@ -861,16 +870,7 @@ def vn_sweeps(
         worst = 0.0
         nev_total = 0
         for c in range(nc):
-            _diff(V, I1[c], I2[c], v)
-            # w = W^T v
-            for j in range(r):
-                acc = 0.0
-                for k in range(r):
-                    acc += W[k, j] * v[k]
-                w[j] = acc
-            p = 0.0
-            for k in range(r):
-                p += math.exp(dlog[k]) * w[k] * w[k]
+            p = _vn_distance(V, I1[c], I2[c], W, dlog, v, w)
             if p <= 0.0:
                 continue
             b = bvec[c]
