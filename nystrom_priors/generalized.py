@@ -692,6 +692,13 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         X = RowSource(X)  # in memory, memmap or dask: only sampled and labeled rows are read
         n = X.n
         labels = None
+        if y is None and pairs is None:
+            warnings.warn(
+                "GeneralizedNystrom.fit got no side information (y and pairs are None): the "
+                "learned kernel is the Nystrom prior; pass y (-1 = unlabeled) or pairs.",
+                UserWarning,
+                stacklevel=2,
+            )
         if y is not None:
             yy = np.asarray(y)
             if yy.ndim == 1 and yy.shape[0] == n and yy.dtype.kind in "biuf" and np.all(yy == -1):

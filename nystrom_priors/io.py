@@ -46,11 +46,23 @@ def _to_json_value(value: Any, what: str) -> Any:
         return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, tuple):  # JSON has no tuple; keep the type (get_params round-trips)
+        return {"__tuple__": [_to_json_value(v, what) for v in value]}
+    if isinstance(value, list):
         return [_to_json_value(v, what) for v in value]
     if isinstance(value, dict):
         return {str(k): _to_json_value(v, what) for k, v in value.items()}
     raise TypeError(f"cannot save {what} of type {type(value).__name__}")
+
+
+def _from_json_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_from_json_value(v) for v in value]
+    if isinstance(value, dict):
+        if set(value) == {"__tuple__"}:
+            return tuple(_from_json_value(v) for v in value["__tuple__"])
+        return {k: _from_json_value(v) for k, v in value.items()}
+    return value
 
 
 def save(model: Any, path: str | os.PathLike) -> None:
@@ -172,14 +184,14 @@ def load(path: str | os.PathLike) -> Any:
             f"{path!r} holds an unknown estimator class {name!r}; known: {sorted(_REGISTRY)}."
         )
     cls = getattr(importlib.import_module(_REGISTRY[name]), name)
-    params = dict(meta["params"])
+    params = {k: _from_json_value(v) for k, v in meta["params"].items()}
     for key, value in arrays.items():
         kind, _, attr = key.partition(":")
         if kind == "param":
             params[attr] = value
     model = cls(**params)
     for key, value in meta["attrs"].items():
-        setattr(model, key, value)
+        setattr(model, key, _from_json_value(value))
     for key, value in arrays.items():
         kind, _, attr = key.partition(":")
         if kind == "attr":

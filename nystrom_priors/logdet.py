@@ -88,11 +88,26 @@ _BOUND_RULES = ("percentile", "relative")
 _ZERO_LENGTH = 1e-12
 
 
-def _percentile_pairs(G: np.ndarray, rng: np.random.Generator, max_pairs: int = 200_000):
-    """Squared distances ||g_a - g_b||^2 between distinct rows: all pairs, or a random sample."""
+def _zero_length_tol(dtype: Any) -> float:
+    """Relative length ||g_i - g_j|| / ||(g_i, g_j)|| below which a pair counts as zero-length.
+
+    Rows of duplicated samples may differ by round-off of the dtype they were computed in
+    (a GEMM's result depends on a row's position in the blocking), so the threshold follows
+    that dtype: ~1e-12 for float64, ~8e-6 for float32.
+    """
+    eps = np.finfo(dtype).eps if np.dtype(dtype).kind == "f" else np.finfo(np.float64).eps
+    return max(_ZERO_LENGTH, 64.0 * float(eps))
+
+
+def _percentile_pairs(
+    G: np.ndarray, rng: np.random.Generator, zero_tol: float, max_pairs: int = 200_000
+) -> np.ndarray:
+    """Squared distances ||g_a - g_b||^2 between rows that are not (numerically) coincident:
+    all pairs, or a random sample. Computed from differences, never ||a||^2 + ||b||^2 - 2 a.b,
+    whose cancellation turns equal rows into spurious distances of order eps ||g||^2."""
     u = G.shape[0]
     if u < 2:
-        return np.zeros(1)
+        return np.zeros(0)
     if u * (u - 1) // 2 <= max_pairs:
         a, b = np.triu_indices(u, k=1)
     else:
@@ -100,7 +115,12 @@ def _percentile_pairs(G: np.ndarray, rng: np.random.Generator, max_pairs: int = 
         b = rng.integers(0, u - 1, size=max_pairs)
         b = b + (b >= a)  # b != a
     sq = (G * G).sum(axis=1)
-    return np.maximum(sq[a] + sq[b] - 2.0 * np.einsum("ij,ij->i", G[a], G[b]), 0.0)
+    d = np.empty(a.size)
+    step = max(1, 2**22 // max(1, G.shape[1]))
+    for s in range(0, a.size, step):
+        diff = G[a[s : s + step]] - G[b[s : s + step]]
+        d[s : s + step] = np.einsum("ij,ij->i", diff, diff)
+    return d[d > zero_tol**2 * (sq[a] + sq[b])]
 
 
 def distance_bounds(
@@ -111,6 +131,7 @@ def distance_bounds(
     epsilon: float = 0.25,
     percentiles: tuple[float, float] = (5.0, 95.0),
     random_state: Any = None,
+    zero_length: float | None = None,
 ) -> np.ndarray:
     """Default squared-distance bounds for pairs, from the initial kernel ``K0 = G0 G0^T``.
 
@@ -130,13 +151,23 @@ def distance_bounds(
     percentiles : (low, high) in [0, 100]
     random_state : None, int or Generator
         Sampling of pairs for the percentiles when there are more than 200,000.
+    zero_length : float, optional
+        Pairs of rows closer than ``zero_length * ||(g_i, g_j)||`` count as coincident and are
+        left out of the percentiles (duplicated samples would otherwise give a zero bound).
+        Default: ~1e-12 for float64 ``G0``, ~8e-6 for float32.
 
     Returns
     -------
     bounds : ndarray of shape (k,), float64, all > 0 for pairs of distinct rows
     """
     rule = check_option(rule, "bound_rule", _BOUND_RULES)
-    G0 = np.asarray(G0, dtype=np.float64)
+    G0 = np.asarray(G0)
+    zero_tol = (
+        _zero_length_tol(G0.dtype)
+        if zero_length is None
+        else check_scalar(zero_length, "zero_length", lo=0.0)
+    )
+    G0 = G0.astype(np.float64, copy=False)
     i, j, s = pairs[:, 0], pairs[:, 1], pairs[:, 2]
     if rule == "relative":
         eps = check_scalar(epsilon, "epsilon", lo=0.0, hi=1.0, hi_closed=False)
@@ -147,12 +178,13 @@ def distance_bounds(
         raise ValueError(f"percentiles must be two numbers in [0, 100], got {percentiles!r}.")
     rng = check_random_state(random_state)
     idx = np.unique(pairs[:, :2])
-    d = _percentile_pairs(G0[idx], rng)
+    d = _percentile_pairs(G0[idx], rng, zero_tol)
+    if d.size == 0:
+        raise ValueError(
+            "the constrained samples all coincide in the initial kernel: no positive distance "
+            "to take percentiles of. Pass bounds explicitly or check for duplicated samples."
+        )
     lo, hi = np.percentile(d, pct)
-    positive = d[d > 0]
-    floor = positive.min() if positive.size else 1.0
-    # a zero percentile (duplicated samples) would make the bound unusable (Burg needs b > 0)
-    lo, hi = max(lo, floor), max(hi, floor)
     return np.where(s > 0, lo, hi).astype(np.float64)
 
 
@@ -216,11 +248,12 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
         got = "None" if b is None else f"shape {b.shape}"
         raise ValueError(f"{name} must be an array of shape ({k},) (one per pair), got {got}.")
     if not np.all(np.isfinite(b)):
-        raise ValueError(f"{name} holds non-finite values.")
+        k0 = int(np.flatnonzero(~np.isfinite(b))[0])
+        raise ValueError(f"{name} must be finite, got {name}[{k0}] = {float(b[k0])!r}.")
     if positive and (b <= 0).any():
         k0 = int(np.flatnonzero(b <= 0)[0])
         raise ValueError(
-            f"{name}[{k0}] = {b[k0]!r}: squared-distance bounds must be > 0 (the Burg and von "
+            f"{name}[{k0}] = {float(b[k0])!r}: squared-distance bounds must be > 0 (the Burg and von "
             "Neumann projections need them positive)."
         )
     return b
@@ -239,13 +272,16 @@ class _FactorRows:
         self.src = src
         self.keys = np.zeros(0, dtype=np.int64)
         self.vals = np.zeros((0, learner.P0_.shape[1]))
+        self.dtype = np.dtype(np.float64)  # dtype the rows are computed in (before the cast)
 
     @property
     def shape(self) -> tuple[int, int]:
         return (self.src.n, self.vals.shape[1])
 
     def _rows(self, X: np.ndarray) -> np.ndarray:
-        return self.learner._transform_validated(X).astype(np.float64)
+        rows = self.learner._transform_validated(X)
+        self.dtype = rows.dtype
+        return rows.astype(np.float64)
 
     def prefetch(self, idx: np.ndarray) -> None:
         need = np.setdiff1d(np.unique(np.asarray(idx, dtype=np.int64)), self.keys)
@@ -370,8 +406,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             raise ValueError("bounds were given without pairs.")
         if not blocks and sim_pairs is None:
             raise ValueError(
-                "no side information: give y (labels, -1 = unlabeled), pairs or "
-                + ("similarity_pairs." if self._similarity else "pairs.")
+                "no side information: give y (labels, -1 = unlabeled) or pairs"
+                + (" or similarity_pairs." if self._similarity else ".")
             )
         if blocks:
             D = np.concatenate(blocks)
@@ -390,7 +426,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             v = G0[D[:, 0]] - G0[D[:, 1]]
             v2 = (v * v).sum(axis=1)
             scale = (G0[D[:, 0]] ** 2).sum(axis=1) + (G0[D[:, 1]] ** 2).sum(axis=1)
-            zero = v2 <= (_ZERO_LENGTH**2) * scale
+            zero_tol = _zero_length_tol(G0.dtype)
+            zero = v2 <= zero_tol**2 * scale
             if zero.any():
                 warnings.warn(
                     f"{int(zero.sum())} pair(s) have zero length in the initial kernel (e.g. "
@@ -413,6 +450,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                     epsilon=self.epsilon,
                     percentiles=self.percentiles,
                     random_state=rng,
+                    zero_length=zero_tol,
                 )
             bad = given <= 0
             if bad.any():

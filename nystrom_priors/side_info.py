@@ -192,6 +192,8 @@ def labels_to_pairs(
     y = np.asarray(y)
     labels = check_labels(y, y.shape[0])
     idx = labels.index
+    if idx.size < 2:
+        raise ValueError("y has a single labeled sample; no pair can be formed.")
     ii, jj = np.triu_indices(idx.size, k=1)
     same = labels.codes[ii] == labels.codes[jj]
     all_pairs = np.stack([idx[ii], idx[jj], np.where(same, 1, -1)], axis=1).astype(np.int64)

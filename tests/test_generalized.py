@@ -168,7 +168,8 @@ def test_infinite_lam_and_no_side_information_give_the_prior(rng):
     X, y, _ = _toy(rng)
     ny = Nystrom(n_landmarks=20, random_state=0).fit(X)
     inf = GeneralizedNystrom(n_landmarks=20, lam=np.inf, random_state=0).fit(X, y)
-    none = GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X)
+    with pytest.warns(UserWarning, match="no side information"):
+        none = GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X)
     for model in (inf, none):
         np.testing.assert_array_equal(model.S_, ny.S0_)
         np.testing.assert_array_equal(model.transform(X), ny.transform(X))

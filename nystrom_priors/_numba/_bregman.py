@@ -186,8 +186,16 @@ def _burg_distance(delta, lam, bhat, c, gamma, w):
     lam[c] -= alpha
     if not math.isinf(gamma):
         bhat[c] = 1.0 / (1.0 / b + delta * alpha / gamma)
-    # 1 + beta p = 1 / (1 - delta alpha p) > 0: I + beta w w^T stays positive definite
-    return viol, delta * alpha / (1.0 - delta * alpha * p)
+    # 1 + beta p = 1 / (1 - delta alpha p) > 0: I + beta w w^T stays positive definite.
+    # When delta alpha > 0, exactly 1 - delta alpha p >= (1 - gp) + gp p / b (equality when the
+    # step reaches the bound); as written it can round to 0 when p << b, so take the larger.
+    den = 1.0 - delta * alpha * p
+    if delta * alpha > 0.0:
+        den = max(den, (1.0 - gp) + gp * p / b)
+    if not den > 0.0:  # p / b underflowed: this pair cannot be moved in floating point
+        lam[c] += alpha
+        return viol, 0.0
+    return viol, delta * alpha / den
 
 
 @njit(cache=True, nogil=True)

@@ -26,6 +26,7 @@ is produced by the same sequence of operations whichever thread computes it.
 
 import numpy as np
 from llvmlite import ir
+from numba import config as numba_config
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
@@ -37,28 +38,39 @@ COSINE = 3
 LAPLACIAN = 4
 
 
-@intrinsic
-def _f64_bits(typingctx, x):
-    """Reinterpret a float64 as int64 (a register bitcast, so loops still vectorize)."""
-    if x != types.float64:
-        return None
+if numba_config.DISABLE_JIT:
+    # NUMBA_DISABLE_JIT=1 (coverage runs): intrinsics have no pure-Python form, so give the
+    # same bit casts with numpy, wrapping like the int64 register arithmetic they stand for.
 
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.IntType(64))
+    def _f64_bits(x):
+        return int(np.float64(x).view(np.int64))
 
-    return types.int64(types.float64), codegen
+    def _bits_f64(i):
+        return np.uint64(int(i) & 0xFFFF_FFFF_FFFF_FFFF).view(np.float64)
 
+else:
 
-@intrinsic
-def _bits_f64(typingctx, x):
-    """Reinterpret an int64 as float64."""
-    if x != types.int64:
-        return None
+    @intrinsic
+    def _f64_bits(typingctx, x):
+        """Reinterpret a float64 as int64 (a register bitcast, so loops still vectorize)."""
+        if x != types.float64:
+            return None
 
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.DoubleType())
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.IntType(64))
 
-    return types.float64(types.int64), codegen
+        return types.int64(types.float64), codegen
+
+    @intrinsic
+    def _bits_f64(typingctx, x):
+        """Reinterpret an int64 as float64."""
+        if x != types.int64:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.DoubleType())
+
+        return types.float64(types.int64), codegen
 
 
 _LOG2E = 1.4426950408889634

@@ -1,0 +1,514 @@
+"""Catalogue of bad (and awkward-but-valid) input for every public entry point.
+
+Each case is ``(id, call, expected)`` where ``expected`` is either ``(ExceptionType, regex)``
+— the call must raise exactly that type with a message matching the regex (what was
+received and what is valid) — or ``OK`` — the call must succeed and return finite output.
+
+Run as a script, the catalogue executes every case in this process and prints one JSON line
+per case (flushed), so ``tests/test_bad_input.py`` can run it in a subprocess: a segfault or
+abort inside a jitted kernel then fails the test for the case that crashed instead of
+killing the test session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+OK = "ok"
+
+
+def WARN(category: str, regex: str) -> tuple[str, str, str]:
+    """The call succeeds with finite output and emits a ``category`` warning matching ``regex``."""
+    return ("warn", category, regex)
+
+
+CASES: list[tuple[str, object, object]] = []
+
+
+def case(case_id, expected):
+    def register(fn):
+        CASES.append((case_id, fn, expected))
+        return fn
+
+    return register
+
+
+def _data(n=40, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.arange(n) % 3
+    return X, y
+
+
+X, Y = _data()
+Y_PARTIAL = np.where(np.arange(len(Y)) % 2 == 0, Y, -1)
+PAIRS = np.array([[0, 3, 1], [1, 4, 1], [0, 1, -1], [2, 5, 1], [1, 2, -1]])
+
+
+def _learners():
+    from nystrom_priors import (
+        BCDNPKL,
+        GeneralizedNystrom,
+        LogDetKernelLearner,
+        Nystrom,
+        VonNeumannKernelLearner,
+    )
+
+    return {
+        "Nystrom": lambda **kw: Nystrom(n_landmarks=kw.pop("m", 8), **({"random_state": 0} | kw)),
+        "GeneralizedNystrom": lambda **kw: GeneralizedNystrom(
+            n_landmarks=kw.pop("m", 8), **({"random_state": 0} | kw)
+        ),
+        "LogDetKernelLearner": lambda **kw: LogDetKernelLearner(
+            rank=kw.pop("m", 8), **({"random_state": 0, "n_landmarks": 20} | kw)
+        ),
+        "VonNeumannKernelLearner": lambda **kw: VonNeumannKernelLearner(
+            rank=kw.pop("m", 8), **({"random_state": 0, "n_landmarks": 20} | kw)
+        ),
+        "BCDNPKL": lambda **kw: BCDNPKL(**({"random_state": 0, "n_neighbors": 5} | kw)),
+    }
+
+
+LEARNERS = (
+    "Nystrom",
+    "GeneralizedNystrom",
+    "LogDetKernelLearner",
+    "VonNeumannKernelLearner",
+    "BCDNPKL",
+)
+SUPERVISED = LEARNERS[1:]
+
+
+def make(name, **kw):
+    return _learners()[name](**kw)
+
+
+def fit(name, X_=X, y=None, **kw):
+    pairs = kw.pop("pairs", None)
+    model = make(name, **kw)
+    if name == "Nystrom":
+        return model.fit(X_)
+    if pairs is not None:
+        return model.fit(X_, pairs=pairs)
+    return model.fit(X_, Y_PARTIAL if y is None else y)
+
+
+# --- arrays: every learner's fit and transform ----------------------------------------------
+
+_BAD_ARRAYS = {
+    "nan": (np.where(np.eye(40, 4) == 1, np.nan, X), ValueError, r"finite values, got \d+ NaN"),
+    "inf": (np.where(np.eye(40, 4) == 1, np.inf, X), ValueError, r"got 0 NaN and \d+ infinite"),
+    "empty": (np.empty((0, 4)), ValueError, r"0 sample\(s\) \(shape=\(0, 4\)"),
+    "1d": (X[:, 0].copy(), ValueError, r"2-D array.*1-D array of shape \(40,\)"),
+    "3d": (X.reshape(40, 2, 2), ValueError, r"3-D array of shape \(40, 2, 2\)"),
+    "string": (X.astype(str), TypeError, r"dtype <U\d+ \(string\)"),
+    "complex": (X + 1j, ValueError, "Complex data not supported"),
+    "object": (np.array([[object()] * 4] * 40, dtype=object), TypeError, r"dtype object"),
+    "no-features": (np.empty((40, 0)), ValueError, r"0 feature\(s\) \(shape=\(40, 0\)\)"),
+}
+for _name in LEARNERS:
+    for _key in ("nan", "inf", "empty", "1d", "3d", "string", "complex", "object"):
+        _bad, _exc, _match = _BAD_ARRAYS[_key]
+        case(f"{_name}.fit-{_key}", (_exc, _match))(
+            lambda _n=_name, _b=_bad: fit(_n, _b, y=np.arange(len(_b)) % 3 if _b.ndim else None)
+        )
+    case(f"{_name}.transform-nan", _BAD_ARRAYS["nan"][1:])(
+        lambda _n=_name: fit(_n).transform(_BAD_ARRAYS["nan"][0])
+    )
+    case(f"{_name}.transform-3d", _BAD_ARRAYS["3d"][1:])(
+        lambda _n=_name: fit(_n).transform(_BAD_ARRAYS["3d"][0])
+    )
+    case(
+        f"{_name}.transform-wrong-features",
+        (ValueError, rf"X has 3 features, but {_name} is expecting 4 features"),
+    )(lambda _n=_name: fit(_n).transform(X[:, :3]))
+    case(
+        f"{_name}.transform-unfitted", ("NotFittedError", rf"This {_name} instance is not fitted")
+    )(lambda _n=_name: make(_n).transform(X))
+    # Valid but awkward: must work and give finite output.
+    case(f"{_name}.fit-noncontiguous", OK)(
+        lambda _n=_name: fit(_n, np.asfortranarray(np.repeat(X, 2, axis=1))[:, ::2]).transform(
+            np.repeat(X, 2, axis=1)[:, ::2]
+        )
+    )
+    case(f"{_name}.fit-readonly", OK)(
+        lambda _n=_name: fit(_n, _readonly(X)).transform(_readonly(X))
+    )
+    case(f"{_name}.fit-float16", OK)(lambda _n=_name: fit(_n, X.astype(np.float16)).transform(X))
+    case(f"{_name}.fit-integer", OK)(
+        lambda _n=_name: fit(_n, np.round(X * 10).astype(np.int32)).transform(X)
+    )
+    case(f"{_name}.fit-constant-feature", OK)(
+        lambda _n=_name: fit(_n, np.column_stack([X, np.ones(40)])).transform(
+            np.column_stack([X, np.ones(40)])
+        )
+    )
+    case(f"{_name}.fit-duplicated-samples", OK)(
+        lambda _n=_name: fit(_n, np.repeat(X[:10], 4, axis=0)).transform(X)
+    )
+
+
+def _readonly(A):
+    A = A.copy()
+    A.setflags(write=False)
+    return A
+
+
+# --- landmarks, widths, scalar parameters ---------------------------------------------------
+
+# More landmarks than samples: warn and use all samples (scikit-learn's Nystroem does the same).
+_ABOVE_N = {
+    "Nystrom": WARN("UserWarning", r"n_landmarks=41 is larger than the number of samples \(40\)"),
+    "GeneralizedNystrom": WARN(
+        "UserWarning", r"n_landmarks=41 is larger than the number of samples"
+    ),
+    # Bregman learning keeps the initial kernel's rank: a larger rank is clipped to it.
+    "LogDetKernelLearner": WARN(
+        "UserWarning", r"rank=41 exceeds the rank 20 of the initial kernel"
+    ),
+    "VonNeumannKernelLearner": WARN("UserWarning", r"rank=41 exceeds the rank 20 of the initial"),
+}
+_NO_SIDE_INFO = {
+    "GeneralizedNystrom": WARN("UserWarning", r"no side information .*Nystrom prior; pass y"),
+    "LogDetKernelLearner": (
+        ValueError,
+        r"no side information: give y .* or pairs or similarity_pairs",
+    ),
+    "VonNeumannKernelLearner": (ValueError, r"no side information: give y .* or pairs\.$"),
+    "BCDNPKL": (ValueError, r"no side information: give pairs .* or y"),
+}
+
+for _name in ("Nystrom", "GeneralizedNystrom", "LogDetKernelLearner", "VonNeumannKernelLearner"):
+    _param = "n_landmarks" if _name in ("Nystrom", "GeneralizedNystrom") else "rank"
+    case(f"{_name}.{_param}-zero", (ValueError, rf"{_param} must be in \[1, inf\), got 0"))(
+        lambda _n=_name: fit(_n, m=0)
+    )
+    case(f"{_name}.{_param}-above-n", _ABOVE_N[_name])(lambda _n=_name: fit(_n, m=41))
+    case(f"{_name}.{_param}-float", (TypeError, rf"{_param} must be an integer, got float 2.5"))(
+        lambda _n=_name: fit(_n, m=2.5)
+    )
+    case(f"{_name}.width-zero", (ValueError, r"width must be in \(0, inf\), got 0.0"))(
+        lambda _n=_name: fit(_n, width=0.0)
+    )
+    case(f"{_name}.width-nan", (ValueError, r"width must be a number, got NaN"))(
+        lambda _n=_name: fit(_n, width=float("nan"))
+    )
+    case(
+        f"{_name}.kernel-unknown",
+        (ValueError, r"Unknown kernel 'gauss'. Valid kernels: \['cosine', 'gaussian'"),
+    )(lambda _n=_name: fit(_n, kernel="gauss"))
+    case(
+        f"{_name}.all-constant-data",
+        (ValueError, r"all 40 samples are identical .*Pass width explicitly"),
+    )(lambda _n=_name: fit(_n, np.ones((40, 4))))
+    case(f"{_name}.duplicated-landmarks", OK)(
+        lambda _n=_name: fit(_n, landmarks=np.repeat(X[:4], 2, axis=0)).transform(X)
+    )
+    case(
+        f"{_name}.random_state-string",
+        (TypeError, r"random_state must be None, a non-negative int.*got str 'abc'"),
+    )(lambda _n=_name: fit(_n, random_state="abc"))
+
+case("GeneralizedNystrom.lam-negative", (ValueError, r"lam must be in \(0, inf\), got -1.0"))(
+    lambda: fit("GeneralizedNystrom", lam=-1.0)
+)
+case("GeneralizedNystrom.lam-nan", (ValueError, r"lam must be a number, got NaN"))(
+    lambda: fit("GeneralizedNystrom", lam=float("nan"))
+)
+case("GeneralizedNystrom.lam-string", (ValueError, r"lam must be .*'auto'.*got 'best'"))(
+    lambda: fit("GeneralizedNystrom", lam="best")
+)
+case("GeneralizedNystrom.tol-negative", (ValueError, r"tol must be in \(0, 1\], got -0.1"))(
+    lambda: fit("GeneralizedNystrom", tol=-0.1)
+)
+case("LogDetKernelLearner.gamma-negative", (ValueError, r"gamma must be in \(0, inf\), got -1.0"))(
+    lambda: fit("LogDetKernelLearner", gamma=-1.0)
+)
+case("LogDetKernelLearner.gamma-nan", (ValueError, r"gamma must be a number, got NaN"))(
+    lambda: fit("LogDetKernelLearner", gamma=float("nan"))
+)
+case("LogDetKernelLearner.tol-nan", (ValueError, r"tol must be a number, got NaN"))(
+    lambda: fit("LogDetKernelLearner", tol=float("nan"))
+)
+case("LogDetKernelLearner.max_iter-zero", (ValueError, r"max_iter must be in \[1, inf\), got 0"))(
+    lambda: fit("LogDetKernelLearner", max_iter=0)
+)
+case(
+    "LogDetKernelLearner.bounds-negative",
+    (ValueError, r"bounds\[0\] = -1.0: squared-distance bounds must be > 0"),
+)(lambda: make("LogDetKernelLearner").fit(X, pairs=PAIRS, bounds=np.full(len(PAIRS), -1.0)))
+case(
+    "LogDetKernelLearner.bounds-wrong-length",
+    (ValueError, r"bounds must be an array of shape \(5,\) .*got shape \(3,\)"),
+)(lambda: make("LogDetKernelLearner").fit(X, pairs=PAIRS, bounds=np.ones(3)))
+case("BCDNPKL.C-negative", (ValueError, r"C must be in \(0, inf\), got -1.0"))(
+    lambda: fit("BCDNPKL", C=-1.0)
+)
+case("BCDNPKL.C-nan", (ValueError, r"C must be a number, got NaN"))(
+    lambda: fit("BCDNPKL", C=float("nan"))
+)
+case("BCDNPKL.loss-unknown", (ValueError, r"loss must be one of .*got 'l1'"))(
+    lambda: fit("BCDNPKL", loss="l1")
+)
+case("BCDNPKL.n_neighbors-too-many", (ValueError, r"n_neighbors=40 must be < n_samples=40"))(
+    lambda: fit("BCDNPKL", n_neighbors=40)
+)
+case("BCDNPKL.n_neighbors-zero", (ValueError, r"n_neighbors must be in \[1, inf\), got 0"))(
+    lambda: fit("BCDNPKL", n_neighbors=0)
+)
+
+# --- side information -----------------------------------------------------------------------
+
+_ALL_UNLABELED = {
+    name: (ValueError, r"y has no labeled sample \(every entry is -1\)") for name in SUPERVISED
+} | {"GeneralizedNystrom": WARN("UserWarning", r"y has no labeled sample .*Nystrom prior")}
+
+for _name in SUPERVISED:
+    case(
+        f"{_name}.pairs-out-of-range",
+        (
+            ValueError,
+            r"pairs\[0\] = \[0, 40, 1\] references a sample out of range; indices must be in \[0, 39\]",
+        ),
+    )(lambda _n=_name: fit(_n, pairs=np.array([[0, 40, 1], [1, 2, -1]])))
+    case(f"{_name}.pairs-negative-index", (ValueError, r"out of range|0 <= i < 40"))(
+        lambda _n=_name: fit(_n, pairs=np.array([[0, -1, 1], [1, 2, -1]]))
+    )
+    case(
+        f"{_name}.pairs-wrong-shape",
+        (ValueError, r"pairs must be an integer array of shape \(k, 3\).*got shape \(2, 2\)"),
+    )(lambda _n=_name: fit(_n, pairs=np.array([[0, 1], [1, 2]])))
+    case(f"{_name}.pairs-float", (TypeError, r"pairs must hold integers, got dtype float64"))(
+        lambda _n=_name: fit(_n, pairs=np.array([[0, 1.5, 1], [1, 2, -1]]))
+    )
+    case(
+        f"{_name}.pairs-contradictory",
+        (ValueError, r"the pair \(0, 1\) both as must-link \(\+1\) and as cannot-link \(-1\)"),
+    )(lambda _n=_name: fit(_n, pairs=np.array([[0, 1, 1], [1, 0, -1]])))
+    case(
+        f"{_name}.pairs-bad-sign",
+        (ValueError, r"has sign 2; use \+1 \(must-link\) or -1 \(cannot-link\)"),
+    )(lambda _n=_name: fit(_n, pairs=np.array([[0, 1, 2], [1, 2, -1]])))
+    case(
+        f"{_name}.labels-wrong-length",
+        (
+            ValueError,
+            r"y has 39 entries, but X has 40 samples|y must have shape \(40,\) like X's rows, got shape \(39,\)",
+        ),
+    )(lambda _n=_name: fit(_n, y=Y[:39]))
+    case(
+        f"{_name}.labels-2d",
+        (ValueError, r"y must (be 1-D|have shape \(40,\)).*got shape \(40, 1\)"),
+    )(lambda _n=_name: fit(_n, y=Y[:, None]))
+    case(f"{_name}.labels-nan", (ValueError, r"y contains NaN"))(
+        lambda _n=_name: fit(_n, y=np.where(Y == 0, np.nan, Y))
+    )
+    case(f"{_name}.labels-all-unlabeled", _ALL_UNLABELED[_name])(
+        lambda _n=_name: fit(_n, y=np.full(40, -1))
+    )
+    case(f"{_name}.no-side-information", _NO_SIDE_INFO[_name])(lambda _n=_name: make(_n).fit(X))
+
+case(
+    "GeneralizedNystrom.labels-single-class-auto-lam",
+    (ValueError, r"lam='auto' .*needs labels of at least two classes; pass lam='nka' or a number"),
+)(lambda: fit("GeneralizedNystrom", y=np.where(Y == 0, 0, -1)))
+case("GeneralizedNystrom.labels-single-class-fixed-lam", WARN("UserWarning", r"one class"))(
+    lambda: fit("GeneralizedNystrom", y=np.where(Y == 0, 0, -1), lam=1.0).transform(X)
+)
+for _name in SUPERVISED:
+    case(
+        f"{_name}.pairs-self-pair",
+        (ValueError, r"pairs\[0\] = \[0, 0, 1\] pairs a sample with itself"),
+    )(lambda _n=_name: fit(_n, pairs=np.array([[0, 0, 1], [1, 2, -1]])))
+case("LogDetKernelLearner.pairs-duplicated-samples", WARN("UserWarning", r"zero|identical|length"))(
+    lambda: fit(
+        "LogDetKernelLearner",
+        np.vstack([X[:1], X]),
+        pairs=np.array([[0, 1, 1], [1, 2, -1], [3, 4, 1]]),
+    )
+)
+case("BCDNPKL.labels-single-class", OK)(
+    lambda: fit("BCDNPKL", y=np.where(Y == 0, 0, -1)).transform(X)
+)
+
+
+# --- functions -------------------------------------------------------------------------------
+
+
+def _fns():
+    import nystrom_priors as npr
+
+    return npr
+
+
+case("extrapolate.width-negative", (ValueError, r"width must be in \(0, inf\), got -1.0"))(
+    lambda: _fns().extrapolate(X, X[:5], width=-1.0)
+)
+case(
+    "extrapolate.feature-mismatch",
+    (ValueError, r"X and Z must have the same number of features, got X with 4 and Z with 3"),
+)(lambda: _fns().extrapolate(X, X[:5, :3], width=1.0))
+case("extrapolate.out-wrong-shape", (ValueError, r"out must have shape \(40, 5\).*got \(40, 4\)"))(
+    lambda: _fns().extrapolate(X, X[:5], width=1.0, out=np.empty((40, 4)))
+)
+case("extrapolate.out-wrong-dtype", (ValueError, r"out must have dtype float64.*got int64"))(
+    lambda: _fns().extrapolate(X, X[:5], width=1.0, out=np.empty((40, 5), dtype=np.int64))
+)
+case("extrapolate.out-readonly", (ValueError, r"out must be writeable"))(
+    lambda: _fns().extrapolate(X, X[:5], width=1.0, out=_readonly(np.empty((40, 5))))
+)
+case("extrapolate.huge-values", OK)(
+    lambda: _fns().extrapolate(X * 1e150, X[:5] * 1e150, width=1e150)
+)
+case("iter_extrapolate.block_rows-zero", (ValueError, r"block_rows must be in \[1, inf\), got 0"))(
+    lambda: list(_fns().iter_extrapolate(X, X[:5], width=1.0, block_rows=0))
+)
+case("make_kernel.poly-degree-negative", (ValueError, r"degree must be in \[1, 64\], got -2"))(
+    lambda: _fns().make_kernel("poly", gamma=1.0, degree=-2)
+)
+case("select_landmarks.method-unknown", (ValueError, r"method must be one of .*got 'best'"))(
+    lambda: _fns().select_landmarks(X, 5, method="best")
+)
+case("kernel_kmeans.n_clusters-above-n", (ValueError, r"n_clusters must be in \[1, 40\], got 41"))(
+    lambda: _fns().kernel_kmeans(X, 41)
+)
+case("kernel_kmeans.n_clusters-zero", (ValueError, r"n_clusters must be in \[1, 40\], got 0"))(
+    lambda: _fns().kernel_kmeans(X, 0)
+)
+case("kernel_kmeans.nan", (ValueError, r"finite values, got \d+ NaN"))(
+    lambda: _fns().kernel_kmeans(_BAD_ARRAYS["nan"][0], 3)
+)
+case("normalized_mutual_info.length-mismatch", (ValueError, r"same length.*40.*39|40 and 39"))(
+    lambda: _fns().normalized_mutual_info(Y, Y[:39])
+)
+case(
+    "pair_accuracy.pairs-out-of-range", (ValueError, r"pairs reference samples outside \[0, 39\]")
+)(lambda: _fns().pair_accuracy(Y, Y, pairs=np.array([[0, 99, 1]])))
+case(
+    "labels_to_pairs.single-labeled-sample",
+    (ValueError, r"y has a single labeled sample; no pair can be formed"),
+)(lambda: _fns().labels_to_pairs(np.array([0, -1, -1])))
+case("alignment.shape-mismatch", (ValueError, r"same shape.*\(40, 40\).*\(39, 39\)|40.*39"))(
+    lambda: _fns().alignment(X @ X.T, X[:39] @ X[:39].T)
+)
+case("alignment.not-square", (ValueError, r"square.*\(40, 4\)"))(lambda: _fns().alignment(X, X))
+case("factored_alignment.rows-mismatch", (ValueError, r"40.*39"))(
+    lambda: _fns().factored_alignment(X, X[:39])
+)
+case("knn_graph.n_neighbors-too-many", (ValueError, r"n_neighbors=40 must be < n_samples=40"))(
+    lambda: _fns().knn_graph(X, n_neighbors=40)
+)
+case("distance_bounds.unknown-rule", (ValueError, r"must be one of .*got 'median'"))(
+    lambda: _fns().distance_bounds(X @ X.T, PAIRS, rule="median")
+)
+case(
+    "iter_transform.out-wrong-shape",
+    (
+        ValueError,
+        r"out must be an ndarray \(or memmap\) of shape \(n, 8\), got ndarray with shape \(40, 3\)",
+    ),
+)(lambda: list(fit("Nystrom").iter_transform(X, out=np.empty((40, 3)))))
+case(
+    "iter_transform.block-wrong-features",
+    (ValueError, r"X block at row 10 has 3 features, but Nystrom is expecting 4"),
+)(lambda: list(fit("Nystrom").iter_transform(iter([X[:10], X[10:, :3]]))))
+
+# --- persistence -----------------------------------------------------------------------------
+
+
+def _saved(tmp, name="Nystrom"):
+    path = os.path.join(tmp, "model.npz")
+    _fns().save(fit(name), path)
+    return path
+
+
+def _load_rewritten(**changes):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _saved(tmp)
+        with np.load(path) as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays.update(changes)
+        np.savez(os.path.join(tmp, "x.npz"), **arrays)
+        return _fns().load(os.path.join(tmp, "x.npz"))
+
+
+def _load_bytes(transform):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _saved(tmp)
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        with open(path, "wb") as fh:
+            fh.write(transform(raw))
+        return _fns().load(path)
+
+
+case("load.truncated", (ValueError, r"truncated or corrupted"))(
+    lambda: _load_bytes(lambda b: b[: len(b) // 2])
+)
+case("load.bit-flipped", (ValueError, r"truncated or corrupted|not a nystrom_priors"))(
+    lambda: _load_bytes(lambda b: b[:200] + bytes([b[200] ^ 0xFF]) + b[201:])
+)
+case("load.text-file", (ValueError, r"not an .npz \(zip\) archive"))(
+    lambda: _load_bytes(lambda b: b"hello")
+)
+case("load.future-version", (ValueError, r"format version 99.*reads versions 1..1.*upgrade"))(
+    lambda: _load_rewritten(__format_version__=np.array(99))
+)
+case("load.foreign-npz", (ValueError, r"not a nystrom_priors model file"))(
+    lambda: _load_rewritten(__nystrom_priors__=np.array("something else"))
+)
+case("load.missing-file", (FileNotFoundError, r"No such model file"))(
+    lambda: _fns().load("/nonexistent/model.npz")
+)
+case("save.unfitted", ("NotFittedError", r"This Nystrom instance is not fitted"))(
+    lambda: _fns().save(make("Nystrom"), "/tmp/never-written.npz")
+)
+case("save.foreign-object", (TypeError, r"handles the estimators of nystrom_priors"))(
+    lambda: _fns().save(object(), "/tmp/never-written.npz")
+)
+
+
+# --- runner ----------------------------------------------------------------------------------
+
+
+def _finite(result) -> bool:
+    if isinstance(result, np.ndarray):
+        return bool(np.isfinite(result).all()) if result.dtype.kind in "fc" else True
+    if isinstance(result, (list, tuple)):
+        return all(_finite(r) for r in result)
+    return True
+
+
+def run(selected=None) -> None:
+    warnings.simplefilter("ignore")
+    for case_id, fn, _expected in CASES:
+        if selected and case_id not in selected:
+            continue
+        record = {"id": case_id}
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                result = fn()
+            record.update(
+                status="ok",
+                finite=_finite(result),
+                warnings=[[type(w.message).__name__, str(w.message)] for w in caught],
+            )
+        except Exception as exc:  # noqa: BLE001 - the catalogue records whatever happens
+            record.update(
+                status="raised",
+                type=type(exc).__name__,
+                message=str(exc),
+                mro=[c.__name__ for c in type(exc).__mro__],
+            )
+        print(json.dumps(record), flush=True)
+
+
+if __name__ == "__main__":
+    run(set(sys.argv[1:]))

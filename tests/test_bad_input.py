@@ -1,0 +1,82 @@
+"""Every bad input gets a clear exception: the catalogue in ``bad_input_catalogue.py``.
+
+The whole catalogue runs in one subprocess (so a segfault or abort in a jitted kernel fails
+the case that caused it rather than killing pytest); each case is then checked here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+import bad_input_catalogue as catalogue  # noqa: E402
+
+IDS = [case_id for case_id, _, _ in catalogue.CASES]
+EXPECTED = {case_id: expected for case_id, _, expected in catalogue.CASES}
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict:
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "bad_input_catalogue.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,  # a crash is reported per case below
+    )
+    records = {}
+    for line in proc.stdout.splitlines():
+        record = json.loads(line)
+        records[record["id"]] = record
+    if proc.returncode != 0:
+        done = set(records)
+        crashed = next((i for i in IDS if i not in done), None)
+        records["__crash__"] = {
+            "returncode": proc.returncode,
+            "case": crashed,
+            "stderr": proc.stderr[-3000:],
+        }
+    return records
+
+
+def test_catalogue_is_large_and_ids_are_unique():
+    assert len(IDS) == len(set(IDS))
+    raising = [i for i in IDS if EXPECTED[i] not in (catalogue.OK,) and EXPECTED[i][0] != "warn"]
+    assert len(raising) >= 40
+
+
+def test_catalogue_process_did_not_crash(outcomes):
+    assert "__crash__" not in outcomes, outcomes.get("__crash__")
+
+
+@pytest.mark.parametrize("case_id", IDS)
+def test_case(outcomes, case_id):
+    if case_id not in outcomes:
+        crash = outcomes.get("__crash__", {})
+        pytest.fail(f"no outcome for {case_id}: the catalogue process died ({crash})")
+    got = outcomes[case_id]
+    expected = EXPECTED[case_id]
+    if expected == catalogue.OK or expected[0] == "warn":
+        assert got["status"] == "ok", f"raised {got.get('type')}: {got.get('message')}"
+        assert got["finite"], "returned non-finite values"
+        if expected[0] == "warn":
+            _, category, regex = expected
+            matching = [m for c, m in got["warnings"] if c == category and re.search(regex, m)]
+            assert matching, f"no {category} matching {regex!r} among {got['warnings']}"
+        return
+    exc, regex = expected
+    name = exc if isinstance(exc, str) else exc.__name__
+    assert got["status"] == "raised", f"did not raise (warnings: {got.get('warnings')})"
+    # Exactly the promised type (a subclass would also satisfy `except name`; we want the type).
+    assert got["type"] == name, f"raised {got['type']}: {got['message']}"
+    assert re.search(regex, got["message"]), f"message {got['message']!r} !~ {regex!r}"
