@@ -28,6 +28,7 @@ def kernel_kmeans(
     n_init: int = 10,
     max_iter: int = 100,
     random_state: Any = None,
+    verbose: int = 0,
 ) -> np.ndarray:
     """Kernel k-means for the kernel ``G G^T`` (k-means on the rows of G).
 
@@ -41,6 +42,9 @@ def kernel_kmeans(
     max_iter : int, default=100
         Lloyd iterations per restart.
     random_state : None, int or Generator
+    verbose : bool or int, default=0
+        1: a tqdm bar over the restarts (when installed) and start/end records on the
+        ``nystrom_priors`` logger; 2: a record per restart.
 
     Returns
     -------
@@ -55,6 +59,7 @@ def kernel_kmeans(
     >>> bool(len(set(labels[:5])) == 1 and len(set(labels[5:])) == 1 and labels[0] != labels[5])
     True
     """
+    from ._progress import Progress
     from .landmarks import kmeans
 
     G = check_array(G, name="G")
@@ -64,11 +69,14 @@ def kernel_kmeans(
     rng = check_random_state(random_state)
     G64 = np.ascontiguousarray(G, dtype=np.float64)
     best, best_inertia = None, np.inf
-    for _ in range(n_init):
-        centers, labels, _ = kmeans(G64, k, rng=rng, max_iter=max_iter)
-        inertia = float(((G64 - centers[labels]) ** 2).sum())
-        if inertia < best_inertia:
-            best, best_inertia = labels, inertia
+    with Progress(verbose, n_init, "kernel_kmeans restarts", "restart") as progress:
+        for _ in range(n_init):
+            centers, labels, _ = kmeans(G64, k, rng=rng, max_iter=max_iter)
+            inertia = float(((G64 - centers[labels]) ** 2).sum())
+            if inertia < best_inertia:
+                best, best_inertia = labels, inertia
+            progress.update(inertia=inertia, best=best_inertia)
+        progress.close(f"best inertia {best_inertia:.6g}")
     return best
 
 

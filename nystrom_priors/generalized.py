@@ -575,6 +575,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         Folds for ``lam="auto"`` (capped by the smallest class size).
     random_state : None, int or Generator
         Landmarks and cross-validation folds.
+    verbose : bool or int, default=0
+        Progress of the lambda path (one step per lambda and fold): 1 shows a tqdm bar (when installed) and logs start/end on the
+        ``nystrom_priors`` logger, 2 logs every step.
 
     Attributes
     ----------
@@ -590,6 +593,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         lam values searched (empty when lam is fixed).
     criterion_path_ : ndarray of shape (g,)
         Selection criterion along the path: held-out error rate ("auto") or eq. (12) ("nka").
+    lam_scale_ : float
+        ``mu_max^2``, the scale of the data term the lambda grid is relative to (NaN when no
+        side information was given).
     n_iter_ : int
         Solver iterations for the final fit.
     converged_ : bool
@@ -632,6 +638,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         max_iter: int | None = None,
         cv: int = 5,
         random_state: Any = None,
+        verbose: int = 0,
     ) -> None:
         self.n_landmarks = n_landmarks
         self.kernel = kernel
@@ -648,6 +655,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self.max_iter = max_iter
         self.cv = cv
         self.random_state = random_state
+        self.verbose = verbose
 
     # ----- parameter checks ------------------------------------------------------------------
     def _check_params(self) -> tuple[str, float | None, np.ndarray, float, int, int]:
@@ -686,6 +694,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         -------
         self
         """
+        from ._progress import Progress
         from ._rows import RowSource
 
         solver, fixed, grid, tol, max_iter, cv = self._check_params()
@@ -725,6 +734,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self.classes_ = labels.classes if labels is not None else np.array([])
         self.lam_path_ = np.array([])
         self.criterion_path_ = np.array([])
+        self.lam_scale_ = float("nan")
         if (labels is None and pairs_arr is None) or fixed == np.inf:
             return self._set_solution(S0, np.inf, prior_projection, 0, True, 0.0)
 
@@ -736,6 +746,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 "the kernel cannot express it. Use more landmarks or a wider kernel."
             )
         scale = prob.mu_max**2
+        self.lam_scale_ = float(scale)
         solve_kw = dict(solver=solver, tol=tol, max_iter=max_iter)
 
         if fixed is not None:
@@ -745,7 +756,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             lams = scale * 10.0**grid
             self.lam_path_ = lams
             if self.lam == "nka":
-                crit, sols = self._path_nka(prob, lams, labels, pairs_arr, E_of, solve_kw)
+                with Progress(self.verbose, lams.size, "GeneralizedNystrom lambda path", "lam") as pr:
+                    crit, sols = self._path_nka(prob, lams, labels, pairs_arr, E_of, solve_kw, pr)
+                    pr.close(f"lam={lams[int(np.argmax(crit))]:.3g} maximises the NKA criterion")
                 best = int(np.argmax(crit))
                 self.criterion_path_ = crit
                 lam = float(lams[best])
@@ -756,9 +769,16 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                         "lam='auto' cross-validates a classifier and needs labels of at least "
                         "two classes; pass lam='nka' or a number for pairs-only fits."
                     )
-                fold_errors = self._path_cv(S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw)
+                n_folds = int(min(cv, np.bincount(labels.codes).min()))
+                with Progress(
+                    self.verbose, n_folds * lams.size, "GeneralizedNystrom lambda path (CV)", "fit"
+                ) as pr:
+                    fold_errors = self._path_cv(
+                        S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw, pr
+                    )
+                    best = _one_se_choice(fold_errors)
+                    pr.close(f"lam={lams[best]:.3g} (one-standard-error rule)")
                 self.criterion_path_ = fold_errors.mean(axis=0)
-                best = _one_se_choice(fold_errors)
                 lam = float(lams[best])
                 S, it, cert, ok, _ = _solve_lam(prob, lam, **solve_kw)
         if not ok:
@@ -831,7 +851,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             S_prev, R_prev = S, R
             yield float(lam), S, it, cert, ok
 
-    def _path_nka(self, prob, lams, labels, pairs, E_of, solve_kw):
+    def _path_nka(self, prob, lams, labels, pairs, E_of, solve_kw, progress):
         crit = np.empty(lams.size)
         sols = []
         Sref = prob.S0
@@ -850,9 +870,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 rho2 = float(vals @ prob.t / den) if den > 0 else 0.0
             crit[k] = rho1 * rho2
             sols.append((S, it, cert, ok))
+            progress.update(lam=lam, criterion=crit[k], iterations=it)
         return crit, sols
 
-    def _path_cv(self, S0, labels, pairs, E_of, lams, cv, rng, solve_kw):
+    def _path_cv(self, S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress):
         """Held-out error rates, shape (n_folds, n_lams), of a kernel ridge classifier."""
         counts = np.bincount(labels.codes, minlength=labels.n_classes)
         k = int(min(cv, counts.min()))
@@ -876,6 +897,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             for j, (lam, S, *_rest) in enumerate(self._path(prob, lams, fold_kw)):
                 e, _ = _ridge_cv_scores(Etr @ S @ Etr.T, Ete @ S @ Etr.T, Y_tr, labels.codes[test], _CV_RIDGE)
                 errors[f, j] = e / test.size
+                progress.update(fold=f, lam=lam, error=errors[f, j])
         return errors
 
 

@@ -493,24 +493,31 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         """Call ``step(start, n, conv, viol, lamnorm) -> (sweeps, status)`` in chunks of
         ``infeasible_window`` sweeps; between chunks test the window's dual increment as an
         (approximate) Farkas certificate of infeasibility."""
+        from ._progress import Progress
+
         W = int(self.infeasible_window)
         conv, viol, lamnorm = np.zeros(max_iter), np.zeros(max_iter), np.zeros(max_iter)
         done, status = 0, 1
         snap = lam.copy()
-        while done < max_iter:
-            n = min(W, max_iter - done) if W > 0 else max_iter - done
-            k, status = step(
-                done, n, conv[done:done + n], viol[done:done + n], lamnorm[done:done + n]
-            )
-            done += k
-            if status != 1:
-                break
-            if W > 0 and done >= 2 * W and done < max_iter:
-                stalled = viol[done - 1] > 0.5 * viol[done - 1 - W]
-                if stalled and _farkas_certificate(lam - snap, cert):
-                    status = 2
+        progress = Progress(self.verbose, max_iter, f"{type(self).__name__} sweeps", "sweep")
+        with progress:
+            while done < max_iter:
+                n = min(W, max_iter - done) if W > 0 else max_iter - done
+                k, status = step(
+                    done, n, conv[done:done + n], viol[done:done + n], lamnorm[done:done + n]
+                )
+                done += k
+                progress.update(k, violation=viol[done - 1], dual_change=conv[done - 1])
+                if status != 1:
                     break
-            snap = lam.copy()
+                if W > 0 and done >= 2 * W and done < max_iter:
+                    stalled = viol[done - 1] > 0.5 * viol[done - 1 - W]
+                    if stalled and _farkas_certificate(lam - snap, cert):
+                        status = 2
+                        break
+                snap = lam.copy()
+            outcome = {0: "converged", 1: "max_iter reached", 2: "looks infeasible"}.get(status, "")
+            progress.close(f"{outcome}, largest relative violation {viol[max(done, 1) - 1]:.3g}")
         return done, status, conv, viol, lamnorm
 
     # -- reporting -----------------------------------------------------------------------
@@ -587,7 +594,11 @@ _COMMON_PARAMS_DOC = """
     rcond : float, optional
         Relative eigenvalue cut-off of the Nystrom prior.
     random_state : None, int or Generator
-        Landmarks, pairs drawn from labels and percentile sampling."""
+        Landmarks, pairs drawn from labels and percentile sampling.
+    verbose : bool or int, default=0
+        Progress of the cyclic projections (one step per sweep over the constraints): 1 shows a tqdm bar (when installed) and logs start/end on the
+        ``nystrom_priors`` logger, 2 logs every step.
+"""
 
 
 class LogDetKernelLearner(_BregmanKernelLearner):
@@ -678,6 +689,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         landmarks: Any = "kmeans",
         rcond: float | None = None,
         random_state: Any = None,
+        verbose: int = 0,
     ) -> None:
         self.rank = rank
         self.init = init
@@ -697,6 +709,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         self.landmarks = landmarks
         self.rcond = rcond
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(
         self,
@@ -836,6 +849,7 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         landmarks: Any = "kmeans",
         rcond: float | None = None,
         random_state: Any = None,
+        verbose: int = 0,
     ) -> None:
         self.rank = rank
         self.init = init
@@ -854,6 +868,7 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         self.landmarks = landmarks
         self.rcond = rcond
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(
         self, X: Any, y: Any = None, *, pairs: Any = None, bounds: Any = None

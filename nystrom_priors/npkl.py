@@ -342,6 +342,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         Pairs drawn from labels in ``fit(X, y)`` (default ``20 * n_classes**2``).
     random_state : None, int or Generator
         Random start of V (uniform [0, 1), as the paper's ``rand(r, l)``) and pairs from labels.
+    verbose : bool or int, default=0
+        Progress of the block coordinate descent (one step per sweep over the columns): 1 shows a tqdm bar (when installed) and logs start/end on the
+        ``nystrom_priors`` logger, 2 logs every step.
 
     Attributes
     ----------
@@ -393,6 +396,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         max_iter: int = 1000,
         n_constraints: int | None = None,
         random_state: Any = None,
+        verbose: int = 0,
     ) -> None:
         self.C = C
         self.loss = loss
@@ -406,6 +410,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         self.max_iter = max_iter
         self.n_constraints = n_constraints
         self.random_state = random_state
+        self.verbose = verbose
 
     # -- fitting -------------------------------------------------------------------------
     def _pairs(self, n: int, y: Any, pairs: Any, rng: np.random.Generator) -> np.ndarray:
@@ -435,6 +440,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         self
         """
         from ._numba._bcd import bcd_sweeps
+        from ._progress import Progress
 
         X = check_array(X)
         n = X.shape[0]
@@ -485,10 +491,22 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         WV = np.ascontiguousarray(Wt.T @ V)
         obj = np.zeros(max_iter + 1)
         dual = np.zeros(tidx.size)
-        n_sweeps, converged = bcd_sweeps(
+        args = (
             A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(np.float64),
-            Wt, WV, tptr, tidx, tsgn, V, C, loss, max_iter, tol, obj, dual,
+            Wt, WV, tptr, tidx, tsgn, V, C, loss,
         )
+        # Verbose fits run the sweeps in chunks to report between them. A chunk starts by
+        # re-evaluating the objective at the same state, so the result is bit-identical.
+        chunk = max_iter if not self.verbose else 10
+        n_sweeps, converged = 0, False
+        with Progress(self.verbose, max_iter, "BCDNPKL sweeps", "sweep") as progress:
+            while n_sweeps < max_iter and not converged:
+                k, converged = bcd_sweeps(
+                    *args, min(chunk, max_iter - n_sweeps), tol, obj[n_sweeps:], dual
+                )
+                n_sweeps += k
+                progress.update(k, objective=obj[n_sweeps])
+            progress.close(f"objective {obj[n_sweeps]:.6g}, converged={converged}")
         if not converged:
             warnings.warn(
                 f"BCDNPKL did not converge in max_iter={max_iter} sweeps (last relative "

@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import write_lines  # noqa: E402
+from _report import save_figure, write_lines  # noqa: E402
 
 from datasets import chessboard, double_spiral, keel_raw  # noqa: E402
 
@@ -165,6 +165,24 @@ def main() -> None:
         for loss, (gap, it, secs) in gaps.items():
             lines.append(f"- {loss}: {gap:.2e} ({it} sweeps)")
     write_lines(args.out, lines)
+    save_figure(os.path.join(os.path.dirname(args.out), "hu2011_kernels.png"),
+                lambda plt: draw_kernels(plt, args.datasets))
+
+
+def draw_kernels(plt, names):
+    """Learned boundary kernels (C = 1, first trial's pairs) ordered by class, one per data set."""
+    from nystrom_priors.plotting import plot_kernel_heatmap
+
+    fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3.2), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        X, y = load(name)
+        pairs = random_pairs(y, int(round(4 * X.shape[0] * 0.3)), np.random.default_rng(1000))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = BCDNPKL(C=1.0, random_state=0).fit(X, pairs=pairs)
+        plot_kernel_heatmap(model, X, y, ax=ax)
+        ax.set_title(name, fontsize=9)
+    return fig
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import write_lines  # noqa: E402
+from _report import save_figure, write_lines  # noqa: E402
 
 from datasets import keel_raw  # noqa: E402
 
@@ -161,6 +161,41 @@ def main() -> None:
         "17–354 sweeps, von Neumann 11–105.",
     ]
     write_lines(args.out, lines)
+    save_figure(os.path.join(os.path.dirname(args.out), "kulis2006_figure.png"),
+                lambda plt: draw(plt, rows))
+
+
+def draw(plt, rows, c=100, seed=0):
+    """NMI against the number of constraints (the paper's Figure 1) and, for one set of ``c``
+    constraints, the spectra and the learned Burg kernel by class."""
+    from nystrom_priors.plotting import plot_kernel_heatmap, plot_spectrum
+
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
+    counts = [r["c"] for r in rows]
+    for name, label in (("burg", "Burg (LogDet)"), ("vn", "von Neumann")):
+        axes[0].errorbar(counts, [r[name]["nmi"] for r in rows], [r[name]["nmi_sd"] for r in rows],
+                         marker="o", capsize=3, label=label)
+    axes[0].set_xlabel("number of constraints")
+    axes[0].set_ylabel("NMI of kernel k-means")
+    axes[0].legend(fontsize=8)
+    axes[0].set_title("Digits (pendigits 3/8/9)")
+    X_all, y_all = keel_raw("penbased", standardize=False)
+    keep = np.isin(y_all, (3, 8, 9))
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(int(keep.sum()), size=317, replace=False)
+    X, y = X_all[keep][idx], y_all[keep][idx]
+    pairs = random_pairs(y, c, rng)
+    models = []
+    for cls in (LogDetKernelLearner, VonNeumannKernelLearner):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            models.append(cls(init="linear", bound_rule="relative", max_iter=5000).fit(X, pairs=pairs))
+    plot_spectrum(models[0], X, ax=axes[1])
+    plot_spectrum(models[1], X, ax=axes[2])
+    for ax in axes[1:3]:
+        ax.set_title(f"{ax.get_title()}, {c} constraints", fontsize=9)
+    plot_kernel_heatmap(models[0], X, y, ax=axes[3])
+    return fig
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ categorical, z-scored numeric); scikit-learn digits 4 vs 9, 2 vs 7 and all ten a
 the paper's usps49, usps27 and usps-full.
 
 Run:  python scripts/reproduce_zhang2012.py [--repeats 30] [--datasets german digits49 ...]
-Writes results/reproduce_zhang2012.md and results/zhang2012_figure1.png.
+Writes results/reproduce_zhang2012.md, results/zhang2012_figure1.png (the paper's Figure 1)
+and results/zhang2012_kernels.png (lam path, spectrum and kernel of one repeat per data set).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+from _report import save_figure  # noqa: E402
 from datasets import load  # noqa: E402
 
 PAPER = {  # Table 1: Nystrom / Ours error (%)
@@ -87,6 +89,8 @@ def one_repeat(X, y, rep, n_labels=100):
     out["e_auto"] = float(np.log10(auto.lam_ / auto.lam_path_[0]))
     out["e_nka"] = float(np.log10(nka.lam_ / nka.lam_path_[0]))
     out["grid"] = np.log10(auto.lam_path_ / auto.lam_path_[0])
+    if rep == 0:  # kept for the per-model figures
+        out["model"], out["yy"] = auto, yy
     return out
 
 
@@ -139,35 +143,51 @@ def main(argv=None) -> int:
     ]
     with open(os.path.join(args.out, "reproduce_zhang2012.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(2, len(curves), figsize=(4 * len(curves), 6), squeeze=False)
-        for k, (name, reps) in enumerate(curves.items()):
-            grid = reps[0]["grid"]
-            err = np.mean([r["path"] for r in reps], axis=0) * 100
-            cvp = np.mean([r["cv_path"] for r in reps], axis=0) * 100
-            nkp = np.mean([r["nka_path"] for r in reps], axis=0)
-            ax = axes[0, k]
-            ax.plot(grid, err, "o-", label="test error (linear SVM)")
-            ax.plot(grid, cvp, "s--", label="CV error on labels (auto)")
-            ax.axhline(np.mean([r["nystrom"] for r in reps]) * 100, color="gray", ls=":", label="Nyström")
-            ax.set_title(name)
-            ax.set_ylabel("error (%)")
-            ax.legend(fontsize=7)
-            ax2 = axes[1, k]
-            ax2.plot(grid, nkp, "d-", color="C2")
-            ax2.set_xlabel("log10(λ / μ_max²)")
-            ax2.set_ylabel("eq. 12 criterion (nka)")
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "zhang2012_figure1.png"), dpi=90)
-    except ImportError:
-        print("matplotlib not installed: no figure")
+    save_figure(os.path.join(args.out, "zhang2012_figure1.png"), lambda plt: draw_paths(plt, curves))
+    save_figure(os.path.join(args.out, "zhang2012_kernels.png"), lambda plt: draw_models(plt, curves))
     print("\n".join(lines))
     return 0
+
+
+def draw_paths(plt, curves):
+    """Mean test error, CV criterion and eq.-12 criterion along the lam grid (paper's Fig. 1)."""
+    fig, axes = plt.subplots(2, len(curves), figsize=(4 * len(curves), 6), squeeze=False)
+    for k, (name, reps) in enumerate(curves.items()):
+        grid = reps[0]["grid"]
+        err = np.mean([r["path"] for r in reps], axis=0) * 100
+        cvp = np.mean([r["cv_path"] for r in reps], axis=0) * 100
+        nkp = np.mean([r["nka_path"] for r in reps], axis=0)
+        ax = axes[0, k]
+        ax.plot(grid, err, "o-", label="test error (linear SVM)")
+        ax.plot(grid, cvp, "s--", label="CV error on labels (auto)")
+        ax.axhline(np.mean([r["nystrom"] for r in reps]) * 100, color="gray", ls=":", label="Nyström")
+        ax.set_title(name)
+        ax.set_ylabel("error (%)")
+        ax.legend(fontsize=7)
+        ax2 = axes[1, k]
+        ax2.plot(grid, nkp, "d-", color="C2")
+        ax2.set_xlabel("log10(λ / μ_max²)")
+        ax2.set_ylabel("eq. 12 criterion (nka)")
+    return fig
+
+
+def draw_models(plt, curves):
+    """For the first repeat of each data set: the lam path of the default learner with the
+    test error along it, the spectrum of prior vs learned kernel, and the learned kernel by
+    class."""
+    from nystrom_priors.plotting import plot_kernel_heatmap, plot_lambda_path, plot_spectrum
+
+    fig, axes = plt.subplots(len(curves), 3, figsize=(15, 3.6 * len(curves)), squeeze=False)
+    for row, (name, reps) in zip(axes, curves.items()):
+        first = reps[0]
+        model = first["model"]
+        X, y = load(name)
+        plot_lambda_path(model, errors=first["path"], error_label="test error", ax=row[0])
+        plot_spectrum(model, X, ax=row[1])
+        plot_kernel_heatmap(model, X, y, ax=row[2])
+        for ax in row:
+            ax.set_title(f"{name}: {ax.get_title()}", fontsize=9)
+    return fig
 
 
 if __name__ == "__main__":

@@ -59,3 +59,20 @@ def test_command_line_help_and_a_reproduction(tmp_path):
     )
     assert res.returncode == 0, res.stderr[-2000:]
     assert "double_spiral" in out.read_text() and "| 99.8 |" in out.read_text()
+    png = (tmp_path / "hu2011_kernels.png").read_bytes()  # matplotlib is in the test extra
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_zhang_reproduction_writes_table_and_figures(tmp_path):
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "nystrom_priors", "reproduce", "zhang2012", "--repeats", "1",
+         "--datasets", "digits49", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "| digits49 (usps49) | 361x64, m=36 |" in (tmp_path / "reproduce_zhang2012.md").read_text()
+    for name in ("zhang2012_figure1.png", "zhang2012_kernels.png"):
+        png = (tmp_path / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, name

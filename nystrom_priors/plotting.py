@@ -1,0 +1,213 @@
+"""Figures for fitted learners (matplotlib, an optional dependency imported on first use).
+
+* :func:`plot_lambda_path` — the lambda-selection criterion of a :class:`GeneralizedNystrom`
+  along its lambda path, with an optional error curve (Zhang et al. 2012, Figure 1);
+* :func:`plot_spectrum` — eigenvalues of the prior kernel and of the learned kernel on a
+  sample (how learning reshapes the spectrum while keeping the rank);
+* :func:`plot_kernel_heatmap` — the learned kernel ``G G^T`` on a sample ordered by class
+  (block structure = the side information was learned).
+
+Every function draws into ``ax`` (a new figure when None) and returns the axes, so figures can
+be composed and saved with ``ax.figure.savefig(...)``. Nothing here selects a backend: scripts
+without a display should call ``matplotlib.use("Agg")`` first (the reproduce scripts do).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["plot_lambda_path", "plot_spectrum", "plot_kernel_heatmap"]
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - exercised only without matplotlib
+        raise ImportError(
+            "nystrom_priors.plotting needs matplotlib: pip install 'nystrom_priors[plot]'."
+        ) from exc
+    return plt
+
+
+def _axes(ax: Any) -> Any:
+    if ax is not None:
+        return ax
+    _, ax = _pyplot().subplots(figsize=(5.0, 3.6))
+    return ax
+
+
+def plot_lambda_path(
+    model: Any,
+    *,
+    errors: Any = None,
+    error_label: str = "test error",
+    ax: Any = None,
+) -> Any:
+    """Criterion along the lambda path of a fitted :class:`GeneralizedNystrom`.
+
+    The x axis is ``log10(lam / mu_max^2)`` — the grid the learner searched, relative to its
+    scale (Zhang et al. 2012, Fig. 1). ``lam="auto"`` plots the mean cross-validated error of
+    the kernel ridge classifier (lower is better); ``lam="nka"`` plots the eq.-12 product of
+    alignments (higher is better). The chosen ``lam_`` is marked.
+
+    Parameters
+    ----------
+    model : fitted GeneralizedNystrom with a searched path (``lam="auto"`` or ``"nka"``)
+    errors : array-like of shape (n_lams,), optional
+        An error measured for each lambda of ``model.lam_path_`` (e.g. a held-out error from
+        refits), drawn on a second y axis.
+    error_label : str
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    ax : matplotlib Axes (the criterion's; the error axis is ``ax.right_ax`` when drawn)
+    """
+    lams = np.asarray(getattr(model, "lam_path_", np.array([])), dtype=np.float64)
+    if lams.size == 0:
+        raise ValueError(
+            "plot_lambda_path needs a GeneralizedNystrom fitted with lam='auto' or lam='nka' "
+            "(a searched lambda path); this model has no lam_path_."
+        )
+    crit = np.asarray(model.criterion_path_, dtype=np.float64)
+    scale = float(model.lam_scale_)
+    x = np.log10(lams / scale)
+    ax = _axes(ax)
+    is_cv = model.lam == "auto"
+    label = "CV error on the labeled samples" if is_cv else "eq. 12 criterion (NKA)"
+    ax.plot(x, crit * (100.0 if is_cv else 1.0), "o-", color="C0", label=label)
+    ax.set_ylabel("CV error (%)" if is_cv else "alignment criterion")
+    ax.axvline(np.log10(model.lam_ / scale), color="C3", ls="--", label=f"chosen lam={model.lam_:.3g}")
+    ax.set_xlabel("log10(lam / mu_max^2)")
+    handles, labels = ax.get_legend_handles_labels()
+    if errors is not None:
+        err = np.asarray(errors, dtype=np.float64)
+        if err.shape != lams.shape:
+            raise ValueError(f"errors must have shape {lams.shape} (one per lambda), got {err.shape}.")
+        right = ax.twinx()
+        right.plot(x, err * 100.0, "s-", color="C1", label=error_label)
+        right.set_ylabel(f"{error_label} (%)")
+        h2, l2 = right.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+        ax.right_ax = right
+    ax.legend(handles, labels, fontsize=8)
+    ax.set_title("GeneralizedNystrom lambda path")
+    return ax
+
+
+def _prior_rows(model: Any, X: np.ndarray) -> np.ndarray | None:
+    """Factor rows of the prior kernel, or None when the learner has no factored prior."""
+    if hasattr(model, "P0_"):  # Bregman learners: G0 = F(X) P0
+        P0 = model.P0_
+    elif hasattr(model, "S0_"):  # Nystrom family: S0 = W^+, any square root of it
+        w, V = np.linalg.eigh(model.S0_)
+        P0 = V * np.sqrt(np.maximum(w, 0.0))
+    else:
+        return None
+    F = model._features_block(X).astype(np.float64)
+    return F @ P0
+
+
+def _spectrum(G: np.ndarray) -> np.ndarray:
+    s = np.linalg.svd(np.asarray(G, dtype=np.float64), compute_uv=False)
+    return s**2  # eigenvalues of G G^T, descending
+
+
+def plot_spectrum(model: Any, X: Any, *, n_eigenvalues: int | None = None, ax: Any = None) -> Any:
+    """Eigenvalues of the prior and of the learned kernel on the samples ``X``.
+
+    The learned kernel ``K = G G^T`` has the eigenvalues ``sigma_i(G)^2``; the prior is the
+    Nystrom kernel ``E W^+ E^T`` (GeneralizedNystrom) or the initial kernel ``G0 G0^T`` (LogDet /
+    von Neumann). Both are drawn on a log scale against the eigenvalue index.
+
+    Parameters
+    ----------
+    model : fitted learner of this package
+    X : array-like of shape (n, d)
+        Samples to evaluate the kernels on (e.g. the training set, or a sample of it).
+    n_eigenvalues : int, optional
+        Show only the leading ones.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    X = model._check_X(X)
+    learned = _spectrum(model.transform(X))
+    prior_rows = _prior_rows(model, X)
+    k = learned.size if n_eigenvalues is None else int(n_eigenvalues)
+    ax = _axes(ax)
+    floor = np.finfo(np.float64).tiny
+    if prior_rows is not None:
+        prior = _spectrum(prior_rows)
+        ax.semilogy(np.arange(1, min(k, prior.size) + 1), np.maximum(prior[:k], floor), "o-",
+                    color="C7", ms=3, label="prior")
+    ax.semilogy(np.arange(1, min(k, learned.size) + 1), np.maximum(learned[:k], floor), "o-",
+                color="C0", ms=3, label=f"learned ({type(model).__name__})")
+    ax.set_xlabel("index")
+    ax.set_ylabel("eigenvalue of the kernel on X")
+    ax.set_title("Kernel spectrum")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_kernel_heatmap(
+    model: Any,
+    X: Any,
+    y: Any,
+    *,
+    max_samples: int = 400,
+    random_state: Any = 0,
+    ax: Any = None,
+) -> Any:
+    """The learned kernel on ``X`` as an image, samples grouped by class.
+
+    Parameters
+    ----------
+    model : fitted learner of this package (anything with ``transform``)
+    X : array-like of shape (n, d)
+    y : array-like of shape (n,)
+        Class labels used for the ordering (not for the kernel).
+    max_samples : int, default=400
+        A stratified subsample keeps the image readable and the n x n kernel small.
+    random_state : None, int or Generator
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    ax : matplotlib Axes (its image is ``ax.images[0]``; white lines separate the classes)
+    """
+    from ._validation import check_random_state, check_scalar
+
+    y = np.asarray(y)
+    X = model._check_X(X)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},) like X's rows, got {y.shape}.")
+    cap = int(check_scalar(max_samples, "max_samples", kind="int", lo=2))
+    rng = check_random_state(random_state)
+    keep = np.arange(y.size)
+    if y.size > cap:
+        keep = np.sort(rng.choice(y.size, cap, replace=False))
+    order = keep[np.argsort(y[keep], kind="stable")]
+    G = model.transform(X[order]).astype(np.float64)
+    K = G @ G.T
+    ax = _axes(ax)
+    image = ax.imshow(K, cmap="viridis", interpolation="nearest")
+    ax.figure.colorbar(image, ax=ax, fraction=0.046)
+    ys = y[order]
+    edges = np.flatnonzero(ys[1:] != ys[:-1]) + 0.5
+    for e in edges:
+        ax.axhline(e, color="white", lw=0.8)
+        ax.axvline(e, color="white", lw=0.8)
+    centers = np.concatenate([[-0.5], edges, [ys.size - 0.5]])
+    mids = (centers[:-1] + centers[1:]) / 2
+    classes = ys[np.concatenate([[0], (edges + 0.5).astype(int)])]
+    ax.set_xticks(mids)
+    ax.set_xticklabels([str(c) for c in classes], fontsize=7)
+    ax.set_yticks(mids)
+    ax.set_yticklabels([str(c) for c in classes], fontsize=7)
+    ax.set_title(f"Learned kernel ({type(model).__name__}), by class")
+    return ax

@@ -1,0 +1,124 @@
+"""nystrom_priors.plotting: figures drawn headless (Agg) hold the right data and save as PNG."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+
+from nystrom_priors import (  # noqa: E402
+    BCDNPKL,
+    GeneralizedNystrom,
+    LogDetKernelLearner,
+    Nystrom,
+    VonNeumannKernelLearner,
+)
+from nystrom_priors.plotting import (  # noqa: E402
+    plot_kernel_heatmap,
+    plot_lambda_path,
+    plot_spectrum,
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    centers = rng.normal(scale=3.0, size=(3, 4))
+    y = np.repeat(np.arange(3), 50)
+    X = centers[y] + rng.normal(size=(150, 4))
+    y_partial = np.where(rng.random(150) < 0.5, y, -1)
+    return X, y, y_partial
+
+
+def _png_ok(ax, path):
+    ax.figure.savefig(path, dpi=60)
+    raw = path.read_bytes()
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n" and len(raw) > 2000
+    import matplotlib.pyplot as plt
+
+    plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("lam", ["auto", "nka"])
+def test_lambda_path_draws_the_criterion_and_errors(tmp_path, data, lam):
+    X, _, y_partial = data
+    gn = GeneralizedNystrom(n_landmarks=20, lam=lam, random_state=0).fit(X, y_partial)
+    errors = np.linspace(0.3, 0.1, gn.lam_path_.size)
+    ax = plot_lambda_path(gn, errors=errors)
+    x = np.log10(gn.lam_path_ / gn.lam_scale_)
+    crit_line = ax.lines[0]
+    np.testing.assert_allclose(crit_line.get_xdata(), x)
+    factor = 100.0 if lam == "auto" else 1.0
+    np.testing.assert_allclose(crit_line.get_ydata(), gn.criterion_path_ * factor)
+    chosen = [ln for ln in ax.lines if "chosen" in ln.get_label()][0]
+    assert chosen.get_xdata()[0] == pytest.approx(np.log10(gn.lam_ / gn.lam_scale_))
+    np.testing.assert_allclose(ax.right_ax.lines[0].get_ydata(), errors * 100)
+    _png_ok(ax, tmp_path / "path.png")
+
+
+def test_lambda_path_refuses_a_fixed_lambda_and_bad_errors(data):
+    X, _, y_partial = data
+    fixed = GeneralizedNystrom(n_landmarks=20, lam=1.0, random_state=0).fit(X, y_partial)
+    with pytest.raises(ValueError, match="lam='auto' or lam='nka'.*no lam_path_"):
+        plot_lambda_path(fixed)
+    gn = GeneralizedNystrom(n_landmarks=20, lam="nka", random_state=0).fit(X, y_partial)
+    with pytest.raises(ValueError, match=r"errors must have shape \(\d+,\)"):
+        plot_lambda_path(gn, errors=[0.1, 0.2])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: GeneralizedNystrom(n_landmarks=20, lam=1e-2, random_state=0),
+        lambda: LogDetKernelLearner(rank=8, n_landmarks=30, gamma=1.0, random_state=0),
+        lambda: VonNeumannKernelLearner(rank=8, n_landmarks=30, random_state=0),
+    ],
+    ids=["GN", "LogDet", "VonNeumann"],
+)
+def test_spectrum_matches_dense_eigenvalues(tmp_path, data, make):
+    X, _, y_partial = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = make().fit(X, y_partial)
+    ax = plot_spectrum(model, X)
+    prior_line, learned_line = ax.lines
+    G = model.transform(X)
+    dense = np.sort(np.linalg.eigvalsh(G @ G.T))[::-1][: G.shape[1]]
+    np.testing.assert_allclose(learned_line.get_ydata(), np.maximum(dense, 1e-300), rtol=1e-8, atol=1e-10 * dense[0])
+    # the prior: Nystrom kernel with the same landmarks (GN) / the initial kernel (Bregman)
+    if isinstance(model, GeneralizedNystrom):
+        ny = Nystrom(n_landmarks=20, random_state=0).fit(X)
+        G0 = ny.transform(X)
+    else:
+        G0 = model._features_block(X) @ model.P0_
+    prior = np.sort(np.linalg.eigvalsh(G0 @ G0.T))[::-1][: prior_line.get_ydata().size]
+    np.testing.assert_allclose(prior_line.get_ydata(), np.maximum(prior, 1e-300), rtol=1e-7, atol=1e-9 * prior[0])
+    _png_ok(ax, tmp_path / "spectrum.png")
+
+
+def test_spectrum_of_a_learner_without_prior_shows_the_learned_one(data):
+    X, y, y_partial = data
+    model = BCDNPKL(n_neighbors=6, random_state=0).fit(X, y_partial)
+    ax = plot_spectrum(model, X, n_eigenvalues=5)
+    assert len(ax.lines) == 1 and ax.lines[0].get_ydata().size == 5
+
+
+def test_heatmap_is_the_kernel_in_class_order(tmp_path, data):
+    X, y, y_partial = data
+    model = BCDNPKL(n_neighbors=6, random_state=0).fit(X, y_partial)
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(y.size)  # shuffled input: the figure must regroup the classes
+    ax = plot_kernel_heatmap(model, X[perm], y[perm], max_samples=1000)
+    order = np.argsort(y[perm], kind="stable")
+    G = model.transform(X[perm][order])
+    np.testing.assert_allclose(ax.images[0].get_array(), G @ G.T, rtol=1e-12, atol=1e-12)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2"]
+    _png_ok(ax, tmp_path / "heatmap.png")
+    sub = plot_kernel_heatmap(model, X, y, max_samples=60)
+    assert sub.images[0].get_array().shape == (60, 60)
+    with pytest.raises(ValueError, match=r"y must have shape \(150,\)"):
+        plot_kernel_heatmap(model, X, y[:10])
