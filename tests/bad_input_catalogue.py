@@ -485,8 +485,8 @@ def _finite(result) -> bool:
     return True
 
 
-def run(selected=None) -> None:
-    warnings.simplefilter("ignore")
+def records(selected=None):
+    """Run the cases (all, or the ids in ``selected``); yield one outcome dict per case."""
     for case_id, fn, _expected in CASES:
         if selected and case_id not in selected:
             continue
@@ -507,6 +507,11 @@ def run(selected=None) -> None:
                 message=str(exc),
                 mro=[c.__name__ for c in type(exc).__mro__],
             )
+        yield record
+
+
+def run(selected=None) -> None:
+    for record in records(selected):
         print(json.dumps(record), flush=True)
 
 

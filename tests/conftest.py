@@ -2,6 +2,11 @@
 
 Profiles: ``dev`` (default, quick) and ``ci`` (more examples). Both use ``deadline=None``: the
 first example of a property pays numba's JIT compilation. Select with HYPOTHESIS_PROFILE=ci.
+
+Coverage of the jitted code: ``NUMBA_DISABLE_JIT=1`` runs the kernels as plain Python, so
+coverage.py sees their lines. That mode selects the ``nojit`` profile (few examples) and skips
+tests marked ``jit_only`` (they test the compiled artefacts themselves) or
+``slow_without_jit`` (large problems whose lines other tests already execute).
 """
 
 import os
@@ -23,7 +28,23 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+settings.register_profile(
+    "nojit",
+    deadline=None,
+    max_examples=6,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+NO_JIT = os.environ.get("NUMBA_DISABLE_JIT", "0").strip() not in ("", "0")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "nojit" if NO_JIT else "dev"))
+
+
+def pytest_collection_modifyitems(config, items):
+    if not NO_JIT:
+        return
+    for item in items:
+        for name in ("jit_only", "slow_without_jit"):
+            if item.get_closest_marker(name):
+                item.add_marker(pytest.mark.skip(reason=f"{name} under NUMBA_DISABLE_JIT=1"))
 
 
 @pytest.fixture

@@ -61,6 +61,7 @@ def test_unknown_attribute_raises():
         nystrom_priors.nope  # noqa: B018
 
 
+@pytest.mark.jit_only
 def test_second_process_loads_kernels_from_cache(tmp_path):
     """cache=True: a fresh process with a warm cache compiles nothing."""
     code = """

@@ -135,6 +135,7 @@ def test_future_format_version_is_refused(tmp_path, key):
         load(tmp_path / "future.npz")
 
 
+@pytest.mark.jit_only  # the compiled prange drivers are what is tested
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 numba threads")
 @pytest.mark.parametrize("key", list(LEARNERS))
 def test_same_result_with_one_and_two_numba_threads(key):
@@ -155,6 +156,7 @@ def test_same_result_with_one_and_two_numba_threads(key):
     assert t1.tobytes() == t2.tobytes() and u1.tobytes() == u2.tobytes()
 
 
+@pytest.mark.jit_only
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 numba threads")
 @pytest.mark.parametrize("method", ["kmeans", "kmeans++", "uniform"])
 def test_landmark_selection_on_many_rows_is_thread_independent(method):

@@ -11,6 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 
+@pytest.mark.slow_without_jit  # runs scripts in subprocesses (not measured)
 def test_demo_runs_and_reports_error_and_accuracy():
     pytest.importorskip("sklearn")
     res = subprocess.run(
@@ -40,6 +41,7 @@ def test_keel_raw_files(name, shape, n_classes):
     assert np.isfinite(X).all() and np.unique(y).size == n_classes
 
 
+@pytest.mark.slow_without_jit  # runs scripts in subprocesses (not measured)
 def test_command_line_help_and_a_reproduction(tmp_path):
     import sys
 
@@ -63,6 +65,7 @@ def test_command_line_help_and_a_reproduction(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
 
 
+@pytest.mark.slow_without_jit  # runs scripts in subprocesses (not measured)
 def test_zhang_reproduction_writes_table_and_figures(tmp_path):
     import sys
 

@@ -42,6 +42,7 @@ def test_clone_keeps_parameters_and_drops_fit():
     assert not hasattr(c, "B_")
 
 
+@pytest.mark.slow_without_jit
 def test_pipeline_and_grid_search():
     from sklearn.model_selection import GridSearchCV
     from sklearn.pipeline import make_pipeline

@@ -738,15 +738,27 @@ def dpr1_eig(d, w, rho, theta, U):
             U[perm[p], col_] = Uw[p, col_]
 
 
+_EXP_MAX = 709.782712893384  # log(DBL_MAX)
+
+
+@njit(cache=True, nogil=True)
+def _exp(x):
+    """e^x, inf beyond the float64 range: what libm returns, also when NUMBA_DISABLE_JIT=1
+    (where math.exp raises OverflowError instead)."""
+    return math.exp(x) if x <= _EXP_MAX else np.inf
+
+
 @njit(cache=True, nogil=True)
 def _expdd(x, y):
     """Divided difference (e^x - e^y) / (x - y), e^x when equal."""
     if x == y:
-        return math.exp(x)
+        return _exp(x)
     if x < y:
         x, y = y, x
     h = x - y
-    return math.exp(y) * (math.expm1(h) / h)
+    if h > 40.0:  # e^-h < eps: (e^x - e^y) / h = e^x / h in float64, and no inf * 0
+        return _exp(x) / h
+    return _exp(y) * (math.expm1(h) / h)
 
 
 @njit(cache=True, nogil=True)
@@ -761,7 +773,7 @@ def _vn_value(d, w, rho, theta, U, cvec):
         cvec[k] = acc * acc
     f = 0.0
     for k in range(r):
-        f += math.exp(theta[k]) * cvec[k]
+        f += _exp(theta[k]) * cvec[k]
     fp = 0.0
     for k in range(r):
         if cvec[k] == 0.0:
@@ -834,7 +846,7 @@ def _vn_distance(V, i1, i2, W, dlog, v, w):
         w[j] = acc
     p = 0.0
     for k in range(r):
-        p += math.exp(dlog[k]) * w[k] * w[k]
+        p += _exp(dlog[k]) * w[k] * w[k]
     return p
 
 

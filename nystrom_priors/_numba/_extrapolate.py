@@ -93,6 +93,7 @@ def _exp_nonpos(a):
     2^(k+54) is a normal number for every k >= -1076, and the final multiplication by 2^-54
     rounds correctly into the subnormal range.
     """
+    a = np.float64(a)  # a float32 argument (only without the JIT) would lose the reduction
     if a < -745.2:
         a = -745.2
     t = a * _LOG2E + _ROUND_SHIFT
@@ -157,7 +158,7 @@ def _row_aux(X, i, shift, code):
     if code == COSINE:
         s = 0.0
         for k in range(d):
-            v = X[i, k] * 1.0
+            v = np.float64(X[i, k])
             s += v * v
         return 1.0 / np.sqrt(s) if s > 0.0 else 0.0
     return 0.0
@@ -173,7 +174,7 @@ def _l1_rows(X, s, ZT, gamma, Et):
         for j in range(m):
             row[j] = 0.0
         for k in range(d):
-            xk = X[s + i, k] * 1.0
+            xk = np.float64(X[s + i, k])  # subtract in float64 (also without the JIT)
             zk = ZT[k]
             for j in range(m):
                 row[j] += abs(xk - zk[j])
