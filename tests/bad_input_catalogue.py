@@ -215,30 +215,26 @@ for _name in ("Nystrom", "GeneralizedNystrom", "LogDetKernelLearner", "VonNeuman
         (TypeError, r"random_state must be None, a non-negative int.*got str 'abc'"),
     )(lambda _n=_name: fit(_n, random_state="abc"))
 
-case("GeneralizedNystrom.lam-negative", (ValueError, r"lam must be in \(0, inf\), got -1.0"))(
-    lambda: fit("GeneralizedNystrom", lam=-1.0)
-)
-case("GeneralizedNystrom.lam-nan", (ValueError, r"lam must be a number, got NaN"))(
-    lambda: fit("GeneralizedNystrom", lam=float("nan"))
-)
-case("GeneralizedNystrom.lam-string", (ValueError, r"lam must be .*'auto'.*got 'best'"))(
-    lambda: fit("GeneralizedNystrom", lam="best")
-)
-case("GeneralizedNystrom.tol-negative", (ValueError, r"tol must be in \(0, 1\], got -0.1"))(
-    lambda: fit("GeneralizedNystrom", tol=-0.1)
-)
-case("LogDetKernelLearner.gamma-negative", (ValueError, r"gamma must be in \(0, inf\), got -1.0"))(
-    lambda: fit("LogDetKernelLearner", gamma=-1.0)
-)
-case("LogDetKernelLearner.gamma-nan", (ValueError, r"gamma must be a number, got NaN"))(
-    lambda: fit("LogDetKernelLearner", gamma=float("nan"))
-)
-case("LogDetKernelLearner.tol-nan", (ValueError, r"tol must be a number, got NaN"))(
-    lambda: fit("LogDetKernelLearner", tol=float("nan"))
-)
-case("LogDetKernelLearner.max_iter-zero", (ValueError, r"max_iter must be in \[1, inf\), got 0"))(
-    lambda: fit("LogDetKernelLearner", max_iter=0)
-)
+# (learner, parameter, bad value, message)
+_BAD_SCALARS = [
+    ("GeneralizedNystrom", "lam", -1.0, r"lam must be in \(0, inf\), got -1.0"),
+    ("GeneralizedNystrom", "lam", float("nan"), r"lam must be a number, got NaN"),
+    ("GeneralizedNystrom", "lam", "best", r"lam must be .*'auto'.*got 'best'"),
+    ("GeneralizedNystrom", "tol", -0.1, r"tol must be in \(0, 1\], got -0.1"),
+    ("LogDetKernelLearner", "gamma", -1.0, r"gamma must be in \(0, inf\), got -1.0"),
+    ("LogDetKernelLearner", "gamma", float("nan"), r"gamma must be a number, got NaN"),
+    ("LogDetKernelLearner", "tol", float("nan"), r"tol must be a number, got NaN"),
+    ("LogDetKernelLearner", "max_iter", 0, r"max_iter must be in \[1, inf\), got 0"),
+    ("BCDNPKL", "C", -1.0, r"C must be in \(0, inf\), got -1.0"),
+    ("BCDNPKL", "C", float("nan"), r"C must be a number, got NaN"),
+    ("BCDNPKL", "loss", "l1", r"loss must be one of .*got 'l1'"),
+    ("BCDNPKL", "n_neighbors", 40, r"n_neighbors=40 must be < n_samples=40"),
+    ("BCDNPKL", "n_neighbors", 0, r"n_neighbors must be in \[1, inf\), got 0"),
+]
+for _name, _param, _value, _match in _BAD_SCALARS:
+    case(f"{_name}.{_param}={_value!r}", (ValueError, _match))(
+        lambda _n=_name, _p=_param, _v=_value: fit(_n, **{_p: _v})
+    )
 case(
     "LogDetKernelLearner.bounds-negative",
     (ValueError, r"bounds\[0\] = -1.0: squared-distance bounds must be > 0"),
@@ -247,21 +243,6 @@ case(
     "LogDetKernelLearner.bounds-wrong-length",
     (ValueError, r"bounds must be an array of shape \(5,\) .*got shape \(3,\)"),
 )(lambda: make("LogDetKernelLearner").fit(X, pairs=PAIRS, bounds=np.ones(3)))
-case("BCDNPKL.C-negative", (ValueError, r"C must be in \(0, inf\), got -1.0"))(
-    lambda: fit("BCDNPKL", C=-1.0)
-)
-case("BCDNPKL.C-nan", (ValueError, r"C must be a number, got NaN"))(
-    lambda: fit("BCDNPKL", C=float("nan"))
-)
-case("BCDNPKL.loss-unknown", (ValueError, r"loss must be one of .*got 'l1'"))(
-    lambda: fit("BCDNPKL", loss="l1")
-)
-case("BCDNPKL.n_neighbors-too-many", (ValueError, r"n_neighbors=40 must be < n_samples=40"))(
-    lambda: fit("BCDNPKL", n_neighbors=40)
-)
-case("BCDNPKL.n_neighbors-zero", (ValueError, r"n_neighbors must be in \[1, inf\), got 0"))(
-    lambda: fit("BCDNPKL", n_neighbors=0)
-)
 
 # --- side information -----------------------------------------------------------------------
 

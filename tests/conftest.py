@@ -115,3 +115,13 @@ def rbf_roundoff_bound(X, Z, gamma):
 
     E = np.exp(-gamma * cdist(X, Z, "sqeuclidean"))
     return E * gamma * 4 * X.shape[1] * eps * cross + 4 * eps * E
+
+
+def blobs(per_class, d=4, n_classes=3, spread=3.0, labeled=0.5, seed=0):
+    """Gaussian classes around random centres: (X, y, y_partial) with -1 for unlabeled."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=spread, size=(n_classes, d))
+    y = np.repeat(np.arange(n_classes), per_class)
+    X = centers[y] + rng.normal(size=(y.size, d))
+    y_partial = np.where(rng.random(y.size) < labeled, y, -1)
+    return X, y, y_partial

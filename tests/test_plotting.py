@@ -10,6 +10,8 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
+from conftest import blobs  # noqa: E402
+
 from nystrom_priors import (  # noqa: E402
     BCDNPKL,
     GeneralizedNystrom,
@@ -26,12 +28,7 @@ from nystrom_priors.plotting import (  # noqa: E402
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(0)
-    centers = rng.normal(scale=3.0, size=(3, 4))
-    y = np.repeat(np.arange(3), 50)
-    X = centers[y] + rng.normal(size=(150, 4))
-    y_partial = np.where(rng.random(150) < 0.5, y, -1)
-    return X, y, y_partial
+    return blobs(50)
 
 
 def _png_ok(ax, path):

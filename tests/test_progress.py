@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import blobs
 
 from nystrom_priors import (
     BCDNPKL,
@@ -18,12 +19,7 @@ from nystrom_priors import (
 
 
 def _data():
-    rng = np.random.default_rng(0)
-    centers = rng.normal(scale=2.5, size=(3, 4))
-    y = np.repeat(np.arange(3), 40)
-    X = centers[y] + rng.normal(size=(120, 4))
-    y_partial = np.where(rng.random(120) < 0.5, y, -1)
-    return X, y, y_partial
+    return blobs(40, spread=2.5)
 
 
 CASES = {
