@@ -64,6 +64,19 @@ def plot_lambda_path(
     Returns
     -------
     ax : matplotlib Axes (the criterion's; the error axis is ``ax.right_ax`` when drawn)
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from nystrom_priors import GeneralizedNystrom
+    >>> from nystrom_priors.plotting import plot_lambda_path
+    >>> X = np.random.default_rng(0).normal(size=(80, 3))
+    >>> y = np.where(np.arange(80) < 30, (X[:, 0] > 0).astype(int), -1)
+    >>> gn = GeneralizedNystrom(n_landmarks=12, lam="nka", random_state=0).fit(X, y)
+    >>> len(plot_lambda_path(gn).lines[0].get_xdata()) == gn.lam_path_.size
+    True
     """
     lams = np.asarray(getattr(model, "lam_path_", np.array([])), dtype=np.float64)
     if lams.size == 0:
@@ -134,6 +147,19 @@ def plot_spectrum(model: Any, X: Any, *, n_eigenvalues: int | None = None, ax: A
     Returns
     -------
     ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from nystrom_priors import GeneralizedNystrom
+    >>> from nystrom_priors.plotting import plot_spectrum
+    >>> X = np.random.default_rng(0).normal(size=(80, 3))
+    >>> y = np.where(np.arange(80) < 20, np.arange(80) % 2, -1)
+    >>> gn = GeneralizedNystrom(n_landmarks=12, lam=1e-3, random_state=0).fit(X, y)
+    >>> [line.get_label() for line in plot_spectrum(gn, X).lines]
+    ['prior', 'learned (GeneralizedNystrom)']
     """
     X = model._check_X(X)
     learned = _spectrum(model.transform(X))
@@ -179,6 +205,19 @@ def plot_kernel_heatmap(
     Returns
     -------
     ax : matplotlib Axes (its image is ``ax.images[0]``; white lines separate the classes)
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from nystrom_priors import Nystrom
+    >>> from nystrom_priors.plotting import plot_kernel_heatmap
+    >>> X = np.random.default_rng(0).normal(size=(60, 3))
+    >>> y = np.arange(60) % 3
+    >>> ax = plot_kernel_heatmap(Nystrom(n_landmarks=10, random_state=0).fit(X), X, y)
+    >>> ax.images[0].get_array().shape
+    (60, 60)
     """
     from ._validation import check_random_state, check_scalar
 
