@@ -659,6 +659,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
 
     # ----- parameter checks ------------------------------------------------------------------
     def _check_params(self) -> tuple[str, float | None, np.ndarray, float, int, int]:
+        from ._progress import check_verbose
+
+        check_verbose(self.verbose)
         solver = check_option(self.solver, "solver", ("apg", "pgd", "newton"))
         tol = check_scalar(self.tol, "tol", lo=0.0, lo_closed=False, hi=1.0)
         default_iter = 20000 if solver == "pgd" else 2000

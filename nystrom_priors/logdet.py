@@ -552,6 +552,9 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             )
 
     def _check_fit_params(self) -> tuple[float, int]:
+        from ._progress import check_verbose
+
+        check_verbose(self.verbose)
         tol = check_scalar(self.tol, "tol", lo=0.0)
         max_iter = int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
         return tol, max_iter

@@ -440,7 +440,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         self
         """
         from ._numba._bcd import bcd_sweeps
-        from ._progress import Progress
+        from ._progress import Progress, check_verbose
 
         X = check_array(X)
         n = X.shape[0]
@@ -497,7 +497,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         )
         # Verbose fits run the sweeps in chunks to report between them. A chunk starts by
         # re-evaluating the objective at the same state, so the result is bit-identical.
-        chunk = max_iter if not self.verbose else 10
+        chunk = 10 if check_verbose(self.verbose) else max_iter
         n_sweeps, converged = 0, False
         with Progress(self.verbose, max_iter, "BCDNPKL sweeps", "sweep") as progress:
             while n_sweeps < max_iter and not converged:

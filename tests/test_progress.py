@@ -90,7 +90,15 @@ def test_kernel_kmeans_verbose(caplog):
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "yes"])
-def test_bad_verbose_is_refused(bad):
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: BCDNPKL(n_neighbors=6, verbose=v),
+        lambda v: GeneralizedNystrom(n_landmarks=10, lam=1.0, verbose=v),  # no lambda path
+        lambda v: LogDetKernelLearner(rank=4, n_landmarks=20, verbose=v),
+    ],
+)
+def test_bad_verbose_is_refused(bad, make):
     X, _, y_partial = _data()
     with pytest.raises((ValueError, TypeError), match="verbose"):
-        BCDNPKL(n_neighbors=6, verbose=bad).fit(X, y_partial)
+        make(bad).fit(X, y_partial)

@@ -77,11 +77,9 @@ def _fit(key, dtype=np.float64):
         else:
             rng = np.random.default_rng(1)
             idx = np.flatnonzero(y_partial >= 0)
-            i, j = rng.choice(idx, 40), rng.choice(idx, 40)
-            keep = i != j
-            pairs = np.column_stack([i, j, np.where(y[i] == y[j], 1, -1)])[keep]
-            pairs = np.unique(np.sort(pairs[:, :2], axis=1), axis=0, return_index=True)[1]
-            i, j = i[keep][pairs], j[keep][pairs]
+            ij = np.sort(rng.choice(idx, (40, 2)), axis=1)
+            ij = np.unique(ij[ij[:, 0] != ij[:, 1]], axis=0)  # distinct pairs, no self-pairs
+            i, j = ij[:, 0], ij[:, 1]
             model.fit(X, pairs=np.column_stack([i, j, np.where(y[i] == y[j], 1, -1)]))
     return model, X, X_new
 
@@ -100,7 +98,8 @@ def _assert_same_state(a: dict, b: dict) -> None:
             # bit-exact, NaN payloads included
             assert value.tobytes() == other.tobytes(), f"{key} differs"
         else:
-            assert type(other) is type(value) and (other == value or (value != value)), key
+            both_nan = value != value and other != other
+            assert type(other) is type(value) and (other == value or both_nan), key
 
 
 @pytest.mark.parametrize("key", list(LEARNERS))
