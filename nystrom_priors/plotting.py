@@ -89,9 +89,9 @@ def plot_lambda_path(
     x = np.log10(lams / scale)
     ax = _axes(ax)
     is_cv = model.lam == "auto"
-    label = "CV error on the labeled samples" if is_cv else "eq. 12 criterion (NKA)"
-    ax.plot(x, crit * (100.0 if is_cv else 1.0), "o-", color="C0", label=label)
-    ax.set_ylabel("CV error (%)" if is_cv else "alignment criterion")
+    label = "CV hinge loss on the labeled samples" if is_cv else "eq. 12 criterion (NKA)"
+    ax.plot(x, crit, "o-", color="C0", label=label)
+    ax.set_ylabel("held-out hinge loss per sample" if is_cv else "alignment criterion")
     ax.axvline(np.log10(model.lam_ / scale), color="C3", ls="--", label=f"chosen lam={model.lam_:.3g}")
     ax.set_xlabel("log10(lam / mu_max^2)")
     handles, labels = ax.get_legend_handles_labels()

@@ -84,7 +84,8 @@ def one_repeat(X, y, rep, n_labels=100):
     ]
     out["path"] = np.array(path_err)
     out["best"] = float(np.min(path_err))
-    out["cv_path"] = auto.criterion_path_
+    out["cv_path"] = auto.cv_error_path_
+    out["cv_loss"] = auto.criterion_path_
     out["nka_path"] = nka.criterion_path_
     out["e_auto"] = float(np.log10(auto.lam_ / auto.lam_path_[0]))
     out["e_nka"] = float(np.log10(nka.lam_ / nka.lam_path_[0]))
@@ -159,7 +160,7 @@ def draw_paths(plt, curves):
         nkp = np.mean([r["nka_path"] for r in reps], axis=0)
         ax = axes[0, k]
         ax.plot(grid, err, "o-", label="test error (linear SVM)")
-        ax.plot(grid, cvp, "s--", label="CV error on labels (auto)")
+        ax.plot(grid, cvp, "s--", label="CV 0/1 error on labels")
         ax.axhline(np.mean([r["nystrom"] for r in reps]) * 100, color="gray", ls=":", label="Nyström")
         ax.set_title(name)
         ax.set_ylabel("error (%)")
@@ -167,7 +168,10 @@ def draw_paths(plt, curves):
         ax2 = axes[1, k]
         ax2.plot(grid, nkp, "d-", color="C2")
         ax2.set_xlabel("log10(λ / μ_max²)")
-        ax2.set_ylabel("eq. 12 criterion (nka)")
+        ax2.set_ylabel("eq. 12 criterion (nka)", color="C2")
+        ax3 = ax2.twinx()
+        ax3.plot(grid, np.mean([r["cv_loss"] for r in reps], axis=0), "s--", color="C1")
+        ax3.set_ylabel("CV hinge loss (auto's criterion)", color="C1")
     return fig
 
 

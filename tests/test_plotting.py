@@ -49,8 +49,7 @@ def test_lambda_path_draws_the_criterion_and_errors(tmp_path, data, lam):
     x = np.log10(gn.lam_path_ / gn.lam_scale_)
     crit_line = ax.lines[0]
     np.testing.assert_allclose(crit_line.get_xdata(), x)
-    factor = 100.0 if lam == "auto" else 1.0
-    np.testing.assert_allclose(crit_line.get_ydata(), gn.criterion_path_ * factor)
+    np.testing.assert_allclose(crit_line.get_ydata(), gn.criterion_path_)
     chosen = [ln for ln in ax.lines if "chosen" in ln.get_label()][0]
     assert chosen.get_xdata()[0] == pytest.approx(np.log10(gn.lam_ / gn.lam_scale_))
     np.testing.assert_allclose(ax.right_ax.lines[0].get_ydata(), errors * 100)

@@ -1,0 +1,211 @@
+"""Compare rules for choosing GeneralizedNystrom's lam from the labeled samples only.
+
+For each data set and repeat of the Zhang et al. (2012) Table-1 protocol (see
+reproduce_zhang2012.py) this records, along the lam grid:
+
+* the test error of a linear SVM on the factor rows of the kernel learned from all labels
+  (what the reproduction scores; its minimum over the grid is the oracle);
+* for two independent stratified 5-fold splits of the labeled samples, with S refitted on each
+  training fold (the way lam="auto" works), several held-out criteria: kernel-ridge 0/1 error
+  and squared error, linear-SVM 0/1 error and hinge loss on the factor rows, nearest class
+  mean (in the learned kernel) error and margin, and the centred alignment of the held-out x
+  training block with the ideal kernel.
+
+`--collect` writes one .npz per data set; `--analyse` scores selection rules on them: the gain
+captured = (Nystrom - chosen) / (Nystrom - oracle), mean errors over repeats.
+
+Run:  python scripts/study_lambda_selection.py --collect --repeats 10 --out /tmp/lamstudy
+      python scripts/study_lambda_selection.py --analyse --out /tmp/lamstudy
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from datasets import load  # noqa: E402
+
+CRITERIA = ("ridge01", "ridgesq", "svm01", "svmhinge", "ncm01", "ncmmargin", "align", "svmsqhinge")
+LOWER_IS_BETTER = {"ridge01": True, "ridgesq": True, "svm01": True, "svmhinge": True, "ncm01": True,
+                   "ncmmargin": False, "align": False, "svmsqhinge": True}
+
+
+def _svm(Ftr, ytr, Fte, yte):
+    from sklearn.svm import LinearSVC
+
+    clf = LinearSVC(C=1.0, max_iter=50000).fit(Ftr, ytr)
+    dec = clf.decision_function(Fte)
+    classes = clf.classes_
+    if classes.size == 2:
+        s = np.where(yte == classes[1], 1.0, -1.0)
+        h = np.maximum(0.0, 1.0 - s * dec)
+        err = np.sum((dec > 0) != (yte == classes[1]))
+    else:
+        S = np.where(yte[:, None] == classes[None, :], 1.0, -1.0)
+        h = np.maximum(0.0, 1.0 - S * dec)
+        err = np.sum(classes[np.argmax(dec, axis=1)] != yte)
+    return float(err), float(h.sum()), float((h * h).sum())
+
+
+def _ridge_cv_scores(K_tr: np.ndarray, K_te: np.ndarray, Y_tr: np.ndarray, codes_te: np.ndarray, alpha_rel: float):
+    """Held-out (errors, squared error) of a kernel ridge classifier with intercept."""
+    n = K_tr.shape[0]
+    H = np.eye(n) - 1.0 / n
+    Kc = H @ K_tr @ H
+    Kte_c = (K_te - K_tr.mean(0)[None, :]) - (K_te.mean(1)[:, None] - K_tr.mean())
+    Kte_c = Kte_c @ H
+    alpha = alpha_rel * max(np.trace(Kc) / n, 1e-12)
+    Yc = Y_tr - Y_tr.mean(0)
+    coef = np.linalg.solve(Kc + alpha * np.eye(n), Yc)
+    pred = Kte_c @ coef + Y_tr.mean(0)
+    errors = int(np.sum(np.argmax(pred, axis=1) != codes_te))
+    onehot = np.zeros_like(pred)
+    onehot[np.arange(pred.shape[0]), codes_te] = 1.0
+    return errors, float(np.sum((pred - onehot) ** 2))
+
+
+def fold_criteria(Etr, Ete, S, ytr, yte, codes_tr, codes_te, n_classes):
+    from nystrom_priors.generalized import _factor
+
+    Ktr = Etr @ S @ Etr.T
+    Kte = Ete @ S @ Etr.T
+    Ytr = np.zeros((codes_tr.size, n_classes))
+    Ytr[np.arange(codes_tr.size), codes_tr] = 1.0
+    r01, rsq = _ridge_cv_scores(Ktr, Kte, Ytr, codes_te, 0.1)
+    F = _factor(S)
+    s01, shinge, ssq = _svm(Etr @ F, ytr, Ete @ F, yte)
+    # nearest class mean in feature space: ||phi(x) - c_k||^2 = k(x,x) - 2 mean_j k(x, j) + const_k
+    cm = (Kte @ Ytr) / Ytr.sum(0)
+    ck = np.einsum("ic,ij,jc->c", Ytr, Ktr, Ytr) / Ytr.sum(0) ** 2
+    score = 2 * cm - ck[None, :]  # larger = closer
+    pred = np.argmax(score, axis=1)
+    ncm01 = float(np.sum(pred != codes_te))
+    own = score[np.arange(codes_te.size), codes_te]
+    other = np.where(np.eye(n_classes, dtype=bool)[codes_te], -np.inf, score).max(1)
+    scale = max(np.mean(np.diag(Ktr)), 1e-300)
+    margin = float(np.mean((own - other) / scale))
+    T = (codes_te[:, None] == codes_tr[None, :]).astype(float)
+    Kc = Kte - Kte.mean(0, keepdims=True) - Kte.mean(1, keepdims=True) + Kte.mean()
+    Tc = T - T.mean(0, keepdims=True) - T.mean(1, keepdims=True) + T.mean()
+    den = np.linalg.norm(Kc) * np.linalg.norm(Tc)
+    align = float(np.sum(Kc * Tc) / den) if den > 0 else 0.0
+    return np.array([r01, rsq, s01, shinge, ncm01, margin, align, ssq])
+
+
+def one_repeat(X, y, rep, n_splits=4, n_labels=100):
+    import nystrom_priors as npr
+    from nystrom_priors.generalized import _factor, _stratified_folds
+    from nystrom_priors.side_info import check_labels
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from reproduce_zhang2012 import svm_error
+
+    rng = np.random.default_rng(1000 + rep)
+    classes = np.unique(y)
+    per = n_labels // classes.size
+    lab = np.concatenate([rng.choice(np.flatnonzero(y == c), per, replace=False) for c in classes])
+    unl = np.setdiff1d(np.arange(y.size), lab)
+    yy = np.full(y.size, -1)
+    yy[lab] = y[lab]
+    m = min(1000, int(round(0.1 * X.shape[0])))
+    gn = npr.GeneralizedNystrom(n_landmarks=m, lam=1.0, random_state=rep).fit(X, yy)
+    common = dict(n_landmarks=m, landmarks=gn.landmarks_, width=gn.width_)
+    nys = svm_error(npr.Nystrom(**common).fit(X, yy).transform(X), y, lab, unl)
+    E = gn._features_block(X).astype(np.float64)
+    labels = check_labels(yy, y.size)
+    prob = gn._build_problem(gn.S0_, labels, None, lambda r: E[r])
+    grid = np.arange(0, -13, -1.0)
+    lams = prob.mu_max**2 * 10.0**grid
+    kw = dict(solver="newton", tol=1e-6, max_iter=2000)
+    test = np.array([svm_error(E @ _factor(S), y, lab, unl) for _, S, *_ in gn._path(prob, lams, kw)])
+    El = E[labels.index]
+    ylab = y[labels.index]
+    crit = np.zeros((n_splits, 5, grid.size, len(CRITERIA)))
+    fold_kw = dict(solver="apg", tol=1e-3, max_iter=300)
+    for s in range(n_splits):
+        folds = _stratified_folds(labels.codes, 5, np.random.default_rng([rep, s]))
+        for f, te in enumerate(folds):
+            tr = np.setdiff1d(np.arange(labels.index.size), te)
+            p = gn._build_problem(gn.S0_, labels, None, lambda r: E[r], label_rows=tr)
+            lam_f = p.mu_max**2 * 10.0**grid  # each fold on its own scale, as lam="auto" does
+            for j, (_, S, *_r) in enumerate(gn._path(p, lam_f, fold_kw)):
+                crit[s, f, j] = fold_criteria(El[tr], El[te], S, ylab[tr], ylab[te], labels.codes[tr],
+                                              labels.codes[te], labels.n_classes)
+    return dict(test=test, nys=nys, crit=crit, grid=grid)
+
+
+def collect(names, repeats, out):
+    os.makedirs(out, exist_ok=True)
+    warnings.simplefilter("ignore")
+    for name in names:
+        X, y = load(name)
+        reps = []
+        for r in range(repeats):
+            reps.append(one_repeat(X, y, r))
+            print(name, r, flush=True)
+        np.savez(os.path.join(out, f"{name}.npz"), test=np.array([d["test"] for d in reps]),
+                 nys=np.array([d["nys"] for d in reps]), crit=np.array([d["crit"] for d in reps]),
+                 grid=reps[0]["grid"])
+
+
+def analyse(out, names):
+    rules = {}
+
+    def argbest(c, crit):
+        return np.argmin(c) if LOWER_IS_BETTER[crit] else np.argmax(c)
+
+    for crit_i, crit in enumerate(CRITERIA):
+        for splits in (1, 2, 4):
+            def rule(C, crit_i=crit_i, crit=crit, splits=splits):
+                c = C[:splits, :, :, crit_i].reshape(-1, C.shape[2])
+                return argbest(c.mean(0), crit)
+            rules[f"{crit}/argmin/{splits}split"] = rule
+
+            def rule_smooth(C, crit_i=crit_i, crit=crit, splits=splits):
+                c = C[:splits, :, :, crit_i].reshape(-1, C.shape[2]).mean(0)
+                cs = np.convolve(np.pad(c, 1, mode="edge"), np.ones(3) / 3, mode="valid")
+                return argbest(cs, crit)
+            rules[f"{crit}/smooth3/{splits}split"] = rule_smooth
+    header = "| rule | " + " | ".join(names) + " | mean capture | worst vs Nystrom |"
+    print(header)
+    print("|" + " --- |" * (len(names) + 3))
+    data = {n: np.load(os.path.join(out, f"{n}.npz")) for n in names}
+    for n, d in data.items():
+        print(f"# {n}: Nystrom {100 * d['nys'].mean():.2f}, oracle(per-repeat) {100 * d['test'].min(1).mean():.2f}, "
+              f"best fixed lam {100 * d['test'].mean(0).min():.2f} at e={d['grid'][np.argmin(d['test'].mean(0))]:.0f}")
+    scored = []
+    for rname, rule in rules.items():
+        caps, worst, cells = [], np.inf, []
+        for n, d in data.items():
+            chosen = np.array([d["test"][r, rule(d["crit"][r])] for r in range(d["test"].shape[0])])
+            gain_best = d["nys"].mean() - d["test"].min(1).mean()
+            cap = (d["nys"].mean() - chosen.mean()) / gain_best
+            caps.append(cap)
+            worst = min(worst, d["nys"].mean() - chosen.mean())
+            cells.append(f"{100 * chosen.mean():.2f} ({100 * cap:.0f}%)")
+        scored.append((np.mean(caps), f"| {rname} | " + " | ".join(cells) + f" | {100 * np.mean(caps):.0f}% | {100 * worst:+.2f} |"))
+    for _, line in sorted(scored, reverse=True):
+        print(line)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--collect", action="store_true")
+    ap.add_argument("--analyse", action="store_true")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--datasets", nargs="+", default=["german", "splice", "digits49", "digits27", "digits"])
+    ap.add_argument("--out", default="/tmp/lamstudy")
+    a = ap.parse_args(argv)
+    if a.collect:
+        collect(a.datasets, a.repeats, a.out)
+    if a.analyse:
+        analyse(a.out, a.datasets)
+
+
+if __name__ == "__main__":
+    main()
