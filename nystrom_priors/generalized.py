@@ -598,7 +598,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     lam_path_ : ndarray of shape (g,)
         lam values searched (empty when lam is fixed).
     criterion_path_ : ndarray of shape (g,)
-        Selection criterion along the path: held-out error rate ("auto") or eq. (12) ("nka").
+        Selection criterion along the path: mean held-out hinge loss per sample of the
+        cross-validated linear SVM ("auto") or eq. (12) ("nka").
+    cv_error_path_ : ndarray of shape (g,)
+        ``lam="auto"``: mean held-out 0/1 error rate of the same SVMs (empty otherwise).
     lam_scale_ : float
         ``mu_max^2``, the scale of the data term the lambda grid is relative to (NaN when no
         side information was given).
@@ -743,6 +746,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self.classes_ = labels.classes if labels is not None else np.array([])
         self.lam_path_ = np.array([])
         self.criterion_path_ = np.array([])
+        self.cv_error_path_ = np.array([])
         self.lam_scale_ = float("nan")
         if (labels is None and pairs_arr is None) or fixed == np.inf:
             return self._set_solution(S0, np.inf, prior_projection, 0, True, 0.0)
