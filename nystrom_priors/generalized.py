@@ -309,7 +309,7 @@ def _solve(coords: _Coords, V0: np.ndarray, *, accelerate: bool, armijo: bool, t
         Vprev, V = V, Vn
         step = float(np.linalg.norm(V - Vprev))
         # the certificate costs an eigendecomposition: check when the iterates settle
-        if step <= 10 * tol * max(1.0, float(np.linalg.norm(V))) or it % 10 == 0 or it == max_iter:
+        if step <= min(10 * tol, 1e-5) * max(1.0, float(np.linalg.norm(V))) or it % 10 == 0 or it == max_iter:
             cert, _ = coords.certificate(V, coords.grad(V))
             if cert <= tol:
                 return V, it, cert, True
