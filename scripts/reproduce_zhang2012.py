@@ -50,9 +50,8 @@ def svm_error(G, y, lab, unl):
     return 1.0 - clf.score(G[unl], y[unl])
 
 
-def one_repeat(X, y, rep, n_labels=100):
-    import nystrom_priors as npr
-
+def protocol_split(X, y, rep, n_labels=100):
+    """Repeat ``rep`` of the protocol: (labeled idx, unlabeled idx, y with -1, m)."""
     rng = np.random.default_rng(1000 + rep)
     classes = np.unique(y)
     per = n_labels // classes.size
@@ -60,7 +59,13 @@ def one_repeat(X, y, rep, n_labels=100):
     unl = np.setdiff1d(np.arange(y.size), lab)
     yy = np.full(y.size, -1)
     yy[lab] = y[lab]
-    m = min(1000, int(round(0.1 * X.shape[0])))
+    return lab, unl, yy, min(1000, int(round(0.1 * X.shape[0])))
+
+
+def one_repeat(X, y, rep, n_labels=100):
+    import nystrom_priors as npr
+
+    lab, unl, yy, m = protocol_split(X, y, rep, n_labels)
     out = {}
     t = time.perf_counter()
     auto = npr.GeneralizedNystrom(n_landmarks=m, lam="auto", random_state=rep).fit(X, yy)

@@ -103,16 +103,9 @@ def one_repeat(X, y, rep, n_splits=4, n_labels=100):
     from nystrom_priors.side_info import check_labels
 
     sys.path.insert(0, os.path.dirname(__file__))
-    from reproduce_zhang2012 import svm_error
+    from reproduce_zhang2012 import protocol_split, svm_error
 
-    rng = np.random.default_rng(1000 + rep)
-    classes = np.unique(y)
-    per = n_labels // classes.size
-    lab = np.concatenate([rng.choice(np.flatnonzero(y == c), per, replace=False) for c in classes])
-    unl = np.setdiff1d(np.arange(y.size), lab)
-    yy = np.full(y.size, -1)
-    yy[lab] = y[lab]
-    m = min(1000, int(round(0.1 * X.shape[0])))
+    lab, unl, yy, m = protocol_split(X, y, rep, n_labels)
     gn = npr.GeneralizedNystrom(n_landmarks=m, lam=1.0, random_state=rep).fit(X, yy)
     common = dict(n_landmarks=m, landmarks=gn.landmarks_, width=gn.width_)
     nys = svm_error(npr.Nystrom(**common).fit(X, yy).transform(X), y, lab, unl)
