@@ -78,12 +78,16 @@ def naive_kernel(X, Z, name, gamma=None, degree=3, coef0=1.0):
 def gemm_error_bound(A, B):
     """Elementwise bound on the round-off of ``A @ B`` in A's dtype, any summation order.
 
-    ``|fl(A B) - A B| <= k * eps * (|A| |B|)`` (Higham, Accuracy and Stability, 3.5), with k the
-    inner dimension. Two computations of the same product differ by at most twice this.
+    ``|fl(A B) - A B| <= k * eps * (|A| |B|) + k * eta`` (Higham, Accuracy and Stability, 3.5
+    and 2.1 for gradual underflow: every product can be off by ``eta`` = the smallest
+    subnormal, whatever its size), with k the inner dimension. Two computations of the same
+    product differ by at most twice this.
     """
     A = np.asarray(A)
-    eps = np.finfo(A.dtype).eps
-    return A.shape[1] * eps * (np.abs(A).astype(np.float64) @ np.abs(np.asarray(B, dtype=np.float64)))
+    info = np.finfo(A.dtype)
+    k = A.shape[1]
+    rel = k * info.eps * (np.abs(A).astype(np.float64) @ np.abs(np.asarray(B, dtype=np.float64)))
+    return rel + k * float(info.smallest_subnormal)
 
 
 def assert_same_product(G1, G2, A, B):

@@ -32,8 +32,9 @@ def datasets(draw, max_n=60, max_d=40):
         arrays(np.float64, (n, d), elements=st.floats(-10, 10, allow_nan=False, width=32))
     )
     X = X * scale
-    # make sure the data are not all identical (the default width needs spread)
-    X[0, 0] += scale
+    # make sure the data are not all identical (the default width needs spread), also after
+    # the cast to a narrow dtype
+    X[0, 0] = np.abs(X[:, 0]).max() + scale
     return X.astype(dtype)
 
 
