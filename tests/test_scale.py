@@ -132,7 +132,9 @@ def test_fit_out_of_core_equals_in_memory(kind, tmp_path):
         Xs = da.from_array(X, chunks=(700, 5))
     makers = [  # (estimator factory, fitted from labels)
         (lambda: npr.Nystrom(n_landmarks=30, random_state=0), False),
-        (lambda: npr.GeneralizedNystrom(n_landmarks=30, lam=1e-3, random_state=0), True),
+        # APG: a deterministic trajectory from the closed form, so the two fits agree far
+        # below tol; the dual Newton's hand-off point to APG can move with round-off
+        (lambda: npr.GeneralizedNystrom(n_landmarks=30, lam=1e-3, solver="apg", random_state=0), True),
         (lambda: npr.LogDetKernelLearner(n_landmarks=30, gamma=1.0, random_state=0), True),
         (lambda: npr.VonNeumannKernelLearner(n_landmarks=30, random_state=0, max_iter=30), True),
         (lambda: npr.LogDetKernelLearner(rank=3, init="linear", gamma=1.0, random_state=0), True),
@@ -146,7 +148,11 @@ def test_fit_out_of_core_equals_in_memory(kind, tmp_path):
         if hasattr(a, "landmarks_"):
             assert np.array_equal(a.landmarks_, b.landmarks_)
         G_a, G_b = a.transform(X[:200]), b.transform(X[:200])
-        assert np.allclose(G_a, G_b, rtol=0, atol=1e-10 * max(1.0, np.abs(G_a).max())), make()
+        # the learned kernel, not its factor: eigenvalues of S near the factor's m*eps cut-off
+        # may fall on either side after round-off-level differences (blockwise E), changing
+        # the factor's width but not the kernel
+        K_a, K_b = G_a @ G_a.T, G_b @ G_b.T
+        assert np.allclose(K_a, K_b, rtol=0, atol=1e-10 * max(1.0, np.abs(K_a).max())), make()
 
 
 def test_dask_fit_refuses_non_finite():
