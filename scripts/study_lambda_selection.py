@@ -5,7 +5,7 @@ reproduce_zhang2012.py) this records, along the lam grid:
 
 * the test error of a linear SVM on the factor rows of the kernel learned from all labels
   (what the reproduction scores; its minimum over the grid is the oracle);
-* for two independent stratified 5-fold splits of the labeled samples, with S refitted on each
+* for four independent stratified 5-fold splits of the labeled samples (rules use the first 1, 2 or 4), with S refitted on each
   training fold (the way lam="auto" works), several held-out criteria: kernel-ridge 0/1 error
   and squared error, linear-SVM 0/1 error and hinge loss on the factor rows, nearest class
   mean (in the learned kernel) error and margin, and the centred alignment of the held-out x
