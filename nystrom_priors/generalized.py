@@ -922,9 +922,11 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             for test in _stratified_folds(labels.codes, k, rng):
                 train = np.setdiff1d(np.arange(labels.index.size), test)
                 Etr, Ete = E_all[train], E_all[test]
+                codes_tr = labels.codes[train].astype(np.int64)
+                codes_te = labels.codes[test].astype(np.int64)
                 reduced = None
                 if pairs is None:
-                    reduced = _reduced_fold(S0, prior, Etr, labels.codes[train], labels.n_classes)
+                    reduced = _reduced_fold(S0, prior, Etr, codes_tr, labels.n_classes)
                 if reduced is not None:
                     prob, C, Ftr = reduced[0], reduced[1], Etr @ reduced[2]
                     Fte = Ete @ reduced[2]
@@ -943,8 +945,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                     loss, err, _unconv = ovr_heldout_loss(
                         np.ascontiguousarray(_sym(Ktr)) + 1.0,
                         np.ascontiguousarray(Kte) + 1.0,
-                        labels.codes[train].astype(np.int64),
-                        labels.codes[test].astype(np.int64),
+                        codes_tr,
+                        codes_te,
                         labels.n_classes,
                         1.0,
                         _SVM_TOL,
