@@ -240,6 +240,17 @@ def test_lam_selection_exposes_the_path(rng, rule):
     np.testing.assert_allclose(ratio, 10.0)
 
 
+def test_unconverged_heldout_svm_is_a_named_warning(rng, monkeypatch):
+    X, y, _ = _toy(rng)
+    monkeypatch.setattr(gmod, "_SVM_SWEEPS", 1)
+    with pytest.warns(ConvergenceWarning, match="held-out linear SVMs of lam='auto' stopped after 1 sweeps"):
+        GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
+    monkeypatch.setattr(gmod, "_SVM_SWEEPS", 1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
+
+
 def test_cv_choice_smooths_over_neighbouring_lam():
     # an isolated dip (index 1) loses against a broad basin (indices 3-5)
     losses = np.array([[1.0, 0.50, 1.0, 0.62, 0.60, 0.62, 1.0]] * 2)

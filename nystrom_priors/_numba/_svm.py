@@ -19,19 +19,15 @@ _FM = {"reassoc", "contract"}
 
 @njit(cache=True, nogil=True, fastmath=_FM)
 def svm_dual_cd(Kb, y, C, tol, max_sweeps, alpha):
-    """Fit one binary problem in place of ``alpha`` (start: the given values).
+    """Fit one binary problem from ``alpha = 0``; the solution is written into ``alpha``.
 
     ``Kb`` (n, n) kernel including the +1 of the intercept, ``y`` (n,) in {-1, +1}.
     Returns the number of sweeps, or ``-sweeps`` when ``max_sweeps`` ran out.
     """
     n = Kb.shape[0]
     diag = 0.5 / C
+    alpha[:] = 0.0
     f = np.zeros(n)  # f_i = sum_j alpha_j y_j Kb_ij
-    for j in range(n):
-        if alpha[j] != 0.0:
-            a = alpha[j] * y[j]
-            for i in range(n):
-                f[i] += a * Kb[i, j]
     for sweep in range(1, max_sweeps + 1):
         pg_max = -np.inf
         pg_min = np.inf
@@ -80,7 +76,6 @@ def ovr_heldout_loss(Kb_tr, Kb_te, codes_tr, codes_te, n_classes, C, tol, max_sw
         pos = 1 if n_classes == 2 else c
         for i in range(n_tr):
             y[i] = 1.0 if codes_tr[i] == pos else -1.0
-            alpha[i] = 0.0
         if svm_dual_cd(Kb_tr, y, C, tol, max_sweeps, alpha) < 0:
             unconverged += 1
         for t in range(n_te):
