@@ -242,10 +242,10 @@ def test_lam_selection_exposes_the_path(rng, rule):
 
 def test_unconverged_heldout_svm_is_a_named_warning(rng, monkeypatch):
     X, y, _ = _toy(rng)
-    monkeypatch.setattr(gmod, "_SVM_SWEEPS", 1)
-    with pytest.warns(ConvergenceWarning, match="held-out linear SVMs of lam='auto' stopped after 1 sweeps"):
+    monkeypatch.setattr(gmod, "_SVM_MAX_ITER", 1)
+    with pytest.warns(ConvergenceWarning, match="held-out linear SVMs of lam='auto' stopped after 1 Newton steps"):
         GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
-    monkeypatch.setattr(gmod, "_SVM_SWEEPS", 1000)
+    monkeypatch.setattr(gmod, "_SVM_MAX_ITER", 100)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
@@ -268,7 +268,7 @@ def test_cv_choice_smooths_over_neighbouring_lam():
 
 @pytest.mark.parametrize("n_classes", [2, 3, 10])
 def test_heldout_svm_matches_linear_svc(n_classes):
-    """The jitted dual CD equals scikit-learn's LinearSVC (squared hinge, C=1, intercept)."""
+    """The jitted primal Newton SVM equals scikit-learn's LinearSVC (squared hinge, C=1, intercept)."""
     sklearn_svm = pytest.importorskip("sklearn.svm")
     from nystrom_priors._numba._svm import ovr_heldout_loss
 
@@ -290,10 +290,35 @@ def test_heldout_svm_matches_linear_svc(n_classes):
         hinge = np.maximum(0, 1 - sign * dec).sum()
         errors = int(np.sum(dec.argmax(1) != cte))
     loss, err, unconverged = ovr_heldout_loss(
-        Xtr @ Xtr.T + 1.0, Xte @ Xtr.T + 1.0, ctr.astype(np.int64), cte.astype(np.int64), n_classes, 1.0, 1e-10, 200000
+        Xtr @ Xtr.T + 1.0, Xte @ Xtr.T + 1.0, ctr.astype(np.int64), cte.astype(np.int64), n_classes, 1.0, 100
     )
     assert unconverged == 0 and err == errors
     np.testing.assert_allclose(loss, hinge, rtol=1e-6)
+
+
+@pytest.mark.parametrize("width", [0.3, 3.0, 300.0])
+def test_heldout_svm_solves_the_dual_qp(width):
+    """Against an exact active-set oracle independent of the solver: the L2-SVM dual
+    min 1/2 a^T (Q + I/2C) a - 1^T a, a >= 0, written as NNLS through the Cholesky factor.
+    The wide kernels are nearly rank one (a Gaussian prior with a large width), where
+    coordinate descent stalls at its sweep limit."""
+    from scipy.optimize import nnls
+
+    from nystrom_priors._numba._svm import svm_primal_newton
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(60, 5))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=60) > 0, 1.0, -1.0)
+    D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    for C in (0.1, 1.0, 10.0):
+        Kb = np.exp(-D / width) + 1.0
+        H = (y[:, None] * y[None, :]) * Kb + np.eye(60) / (2 * C)
+        L = np.linalg.cholesky(H)
+        alpha, _ = nnls(L.T, np.linalg.solve(L, np.ones(60)), maxiter=10000)
+        beta = np.zeros(60)
+        it = svm_primal_newton(np.ascontiguousarray(Kb), y, C, 100, beta)
+        assert 0 < it <= 30
+        np.testing.assert_allclose(beta, y * alpha, rtol=1e-6, atol=1e-8 * np.abs(alpha).max())
 
 
 def test_reduced_fold_problem_is_the_restriction_of_J(rng):
