@@ -20,12 +20,15 @@ gradient through a sparse mask and never forms an |I| x |I| matrix.
 Solvers
 -------
 ``"auto"`` (default)
-    Currently ``"newton"`` everywhere: the path of ``lam="nka"``, the cross-validation folds
-    of ``lam="auto"`` and the final fit. Measured on sklearn digits, m = 400, 100 labels,
-    certified 1e-6: Newton 1 / 13 / 39 steps (0.05 / 0.5 / 1.9 s) at
-    lam = mu_max^2 * 1e-4 / 1e-6 / 1e-8 where APG needs 1 / 223 / 656 (0.07 / 7.9 / 18 s);
-    at 1e-10 and below both take hundreds of steps. On the restricted CV folds (p ~ 160,
-    1e-3) warm-started Newton took 356 steps for 130 solves where APG took 6061 (3.1 vs 18.7 s).
+    ``"newton"`` for the fits on all the side information (the path of ``lam="nka"`` and the
+    final fit) and the restricted cross-validation folds of ``lam="auto"``; ``"apg"`` for
+    full m x m folds (solved to 1e-3 and warm-started along the path, where APG's cheap
+    steps win: sklearn digits, m = 180, fit 31 s vs 79 s with Newton folds). Measured on
+    sklearn digits, m = 400, 100 labels, certified 1e-6: Newton 14 / 35 / 67 / 111 steps at
+    lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 / 1e-11 (cold starts below 1e-4 descend the grid,
+    see ``_solve_lam``) where APG needs 223 / 656 / hundreds to thousands. On restricted CV
+    folds (p ~ 160, 1e-3) warm-started Newton took 356 steps for 130 solves where APG took
+    6061 (3.1 vs 18.7 s).
 ``"apg"``
     Accelerated projected gradient (FISTA with gradient restarts) in preconditioned
     coordinates. In M's eigenbasis (M = U diag(mu) U^T) the labeled objective is
@@ -89,6 +92,8 @@ __all__ = ["GeneralizedNystrom"]
 
 _EPS = np.finfo(np.float64).eps
 _CV_TOL = 1e-3
+# Newton's continuation for cold starts below mu_max^2 * this (see _solve_lam)
+_HOMOTOPY_START = 1e-4
 # lam="auto": independent k-fold splits averaged; the held-out SVM's Newton step limit
 _CV_SPLITS = 2
 _SVM_MAX_ITER = 100
@@ -458,6 +463,7 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
     R = dual.zeros() if R0 is None else R0
     st = dual.state(R)
     gap = np.inf
+    capped = 0  # consecutive Newton steps whose CG ran out: the dual is too badly scaled here
     for it in range(1, max_iter + 1):
         S, J = dual.primal(st)
         gap = max(J - st["d"], 0.0) / max(J, 1e-300)
@@ -474,7 +480,7 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
         pdir = z
         rz = dual.dot(r, z)
         cg_tol = min(0.1, np.sqrt(gnorm)) * gnorm
-        for _ in range(cg_max):
+        for k in range(cg_max):
             Ap = dual.hess_apply(st, Omega, pdir)
             alpha = rz / dual.dot(pdir, Ap)
             H = dual.axpy(alpha, pdir, H)
@@ -485,6 +491,11 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
             rz_new = dual.dot(r, z)
             pdir = dual.axpy(rz_new / rz, pdir, z)
             rz = rz_new
+        capped = capped + 1 if k == cg_max - 1 else 0
+        if capped >= 3:
+            # measured (german, m = 100, 80 labels, lam = mu_max^2 * 1e-12): from here on every
+            # step runs CG to its cap and the gap stays ~1 for 100 steps; APG finishes instead
+            break
         # Armijo line search on the concave dual (ascent along H; <grad, H> = 2 <g, H> > 0)
         slope = 2.0 * dual.dot(g, H)
         step = 1.0
@@ -504,6 +515,13 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
     return S, R, it, gap, gap <= tol
 
 
+def _rescale_dual(R, factor: float):
+    """The dual warm start for ``lam * factor``: same ``X(R) = S0 - A*(R) / lam``, i.e. the same
+    primal. The unscaled R pushes X ``1 / factor`` times further (measured on restricted CV
+    folds along the 10x grid: 2.1x fewer Newton steps, 3.4x fewer eigendecompositions)."""
+    return tuple(None if r is None else r * factor for r in R)
+
+
 def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: int, S_warm=None, R_warm=None):
     """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
 
@@ -511,7 +529,21 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
     where the dual is badly scaled) its last primal iterate, always PSD, warm-starts APG.
     """
     if solver in ("newton", "auto"):
-        S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=min(max_iter, 100))
+        it = 0
+        if R_warm is None and lam < _HOMOTOPY_START * prob.mu_max**2:
+            # continuation: a cold dual start at small lam stalls (measured on digits, m = 400,
+            # 100 labels, 1e-6: 100 steps without progress at mu_max^2 * 1e-10), while
+            # descending from mu_max^2 * 1e-4 by factors of 10, each stage solved to a loose
+            # 0.1 gap, took 35 / 66 / 112 steps in all at 1e-8 / 1e-10 / 1e-11 (cold: 39 / fail)
+            lam_k = _HOMOTOPY_START * prob.mu_max**2
+            while lam_k > 10.0 * lam:
+                _S, R_warm, it_k, _c, _ok = _solve_newton(prob, lam_k, R_warm, tol=0.1, max_iter=100)
+                it += it_k
+                R_warm = _rescale_dual(R_warm, 0.1)
+                lam_k *= 0.1
+            R_warm = _rescale_dual(R_warm, lam / lam_k)
+        S, R, it_n, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=min(max_iter, 100))
+        it += it_n
         if ok:
             return S, it, cert, True, R
         coords = _Coords(prob, lam, True)
@@ -567,7 +599,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     solver : {"auto", "apg", "pgd", "newton"}, default="auto"
         Preconditioned accelerated projected gradient, the paper's gradient mapping, or the
         dual semismooth Newton-CG (fewest eigendecompositions; falls back to APG at tiny lam).
-        ``"auto"``: the measured fastest, currently Newton (see the module docstring).
+        ``"auto"``: the measured fastest per sub-problem (see the module docstring).
     tol : float, default=1e-6
         Certified tolerance: relative duality gap (labels) or relative projected-gradient
         residual (pairs).
@@ -862,10 +894,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         lam_prev = None
         for lam in lams:
             if R_prev is not None:
-                # the dual point with the same X(R) = S0 - A*(R)/lam, i.e. the previous primal:
-                # the unscaled R pushes X ~10x further at the next grid point (measured on
-                # restricted CV folds: 2.1x fewer Newton steps, 3.4x fewer eigendecompositions)
-                R_prev = tuple(None if r is None else r * (lam / lam_prev) for r in R_prev)
+                R_prev = _rescale_dual(R_prev, lam / lam_prev)
             S, it, cert, ok, R = _solve_lam(prob, float(lam), S_warm=S_prev, R_warm=R_prev, **solve_kw)
             S_prev, R_prev, lam_prev = S, R, float(lam)
             yield float(lam), S, it, cert, ok
@@ -915,12 +944,15 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         E_all = E_of(labels.index)
         K0_all = E_all @ S0 @ E_all.T  # the prior's kernel on the labeled samples
         # selection only needs the ranking of lam: a certified 1e-3 gap is plenty
-        fold_kw = dict(
-            solve_kw,
-            solver="newton" if solve_kw["solver"] == "auto" else solve_kw["solver"],
-            tol=max(solve_kw["tol"], _CV_TOL),
-            max_iter=min(solve_kw["max_iter"], 300),
-        )
+        fold_kw = dict(solve_kw, tol=max(solve_kw["tol"], _CV_TOL), max_iter=min(solve_kw["max_iter"], 300))
+        if solve_kw["solver"] == "auto":
+            # measured, 2 x 5 folds x 13 lam to 1e-3: restricted p x p folds (MNIST-sized
+            # synthetic, p ~ 160) Newton 3.1 s vs APG 18.7 s; full m x m folds APG wins (sklearn
+            # digits m = 180: fit 31 vs 79 s; german m = 100: 6.6 vs 81 s, Newton stalls at
+            # lam <= mu_max^2 * 1e-11 where the warm-started APG needs a few dozen steps)
+            fold_solver = {True: "newton", False: "apg"}
+        else:
+            fold_solver = {True: solve_kw["solver"], False: solve_kw["solver"]}
         row = svm_unconverged = 0
         for split in range(_CV_SPLITS):
             for test in _stratified_folds(labels.codes, k, rng):
@@ -938,7 +970,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                     prob = self._build_problem(S0, labels, pairs, E_of, label_rows=train)
                 K0tr = K0_all[np.ix_(train, train)]
                 K0te = K0_all[np.ix_(test, train)]
-                for j, (lam, S, *_rest) in enumerate(self._path(prob, lams, fold_kw)):
+                kw = dict(fold_kw, solver=fold_solver[reduced is not None])
+                for j, (lam, S, *_rest) in enumerate(self._path(prob, lams, kw)):
                     if reduced is not None:  # S = S0 + V (Y - C) V^T, Y the reduced solution
                         Dl = S - C
                         Ktr = K0tr + Ftr @ Dl @ Ftr.T
