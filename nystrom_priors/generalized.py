@@ -20,10 +20,11 @@ gradient through a sparse mask and never forms an |I| x |I| matrix.
 Solvers
 -------
 ``"auto"`` (default)
-    ``"newton"`` for the fits on all the side information (the path of ``lam="nka"`` and the
-    final fit) and the restricted cross-validation folds of ``lam="auto"``; ``"apg"`` for
-    full m x m folds (solved to 1e-3 and warm-started along the path, where APG's cheap
-    steps win: sklearn digits, m = 180, fit 31 s vs 79 s with Newton folds). Measured on
+    ``"newton"`` when the dual is the smaller problem (fewer constrained entries than entries
+    of S: l < m for labels), ``"apg"`` otherwise (see ``_auto_solver`` for the measurements);
+    ``"apg"`` on the full m x m cross-validation folds of ``lam="auto"`` (solved to 1e-3 and
+    warm-started along the path, where APG's cheap steps win: sklearn digits, m = 180, fit 31 s
+    vs 79 s with Newton folds). Measured on
     sklearn digits, m = 400, 100 labels, certified 1e-6: Newton 14 / 35 / 67 / 111 steps at
     lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 / 1e-11 (cold starts below 1e-4 descend the grid,
     see ``_solve_lam``) where APG needs 223 / 656 / hundreds to thousands. On restricted CV
@@ -515,6 +516,26 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
     return S, R, it, gap, gap <= tol
 
 
+def _auto_solver(prob: "_Problem") -> str:
+    """Newton on the dual when it is the smaller problem (fewer constrained entries than
+    entries of S), APG on the primal otherwise.
+
+    Measured, certified 1e-6 at lam = mu_max^2 * 1e-8 / 1e-10 (Table-1 data, 100 labels):
+    digits 4-9, m = 36: Newton 62 / 186 steps, APG 92 / 26 (0.39 / 1.9 s vs 0.04 / 0.01 s);
+    german, m = 100: Newton 0.39 / 0.96 s, APG 0.19 / 0.15 s; digits, m = 180: Newton 45 / 85
+    steps (0.73 / 1.7 s), APG 560 / 590 (2.7 / 1.9 s); digits, m = 400: Newton 35 / 67, APG
+    656 / 843. With more labels than landmarks the dual is degenerate (E_l S E_l^T cannot
+    match arbitrary l x l targets) and Newton crawls at small lam.
+    """
+    n_dual = 0
+    if prob.has_labels:
+        l = prob.El.shape[0]
+        n_dual += l * (l + 1) // 2
+    if prob.has_pairs:
+        n_dual += int(prob.a.size)
+    return "newton" if n_dual < prob.m * (prob.m + 1) // 2 else "apg"
+
+
 def _rescale_dual(R, factor: float):
     """The dual warm start for ``lam * factor``: same ``X(R) = S0 - A*(R) / lam``, i.e. the same
     primal. The unscaled R pushes X ``1 / factor`` times further (measured on restricted CV
@@ -528,7 +549,9 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
     ``"newton"`` runs the dual semismooth Newton-CG; if it cannot certify ``tol`` (tiny lam,
     where the dual is badly scaled) its last primal iterate, always PSD, warm-starts APG.
     """
-    if solver in ("newton", "auto"):
+    if solver == "auto":
+        solver = _auto_solver(prob)
+    if solver == "newton":
         it = 0
         if R_warm is None and lam < _HOMOTOPY_START * prob.mu_max**2:
             # continuation: a cold dual start at small lam stalls (measured on digits, m = 400,
@@ -541,7 +564,8 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
                 it += it_k
                 R_warm = _rescale_dual(R_warm, 0.1)
                 lam_k *= 0.1
-            R_warm = _rescale_dual(R_warm, lam / lam_k)
+            if R_warm is not None:
+                R_warm = _rescale_dual(R_warm, lam / lam_k)
         S, R, it_n, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=min(max_iter, 100))
         it += it_n
         if ok:
@@ -945,14 +969,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         K0_all = E_all @ S0 @ E_all.T  # the prior's kernel on the labeled samples
         # selection only needs the ranking of lam: a certified 1e-3 gap is plenty
         fold_kw = dict(solve_kw, tol=max(solve_kw["tol"], _CV_TOL), max_iter=min(solve_kw["max_iter"], 300))
-        if solve_kw["solver"] == "auto":
-            # measured, 2 x 5 folds x 13 lam to 1e-3: restricted p x p folds (MNIST-sized
-            # synthetic, p ~ 160) Newton 3.1 s vs APG 18.7 s; full m x m folds APG wins (sklearn
-            # digits m = 180: fit 31 vs 79 s; german m = 100: 6.6 vs 81 s, Newton stalls at
-            # lam <= mu_max^2 * 1e-11 where the warm-started APG needs a few dozen steps)
-            fold_solver = {True: "newton", False: "apg"}
-        else:
-            fold_solver = {True: solve_kw["solver"], False: solve_kw["solver"]}
+        # solver="auto" on full m x m folds: APG, measured over 2 x 5 folds x 13 lam to 1e-3
+        # (sklearn digits m = 180: fit 31 vs 79 s with Newton folds; german m = 100: 6.6 vs
+        # 81 s, Newton stalls at lam <= mu_max^2 * 1e-11 where the warm-started APG needs a few
+        # dozen steps). Restricted folds keep "auto" (Newton: MNIST-sized synthetic, p ~ 160,
+        # 3.1 s vs APG 18.7 s).
+        full_fold_solver = "apg" if solve_kw["solver"] == "auto" else solve_kw["solver"]
         row = svm_unconverged = 0
         for split in range(_CV_SPLITS):
             for test in _stratified_folds(labels.codes, k, rng):
@@ -970,7 +992,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                     prob = self._build_problem(S0, labels, pairs, E_of, label_rows=train)
                 K0tr = K0_all[np.ix_(train, train)]
                 K0te = K0_all[np.ix_(test, train)]
-                kw = dict(fold_kw, solver=fold_solver[reduced is not None])
+                kw = fold_kw if reduced is not None else dict(fold_kw, solver=full_fold_solver)
                 for j, (lam, S, *_rest) in enumerate(self._path(prob, lams, kw)):
                     if reduced is not None:  # S = S0 + V (Y - C) V^T, Y the reduced solution
                         Dl = S - C

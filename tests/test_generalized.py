@@ -125,6 +125,26 @@ def test_newton_dual_gap_is_exact_and_fallback_certifies(rng):
         assert ok2 and (prob.objective(S2, lam) - prob.objective(S_ref, lam)) <= 1e-6 * J
 
 
+def test_auto_solver_takes_the_smaller_of_primal_and_dual(rng):
+    """Newton (dual, l(l+1)/2 + pair entries) below m(m+1)/2 unknowns, APG (primal) otherwise."""
+    for m, l, expected in ((20, 19, "newton"), (20, 20, "apg"), (20, 45, "apg"), (60, 30, "newton")):
+        S0 = np.eye(m)
+        El = rng.normal(size=(l, m))
+        prob = gmod._Problem(S0, El, np.eye(2)[rng.integers(2, size=l)])
+        assert gmod._auto_solver(prob) == expected, (m, l)
+    # pairs: the ordered mask entries are the dual's unknowns
+    Ep = rng.normal(size=(8, 6))
+    few = gmod._Problem(np.eye(6), Ep=Ep, a=np.arange(8), b=np.arange(8), t=np.ones(8))
+    many = gmod._Problem(np.eye(6), Ep=Ep, a=np.repeat(np.arange(8), 3), b=np.tile(np.arange(3), 8), t=np.ones(24))
+    assert gmod._auto_solver(few) == "newton" and gmod._auto_solver(many) == "apg"
+    # and "auto" reaches the same certified optimum as both explicit solvers
+    prob, *_ = _small_problem(rng)
+    lam = prob.mu_max**2 * 1e-6
+    sols = [gmod._solve_lam(prob, lam, s, tol=1e-9, max_iter=20000)[0] for s in ("auto", "apg", "newton")]
+    f = [prob.objective(S, lam) for S in sols]
+    assert max(f) - min(f) <= 1e-7 * min(f)
+
+
 def test_duality_gap_certificate_bounds_the_true_gap(rng):
     prob, S0, E, Y, _ = _small_problem(rng)
     lam = prob.mu_max**2 * 1e-6
