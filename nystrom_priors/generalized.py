@@ -25,9 +25,9 @@ Solvers
     ``"apg"`` on the full m x m cross-validation folds of ``lam="auto"`` (solved to 1e-3 and
     warm-started along the path, where APG's cheap steps win: sklearn digits, m = 180, fit 31 s
     vs 79 s with Newton folds). Measured on
-    sklearn digits, m = 400, 100 labels, certified 1e-6: Newton 14 / 35 / 67 / 111 steps at
-    lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 / 1e-11 (cold starts below 1e-4 descend the grid,
-    see ``_solve_lam``) where APG needs 223 / 656 / hundreds to thousands. On restricted CV
+    sklearn digits, m = 400, 100 labels, certified 1e-6: Newton 13 / 50 / 82 / 126 steps at
+    lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 / 1e-11 (cold starts below 1e-4 that stall descend
+    the grid, see ``_solve_lam``) where APG needs 223 / 656 / 843 / hundreds to thousands. On restricted CV
     folds (p ~ 160, 1e-3) warm-started Newton took 356 steps for 130 solves where APG took
     6061 (3.1 vs 18.7 s).
 ``"apg"``
@@ -95,6 +95,7 @@ _EPS = np.finfo(np.float64).eps
 _CV_TOL = 1e-3
 # Newton's continuation for cold starts below mu_max^2 * this (see _solve_lam)
 _HOMOTOPY_START = 1e-4
+_COLD_STEPS = 15
 # lam="auto": independent k-fold splits averaged; the held-out SVM's Newton step limit
 _CV_SPLITS = 2
 _SVM_MAX_ITER = 100
@@ -523,7 +524,7 @@ def _auto_solver(prob: "_Problem") -> str:
     Measured, certified 1e-6 at lam = mu_max^2 * 1e-8 / 1e-10 (Table-1 data, 100 labels):
     digits 4-9, m = 36: Newton 62 / 186 steps, APG 92 / 26 (0.39 / 1.9 s vs 0.04 / 0.01 s);
     german, m = 100: Newton 0.39 / 0.96 s, APG 0.19 / 0.15 s; digits, m = 180: Newton 45 / 85
-    steps (0.73 / 1.7 s), APG 560 / 590 (2.7 / 1.9 s); digits, m = 400: Newton 35 / 67, APG
+    steps (0.73 / 1.7 s), APG 560 / 590 (2.7 / 1.9 s); digits, m = 400: Newton 50 / 82, APG
     656 / 843. With more labels than landmarks the dual is degenerate (E_l S E_l^T cannot
     match arbitrary l x l targets) and Newton crawls at small lam.
     """
@@ -547,30 +548,35 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
     """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
 
     ``"auto"`` resolves through ``_auto_solver``. ``"newton"`` runs the dual semismooth
-    Newton-CG, from a continuation down the grid when cold-started below
-    ``_HOMOTOPY_START * mu_max^2`` (the iterations of all stages are counted); if it cannot
-    certify ``tol`` (tiny lam, where the dual is badly scaled) its last primal iterate, always
-    PSD, warm-starts APG.
+    Newton-CG; a cold start below ``_HOMOTOPY_START * mu_max^2`` that does not certify within
+    ``_COLD_STEPS`` steps restarts from a continuation down the grid (the iterations of all
+    attempts and stages are counted); if it still cannot certify ``tol`` (tiny lam, where the
+    dual is badly scaled) its last primal iterate, always PSD, warm-starts APG.
     """
     if solver == "auto":
         solver = _auto_solver(prob)
     if solver == "newton":
-        it = 0
-        if R_warm is None and lam < _HOMOTOPY_START * prob.mu_max**2:
-            # continuation: a cold dual start at small lam stalls (measured on digits, m = 400,
-            # 100 labels, 1e-6: 100 steps without progress at mu_max^2 * 1e-10), while
-            # descending from mu_max^2 * 1e-4 by factors of 10, each stage solved to a loose
-            # 0.1 gap, took 35 / 66 / 112 steps in all at 1e-8 / 1e-10 / 1e-11 (cold: 39 / fail)
+        cap = min(max_iter, 100)
+        cold_small = R_warm is None and lam < _HOMOTOPY_START * prob.mu_max**2
+        # a cold start at small lam either converges within a few steps (MNIST-sized synthetic,
+        # m = 1000: 1 step) or stalls (digits, m = 400, 1e-6 gap at mu_max^2 * 1e-10: 100 steps
+        # without progress); give it _COLD_STEPS, then continue down the grid from
+        # mu_max^2 * 1e-4 by factors of 10, each stage to a loose 0.1 gap (digits: 50 / 82 / 126
+        # steps in all at 1e-8 / 1e-10 / 1e-11, the 15 cold steps included)
+        first_cap = min(cap, _COLD_STEPS) if cold_small else cap
+        S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=first_cap)
+        if cold_small and not ok:
             lam_k = _HOMOTOPY_START * prob.mu_max**2
+            R_warm = None
             while lam_k > 10.0 * lam:
-                _S, R_warm, it_k, _c, _ok = _solve_newton(prob, lam_k, R_warm, tol=0.1, max_iter=min(max_iter, 100))
+                _S, R_warm, it_k, _c, _ok = _solve_newton(prob, lam_k, R_warm, tol=0.1, max_iter=cap)
                 it += it_k
                 R_warm = _rescale_dual(R_warm, 0.1)
                 lam_k *= 0.1
             if R_warm is not None:
                 R_warm = _rescale_dual(R_warm, lam / lam_k)
-        S, R, it_n, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=min(max_iter, 100))
-        it += it_n
+            S, R, it_n, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=cap)
+            it += it_n
         if ok:
             return S, it, cert, True, R
         coords = _Coords(prob, lam, True)
