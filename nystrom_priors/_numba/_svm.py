@@ -22,40 +22,26 @@ descent, which on nearly rank-one kernels (a wide Gaussian prior) stalls at its 
 import numpy as np
 from numba import njit
 
+from ._bcd import _cholesky_solve
+
 _FM = {"reassoc", "contract"}
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
 def _newton_point(Kb, y, act, C, out):
-    """``out`` = the minimiser on the active set ``act`` (bool (n,)); Cholesky of Kb_AA + I/2C."""
-    n = Kb.shape[0]
+    """``out`` = the minimiser on the active set ``act`` (bool (n,)): Kb_AA + I/2C is SPD."""
     idx = np.flatnonzero(act)
     p = idx.size
-    L = np.empty((p, p))
+    H = np.empty((p, p))
+    rhs = np.empty(p)
     for a in range(p):
-        for b in range(a + 1):
-            s = Kb[idx[a], idx[b]]
-            if a == b:
-                s += 0.5 / C
-            for k in range(b):
-                s -= L[a, k] * L[b, k]
-            if a == b:
-                L[a, a] = np.sqrt(s)  # s >= 1 / (2C) > 0: Kb is PSD
-            else:
-                L[a, b] = s / L[b, b]
+        rhs[a] = y[idx[a]]
+        for b in range(p):
+            H[a, b] = Kb[idx[a], idx[b]]
+        H[a, a] += 0.5 / C
     z = np.empty(p)
-    for a in range(p):
-        s = y[idx[a]]
-        for k in range(a):
-            s -= L[a, k] * z[k]
-        z[a] = s / L[a, a]
-    for a in range(p - 1, -1, -1):
-        s = z[a]
-        for k in range(a + 1, p):
-            s -= L[k, a] * z[k]
-        z[a] = s / L[a, a]
-    for i in range(n):
-        out[i] = 0.0
+    _cholesky_solve(H, rhs, z)
+    out[:] = 0.0
     for a in range(p):
         out[idx[a]] = z[a]
 
