@@ -79,8 +79,6 @@ def solver_iterations(lines: list[str], seeds: int, pgd_max_iter: int = 100000) 
         lines.append(f"| {solver} | " + " | ".join(cells) + " |")
     lines.append("")
     # a realistic size: sklearn digits, m = 400 k-means landmarks, 100 labels
-    import warnings
-
     from sklearn.datasets import load_digits
 
     import nystrom_priors as npr
