@@ -21,7 +21,7 @@ import numpy as np
 
 from ._validation import check_array, check_random_state, check_scalar
 
-__all__ = ["select_landmarks", "LANDMARK_METHODS", "kmeans"]
+__all__ = ["LANDMARK_METHODS", "kmeans", "select_landmarks"]
 
 LANDMARK_METHODS = ("uniform", "kmeans", "kmeans++")
 
@@ -50,8 +50,9 @@ def kmeans(
     """Lloyd's k-means with k-means++ seeding on a validated float array.
 
     Returns ``(centers (k, d) float64, labels (n,) int64, n_iter)``. Stops when no label
-    changes or after ``max_iter`` iterations. The assignment GEMM runs through BLAS in chunks;
-    seeding and centre updates are jitted.
+    changes or after ``max_iter`` iterations. The assignment GEMM runs through BLAS in chunks,
+    in the precision of ``X`` (float32 input: sgemm, twice dgemm's speed); centres are
+    accumulated in float64. Seeding and centre updates are jitted.
     """
     from ._numba import _kmeans as kk
 
@@ -61,17 +62,18 @@ def kmeans(
         centers = X[idx].astype(np.float64)
     else:
         centers = np.array(init, dtype=np.float64)
-    X64 = X if X.dtype == np.float64 else X.astype(np.float64)
+    Xw = X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
     labels = np.full(n, -1, dtype=np.int64)
     mindist = np.empty(n, dtype=np.float64)
     chunk = max(1, (1 << 22) // max(1, n_clusters))
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        cn = np.einsum("ij,ij->i", centers, centers)
+        Cw = centers.astype(Xw.dtype, copy=False)
+        cn = np.einsum("ij,ij->i", Cw, Cw)
         new = np.empty(n, dtype=np.int64)
         for s in range(0, n, chunk):
-            Xb = X64[s : s + chunk]
-            D = cn - 2.0 * (Xb @ centers.T)  # ||x||^2 omitted: constant per row
+            Xb = Xw[s : s + chunk]
+            D = cn - 2.0 * (Xb @ Cw.T)  # ||x||^2 omitted: constant per row
             new[s : s + chunk] = np.argmin(D, axis=1)
             xn = np.einsum("ij,ij->i", Xb, Xb)
             mindist[s : s + chunk] = np.maximum(D[np.arange(D.shape[0]), new[s : s + chunk]] + xn, 0)
@@ -79,7 +81,7 @@ def kmeans(
         labels = new
         if not changed:
             break
-        kk.update_centers(X64, labels, centers, mindist)
+        kk.update_centers(Xw, labels, centers, mindist)
     return centers, labels, n_iter
 
 
@@ -164,7 +166,14 @@ def select_landmarks(
             raise ValueError(f"sample_size ({s}) must be at least n_landmarks ({m}).")
         s = min(s, n)
     sample = src.in_memory() if s == n else src.take(np.sort(rng.choice(n, size=s, replace=False)))
+    # Clustering runs in float32 on the centred sample: seeding streams the sample once per
+    # landmark (memory-bound; float32 halves the traffic) and Lloyd's assignment is an sgemm.
+    # Centring keeps ||c||^2 - 2 x.c free of cancellation when the data sit far from the
+    # origin. Landmarks only need to summarise the density; measured on a 70,000 x 784 set,
+    # m = 1000: 2.0x faster than float64 (see scripts/bench_generalized.py).
+    mean = sample.mean(axis=0, dtype=np.float64)
+    work = (sample - mean).astype(np.float32)
     if method == "kmeans++":
-        return sample[np.sort(_kmeanspp(sample, m, rng))].copy()
-    centers, _, _ = kmeans(sample, m, rng=rng, max_iter=max_iter)
-    return np.ascontiguousarray(centers, dtype=src.dtype)
+        return sample[np.sort(_kmeanspp(work, m, rng))].copy()
+    centers, _, _ = kmeans(work, m, rng=rng, max_iter=max_iter)
+    return np.ascontiguousarray(centers + mean, dtype=src.dtype)

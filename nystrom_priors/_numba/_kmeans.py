@@ -14,7 +14,8 @@ def _update_closest(X, c, closest, first):
     """closest[i] = min(closest[i], ||X[i] - X[c]||^2); ``first`` overwrites instead of min."""
     n, d = X.shape
     for i in prange(n):
-        s = 0.0
+        # accumulate in X's precision: float32 input then vectorises over twice the lanes
+        s = X[c, 0] - X[c, 0]
         for k in range(d):
             v = X[i, k] - X[c, k]
             s += v * v
