@@ -271,6 +271,34 @@ def test_unconverged_heldout_svm_is_a_named_warning(rng, monkeypatch):
         GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
 
 
+def test_cv_folds_in_threads_give_the_serial_result(rng, monkeypatch):
+    """lam='auto' runs its folds on numba's thread count: the path must not depend on it."""
+    numba = pytest.importorskip("numba")
+    X, y, _ = _toy(rng, n=200, n_labels=45)
+    calls = []
+    real_path_cv = gmod.GeneralizedNystrom._path_cv
+
+    def spy(self, *args, **kwargs):
+        calls.append(numba.get_num_threads())
+        return real_path_cv(self, *args, **kwargs)
+
+    monkeypatch.setattr(gmod.GeneralizedNystrom, "_path_cv", spy)
+    before = numba.get_num_threads()
+    paths = []
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            model = GeneralizedNystrom(n_landmarks=30, random_state=0).fit(X, y)
+            paths.append((model.criterion_path_, model.cv_error_path_, model.lam_))
+    finally:
+        numba.set_num_threads(before)
+    assert calls == [1, min(2, numba.config.NUMBA_NUM_THREADS)]
+    np.testing.assert_array_equal(paths[0][0], paths[1][0])
+    np.testing.assert_array_equal(paths[0][1], paths[1][1])
+    assert paths[0][2] == paths[1][2]
+    assert np.ptp(paths[0][0]) > 0  # the path is not flat: equality is informative
+
+
 def test_cv_choice_smooths_over_neighbouring_lam():
     # an isolated dip (index 1) loses against a broad basin (indices 3-5)
     losses = np.array([[1.0, 0.50, 1.0, 0.62, 0.60, 0.62, 1.0]] * 2)
