@@ -1011,6 +1011,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         errors = np.zeros_like(losses)
         E_all = E_of(labels.index)
         K0_all = E_all @ S0 @ E_all.T  # the prior's kernel on the labeled samples
+        UtE_all = prior[0].T @ E_all.T if pairs is None else None
         # selection only needs the ranking of lam: a certified 1e-3 gap is plenty
         fold_kw = dict(solve_kw, tol=max(solve_kw["tol"], _CV_TOL), max_iter=min(solve_kw["max_iter"], 300))
         # solver="auto" on full m x m folds: APG, measured over 2 x 5 folds x 13 lam to 1e-3
@@ -1029,7 +1030,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             codes_te = labels.codes[test].astype(np.int64)
             reduced = None
             if pairs is None:
-                reduced = _reduced_fold(S0, prior, Etr, codes_tr, labels.n_classes)
+                reduced = _reduced_fold(S0, prior, Etr, codes_tr, labels.n_classes, UtE_all[:, train])
             if reduced is not None:
                 prob, C, V = reduced
                 Ftr, Fte = Etr @ V, Ete @ V
@@ -1091,7 +1092,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         return losses, errors
 
 
-def _reduced_fold(S0, prior, El, codes, n_classes):
+def _reduced_fold(S0, prior, El, codes, n_classes, UtEl=None):
     """J of a training fold restricted to ``S = S0 + V X V^T`` (labels only), or None.
 
     ``V`` is an orthonormal basis of the part of ``range(E_l^T) + S0 range(E_l^T)`` inside
@@ -1102,11 +1103,14 @@ def _reduced_fold(S0, prior, El, codes, n_classes):
     Its solutions are feasible for the full problem and optimal over that family, an
     approximation used only to rank lam (measured: objective excess 1e-6..3e-2 relative to the
     optimum, held-out kernel rows within ~1%; see test_reduced_fold_problem_is_the_restriction_of_J).
-    Used when ``p <= m / 2``; the returned tuple is (problem, C, V).
+    Used when ``p <= m / 2``; the returned tuple is (problem, C, V). ``UtEl`` (optional) is
+    ``U^T E_l^T``, sliced by the caller from one product for all folds.
     """
     U, w = prior  # S0 = U diag(1/w) U^T, w > 0 the kept eigenvalues of W
     m = S0.shape[0]
-    B = U.T @ np.hstack([El.T, S0 @ El.T])  # coordinates in range(S0)
+    if UtEl is None:
+        UtEl = U.T @ El.T
+    B = np.hstack([UtEl, UtEl / w[:, None]])  # coordinates in range(S0): U^T [E_l^T, S0 E_l^T]
     Ub, sb, _ = np.linalg.svd(B, full_matrices=False)
     keep = sb > max(B.shape) * _EPS * (sb[0] if sb.size else 0.0)
     p = int(keep.sum())
