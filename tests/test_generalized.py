@@ -299,6 +299,43 @@ def test_cv_folds_in_threads_give_the_serial_result(rng, monkeypatch):
     assert np.ptp(paths[0][0]) > 0  # the path is not flat: equality is informative
 
 
+def test_race_keep_stops_where_no_lam_can_win():
+    # smoothed mean: rises > 20% above its minimum (index 2) from index 5 on
+    losses = np.array([[1.0, 0.8, 0.6, 0.6, 0.65, 0.9, 1.2, 1.5]] * 3)
+    smooth = gmod._smoothed_mean(losses)
+    last = int(np.flatnonzero(smooth <= 1.2 * smooth.min()).max())
+    assert gmod._race_keep(losses) == last + 2 < losses.shape[1]
+    # a second basin within the margin at the end keeps the whole path
+    losses[:, -3:] = 0.62
+    assert gmod._race_keep(losses) == losses.shape[1]
+    # NaN entries (skipped by an earlier race) are left out of the mean
+    ragged = np.vstack([losses[:1], np.r_[losses[0, :4], [np.nan] * 4][None]])
+    np.testing.assert_allclose(gmod._smoothed_mean(ragged), gmod._smoothed_mean(losses[:1]))
+
+
+def test_later_cv_splits_race_the_tail(monkeypatch):
+    """Split 1 scores the whole path; split 2 only the lam _race_keep leaves; same choice."""
+    X, y, _ = _toy(np.random.default_rng(0), n=300, d=8, classes=4, n_labels=60)
+    seen = []
+    real_choice = gmod._cv_choice
+    monkeypatch.setattr(gmod, "_cv_choice", lambda L: seen.append(L.copy()) or real_choice(L))
+    raced = GeneralizedNystrom(n_landmarks=40, random_state=0).fit(X, y)
+    race = gmod._CV_RACE
+    monkeypatch.setattr(gmod, "_CV_RACE", np.inf)
+    full = GeneralizedNystrom(n_landmarks=40, random_state=0).fit(X, y)
+    monkeypatch.setattr(gmod, "_CV_RACE", race)
+    L_raced, L_full = seen
+    assert not np.isnan(L_full).any()
+    k = L_full.shape[0] // 2
+    keep = gmod._race_keep(L_full[:k])
+    assert keep < L_full.shape[1]  # the toy path is raced: the comparison is informative
+    np.testing.assert_array_equal(L_raced[:k], L_full[:k])
+    np.testing.assert_array_equal(L_raced[k:, :keep], L_full[k:, :keep])
+    assert np.isnan(L_raced[k:, keep:]).all()
+    np.testing.assert_allclose(raced.criterion_path_[keep:], L_full[:k, keep:].mean(axis=0))
+    assert raced.lam_ == full.lam_
+
+
 def test_cv_choice_smooths_over_neighbouring_lam():
     # an isolated dip (index 1) loses against a broad basin (indices 3-5)
     losses = np.array([[1.0, 0.50, 1.0, 0.62, 0.60, 0.62, 1.0]] * 2)
