@@ -470,6 +470,8 @@ class _Dual:
         """(I + A P'(X) A* / lam) H."""
         p = self.prob
         PL, PP = st["PL"], st["PP"]
+        if not p.has_pairs:
+            return (H[0] + self._labels_hess(st, Omega, H[0]) / self.lam, None)
         M = np.zeros((p.m, p.m))
         if p.has_labels:
             M += PL.T @ H[0] @ PL
@@ -481,6 +483,26 @@ class _Dual:
         Y = Omega * _sym(M)
         yl, yp = self.forward_factored(PL, PP, Y)
         return tuple(None if h is None else h + v / self.lam for h, v in zip(H, (yl, yp)))
+
+
+    @staticmethod
+    def _labels_hess(st, Omega, H):
+        """E_l P'(X)[E_l^T H E_l] E_l^T through the block structure of Omega.
+
+        eigh sorts x ascending, so with k = #(x <= 0) Omega is 0 on the first k x k block, 1 on
+        the last block and Omega[k:, :k] in between: the zero block is never formed, which saves
+        ~40% of the flops when a third of the spectrum is clipped (small lam, where Newton-CG
+        spends its time).
+        """
+        PL = st["PL"]
+        k = int(np.count_nonzero(st["x"] <= 0))
+        Pp, Pn = PL[:, k:], PL[:, :k]
+        HPp = H @ Pp
+        G = 0.5 * (Pp.T @ HPp) @ Pp.T
+        if k:
+            G += (Omega[k:, :k] * (HPp.T @ Pn)) @ Pn.T
+        out = Pp @ G
+        return out + out.T
 
 
 def _loewner_omega(x: np.ndarray) -> np.ndarray:
