@@ -75,6 +75,26 @@ def test_lloyd_decreases_inertia_and_stops_on_fixed_point(rng):
     np.testing.assert_array_equal(labels, d.argmin(axis=1))
 
 
+def test_lloyd_tolerance_stops_once_the_inertia_is_flat(rng):
+    X = _blobs(rng, n=1500, k=4)  # 30 centres on 4 blobs: labels keep flipping for long
+    seeds = select_landmarks(X, 30, method="kmeans++", random_state=0)
+    runs = {}
+    for tol in (0.0, 1e-3):
+        runs[tol] = kmeans(X, 30, rng=np.random.default_rng(0), max_iter=500, init=seeds, tol=tol)
+    n_stop = runs[1e-3][2]
+    assert 2 < n_stop < runs[0.0][2]
+    # the run stopped at assignment n_stop, made with the centres of n_stop - 1 updates, because
+    # it gained less than tol over the assignment before (centres of n_stop - 2 updates)
+    prev, _, _ = kmeans(X, 30, rng=np.random.default_rng(0), max_iter=n_stop - 2, init=seeds)
+    stop, _, _ = kmeans(X, 30, rng=np.random.default_rng(0), max_iter=n_stop - 1, init=seeds)
+    np.testing.assert_array_equal(stop, runs[1e-3][0])
+    assert _inertia(X, prev) - _inertia(X, stop) <= 1e-3 * _inertia(X, stop) * (1 + 1e-9)
+    # and the assignment before that one still gained more than tol
+    prev2, _, _ = kmeans(X, 30, rng=np.random.default_rng(0), max_iter=n_stop - 3, init=seeds)
+    assert _inertia(X, prev2) - _inertia(X, prev) > 1e-3 * _inertia(X, prev)
+    assert _inertia(X, runs[0.0][0]) <= _inertia(X, stop)
+
+
 def test_empty_clusters_are_reseeded(rng):
     X = np.vstack([np.zeros((50, 2)), np.ones((50, 2)) * 10])
     init = np.array([[0.0, 0.0], [10.0, 10.0], [100.0, 100.0]])  # third never wins a point
