@@ -175,36 +175,18 @@ class _Problem:
         else:
             self.mu_max = float(self.mu.max()) if self.mu.size else 0.0
 
-    def _eig(self) -> None:
+    @functools.cached_property
+    def _basis(self) -> tuple:
+        """(mu, U) of Mpre and, labels only, the lam-independent pieces S0 and R in that basis."""
         mu, U = np.linalg.eigh(self.Mpre)
-        self._mu, self._U = np.maximum(mu, 0.0), U
-        if self.separable:  # lam-independent pieces of the labels-only form in M's eigenbasis
-            self._S0t = U.T @ self.S0 @ U
-            self._Rt = U.T @ self.R @ U
+        if not self.separable:
+            return np.maximum(mu, 0.0), U, None, None
+        return np.maximum(mu, 0.0), U, U.T @ self.S0 @ U, U.T @ self.R @ U
 
-    @property
-    def mu(self) -> np.ndarray:
-        if not hasattr(self, "_mu"):
-            self._eig()
-        return self._mu
-
-    @property
-    def U(self) -> np.ndarray:
-        if not hasattr(self, "_U"):
-            self._eig()
-        return self._U
-
-    @property
-    def S0t(self) -> np.ndarray:
-        if not hasattr(self, "_S0t"):
-            self._eig()
-        return self._S0t
-
-    @property
-    def Rt(self) -> np.ndarray:
-        if not hasattr(self, "_Rt"):
-            self._eig()
-        return self._Rt
+    mu = property(lambda self: self._basis[0])
+    U = property(lambda self: self._basis[1])
+    S0t = property(lambda self: self._basis[2])
+    Rt = property(lambda self: self._basis[3])
 
     # ----- J and its gradient in the original coordinates -------------------------------------
     def loss(self, S: np.ndarray) -> float:
