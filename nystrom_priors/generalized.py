@@ -73,6 +73,9 @@ along the path from large to small lam.
     fold span at most half of the dictionary (many landmarks, few labels), each fold solves
     J restricted to ``S = S0 + V X V^T`` (see ``_reduced_fold``): exactly feasible, a p x p
     problem instead of m x m; the final S at the chosen lam is always the full solution.
+    The folds run in parallel (numba's thread count, one-thread BLAS; needs threadpoolctl)
+    with results independent of the thread count, and the second split races the first: it
+    skips the small lam that cannot win (``_race_keep``).
 """
 
 from __future__ import annotations
@@ -465,7 +468,6 @@ class _Dual:
         Y = Omega * _sym(M)
         yl, yp = self.forward_factored(PL, PP, Y)
         return tuple(None if h is None else h + v / self.lam for h, v in zip(H, (yl, yp)))
-
 
     @staticmethod
     def _labels_hess(st, Omega, H):
@@ -1169,7 +1171,8 @@ def _race_keep(losses: np.ndarray) -> int:
 
     The last lam whose smoothed mean loss so far is within ``_CV_RACE`` (relative) of the
     minimum, plus one neighbour for the smoothing. Checked on the stored held-out losses of the
-    Table-1 data (scripts/study_lambda_selection.py: 5 sets x 10 repeats, 2 splits): the chosen
+    Table-1 data (``scripts/study_lambda_selection.py --analyse``, rule "svmhinge/smooth3/race";
+    5 sets x 10 repeats, 2 splits): the chosen
     lam is the same as with both splits on the whole path in 50 of 50 cases for a margin of
     0.05 to 0.3; with 0.2 the second split skips 2.1 of 13 lam on average, the smallest.
     """

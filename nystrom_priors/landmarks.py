@@ -56,9 +56,9 @@ def kmeans(
 
     Returns ``(centers (k, d) float64, labels (n,) int64, n_iter)``. Stops when no label
     changes, when an assignment lowers the inertia by less than ``tol`` (relative; 0: only
-    at a fixed point) or after ``max_iter`` iterations. The assignment GEMM runs through BLAS in chunks,
-    in the precision of ``X`` (float32 input: sgemm, twice dgemm's speed); centres are
-    accumulated in float64. Seeding and centre updates are jitted.
+    at a fixed point) or after ``max_iter`` iterations. The assignment GEMM runs through BLAS
+    in chunks, in the precision of ``X`` (float32 input: sgemm); centres are accumulated in
+    float64. Seeding and centre updates are jitted.
     """
     from ._numba import _kmeans as kk
 
@@ -72,6 +72,7 @@ def kmeans(
     labels = np.full(n, -1, dtype=np.int64)
     mindist = np.empty(n, dtype=np.float64)
     chunk = max(1, (1 << 22) // max(1, n_clusters))
+    xn = np.einsum("ij,ij->i", Xw, Xw)  # ||x||^2, added back for the inertia
     n_iter = 0
     inertia = np.inf
     for n_iter in range(1, max_iter + 1):
@@ -82,8 +83,8 @@ def kmeans(
             Xb = Xw[s : s + chunk]
             D = cn - 2.0 * (Xb @ Cw.T)  # ||x||^2 omitted: constant per row
             new[s : s + chunk] = np.argmin(D, axis=1)
-            xn = np.einsum("ij,ij->i", Xb, Xb)
-            mindist[s : s + chunk] = np.maximum(D[np.arange(D.shape[0]), new[s : s + chunk]] + xn, 0)
+            closest = D[np.arange(D.shape[0]), new[s : s + chunk]] + xn[s : s + chunk]
+            mindist[s : s + chunk] = np.maximum(closest, 0)
         changed = bool((new != labels).any())
         labels = new
         previous, inertia = inertia, float(mindist.sum())
@@ -178,8 +179,9 @@ def select_landmarks(
     # Clustering runs in float32 on the centred sample: seeding streams the sample once per
     # landmark (memory-bound; float32 halves the traffic) and Lloyd's assignment is an sgemm.
     # Centring keeps ||c||^2 - 2 x.c free of cancellation when the data sit far from the
-    # origin. Landmarks only need to summarise the density; measured on a 70,000 x 784 set,
-    # m = 1000: 2.0x faster than float64 (see scripts/bench_generalized.py).
+    # origin. Landmarks only need to summarise the density; measured on a 10,000-row sample
+    # of a 70,000 x 784 set, m = 1000, one thread: 1.8-1.95x faster than float64, inertia on
+    # 20,000 rows the same to 6 digits.
     mean = sample.mean(axis=0, dtype=np.float64)
     work = (sample - mean).astype(np.float32)
     if method == "kmeans++":
