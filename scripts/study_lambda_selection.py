@@ -167,18 +167,27 @@ def analyse(out, names):
                 cs = np.convolve(np.pad(c, 1, mode="edge"), np.ones(3) / 3, mode="valid")
                 return argbest(cs, crit)
             rules[f"{crit}/smooth3/{splits}split"] = rule_smooth
-    # lam="auto" as shipped: 2 splits, the second racing the first (GeneralizedNystrom's
-    # _race_keep); its choice should equal svmhinge/smooth3/2split
+    # lam="auto" as shipped: 2 splits; the first stops its path once the loss has risen past
+    # its basin (GeneralizedNystrom's _path_exhausted), the second races the first
+    # (_race_keep); its choice should equal svmhinge/smooth3/2split
     from nystrom_priors import generalized as gmod
 
     hinge = CRITERIA.index("svmhinge")
-    skipped = []
+    skipped, skipped_first = [], []
 
     def rule_race(C):
-        first = C[0, :, :, hinge]
-        keep = gmod._race_keep(first)
-        skipped.append(C.shape[2] - keep)
-        both = np.vstack([first, np.where(np.arange(C.shape[2]) < keep, C[1, :, :, hinge], np.nan)])
+        n_lams = C.shape[2]
+        first = C[0, :, :, hinge].copy()
+        stop = n_lams
+        for j in range(n_lams):
+            if gmod._path_exhausted(first[:, : j + 1].mean(axis=0)):
+                stop = j + 1
+                break
+        first[:, stop:] = np.nan
+        keep = min(stop, gmod._race_keep(first[:, :stop]))
+        skipped_first.append(n_lams - stop)
+        skipped.append(n_lams - keep)
+        both = np.vstack([first, np.where(np.arange(n_lams) < keep, C[1, :, :, hinge], np.nan)])
         return gmod._cv_choice(both)
     rules["svmhinge/smooth3/race"] = rule_race
     header = "| rule | " + " | ".join(names) + " | mean capture | worst vs Nystrom |"
@@ -201,7 +210,8 @@ def analyse(out, names):
     for _, line in sorted(scored, reverse=True):
         print(line)
     if skipped:
-        print(f"# svmhinge/smooth3/race: the second split skips {np.mean(skipped):.1f} lam on average")
+        print(f"# svmhinge/smooth3/race: the first split skips {np.mean(skipped_first):.1f} lam, "
+              f"the second {np.mean(skipped):.1f} lam on average")
 
 
 def main(argv=None):

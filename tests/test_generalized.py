@@ -253,9 +253,13 @@ def test_lam_selection_exposes_the_path(rng, rule):
     else:
         # the smoothed-argmin rule on the recorded mean held-out hinge loss
         assert k == gmod._cv_choice(model.criterion_path_[None, :])
-        assert np.all(model.criterion_path_ >= 0)
+        # lam skipped by the early stops are NaN, and only as a tail of the path
+        scored = int(np.count_nonzero(~np.isnan(model.criterion_path_)))
+        assert scored >= 3 and np.isnan(model.criterion_path_[scored:]).all()
+        assert np.all(model.criterion_path_[:scored] >= 0)
         assert model.cv_error_path_.shape == (13,)
-        assert np.all((model.cv_error_path_ >= 0) & (model.cv_error_path_ <= 1))
+        err = model.cv_error_path_[:scored]
+        assert np.all((err >= 0) & (err <= 1)) and np.isnan(model.cv_error_path_[scored:]).all()
     ratio = model.lam_path_[:-1] / model.lam_path_[1:]
     np.testing.assert_allclose(ratio, 10.0)
 
@@ -296,7 +300,7 @@ def test_cv_folds_in_threads_give_the_serial_result(rng, monkeypatch):
     np.testing.assert_array_equal(paths[0][0], paths[1][0])
     np.testing.assert_array_equal(paths[0][1], paths[1][1])
     assert paths[0][2] == paths[1][2]
-    assert np.ptp(paths[0][0]) > 0  # the path is not flat: equality is informative
+    assert np.nanmax(paths[0][0]) > np.nanmin(paths[0][0])  # not flat: equality is informative
 
 
 def test_race_keep_stops_where_no_lam_can_win():
@@ -311,6 +315,29 @@ def test_race_keep_stops_where_no_lam_can_win():
     # NaN entries (skipped by an earlier race) are left out of the mean
     ragged = np.vstack([losses[:1], np.r_[losses[0, :4], [np.nan] * 4][None]])
     np.testing.assert_allclose(gmod._smoothed_mean(ragged), gmod._smoothed_mean(losses[:1]))
+    # a path stopped early: the scored prefix is smoothed on its own, the tail stays NaN
+    stopped = losses.copy()
+    stopped[:, 6:] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no empty-slice RuntimeWarning
+        smooth = gmod._smoothed_mean(stopped)
+    np.testing.assert_allclose(smooth[:6], gmod._smoothed_mean(losses[:, :6]))
+    assert np.isnan(smooth[6:]).all()
+    assert gmod._race_keep(stopped[:, :6]) <= 6
+    assert gmod._cv_choice(stopped) == gmod._cv_choice(losses[:, :6])
+
+
+def test_first_split_stops_once_the_loss_left_its_basin():
+    race = gmod._CV_RACE
+    # the last two lam both more than _CV_RACE above the best so far: stop
+    assert gmod._path_exhausted(np.array([1.0, 0.5, 0.5 * (1 + race) + 0.01, 0.5 * (1 + race) + 0.02]))
+    # only the last one is above the margin (patience 2): go on
+    assert not gmod._path_exhausted(np.array([1.0, 0.5, 0.5 * (1 + race) - 0.01, 0.9]))
+    # still descending, or flat at the prior: go on
+    assert not gmod._path_exhausted(np.array([1.0, 0.9, 0.8, 0.7]))
+    assert not gmod._path_exhausted(np.full(6, 1.9))
+    # too short to judge
+    assert not gmod._path_exhausted(np.array([0.1, 1.0]))
 
 
 def test_later_cv_splits_race_the_tail(monkeypatch):
@@ -326,13 +353,18 @@ def test_later_cv_splits_race_the_tail(monkeypatch):
     monkeypatch.setattr(gmod, "_CV_RACE", race)
     L_raced, L_full = seen
     assert not np.isnan(L_full).any()
-    k = L_full.shape[0] // 2
-    keep = gmod._race_keep(L_full[:k])
-    assert keep < L_full.shape[1]  # the toy path is raced: the comparison is informative
-    np.testing.assert_array_equal(L_raced[:k], L_full[:k])
+    k, n_lams = L_full.shape[0] // 2, L_full.shape[1]
+    # split 1 stops after the first lam where _path_exhausted holds on its running mean
+    mean1 = L_full[:k].mean(axis=0)
+    stop = next((j + 1 for j in range(n_lams) if gmod._path_exhausted(mean1[: j + 1])), n_lams)
+    keep = min(stop, gmod._race_keep(L_full[:k, :stop]))
+    assert keep < n_lams  # the toy path is raced: the comparison is informative
+    np.testing.assert_array_equal(L_raced[:k, :stop], L_full[:k, :stop])
+    assert np.isnan(L_raced[:k, stop:]).all()
     np.testing.assert_array_equal(L_raced[k:, :keep], L_full[k:, :keep])
     assert np.isnan(L_raced[k:, keep:]).all()
-    np.testing.assert_allclose(raced.criterion_path_[keep:], L_full[:k, keep:].mean(axis=0))
+    np.testing.assert_allclose(raced.criterion_path_[keep:stop], L_full[:k, keep:stop].mean(axis=0))
+    assert np.isnan(raced.criterion_path_[stop:]).all()
     assert raced.lam_ == full.lam_
 
 
