@@ -271,20 +271,34 @@ class _Coords:
             return 2.0 * self.wa * (V - self.b)
         return _sym(self.Q.T @ self.prob.grad(self.to_S(V), self.lam) @ self.Q)
 
-    def certificate(self, V: np.ndarray, G: np.ndarray) -> tuple[float, str]:
+    def certificate(self, V: np.ndarray, G: np.ndarray, eig=None) -> tuple[float, str]:
         """Certified optimality measure at a feasible V with gradient G.
 
-        Separable (labels): the Lagrangian duality gap f(V) - g(Z) with Z = P_psd(G), relative
-        to J(S); ``g`` is the closed-form dual of the weighted quadratic, and the gap equals
-        ``sum (G - Z)^2 / (4a) + <Z, V>`` (dual residual plus complementarity).
+        Separable (labels): the Lagrangian duality gap f(V) - g(Z), relative to J(S); ``g`` is
+        the closed-form dual of the weighted quadratic, and for any Z >= 0 the gap equals
+        ``sum (G - Z)^2 / (4a) + <Z, V>`` (dual residual plus complementarity), an upper bound
+        on f(V) - min f. The smallest of three multipliers is reported: ``P_psd(G)``; 0 (exact
+        when the constraint is inactive); and the PSD part of G on the null space of V (exact
+        at an optimum with an active constraint, where the multiplier lives there). The last
+        two keep the gap free of round-off where V is large: at lam >~ mu_max^2, ``P_psd(G)``
+        of a gradient that is only round-off paired with V ~ sqrt(lam) S0 made the gap
+        ~1e-5..1 relative, and every solver ran to max_iter. ``eig`` = (w, U) with
+        ``V = U diag(w) U^T`` (from the projection that produced V) saves an eigh.
         Otherwise: the projected-gradient residual ||V - P_psd(V - G/L)|| * L relative to
         ||G|| + L ||V||.
         """
         if self.prob.separable:
             # f(V) - g(Z) = sum a (V-b)^2 + sum (Z^2/(4a) + Z b); substituting b = V - G/(2a)
             # gives the cancellation-free form below (no O(|b|) terms cancel)
+            inv4a = 1.0 / (4.0 * self.wa)
             Z = _psd_project(G)[0]
-            gap = float(np.sum((G - Z) ** 2 / (4.0 * self.wa)) + np.sum(Z * V))
+            gap = min(float(np.sum((G - Z) ** 2 * inv4a) + np.sum(Z * V)), float(np.sum(G * G * inv4a)))
+            w, U = np.linalg.eigh(_sym(V)) if eig is None else eig
+            null = w <= V.shape[0] * _EPS * max(float(w.max(initial=0.0)), 0.0)
+            if null.any() and not null.all():
+                Un = U[:, null]
+                Zn = Un @ _psd_project(Un.T @ G @ Un)[0] @ Un.T
+                gap = min(gap, float(np.sum((G - Zn) ** 2 * inv4a) + np.sum(Zn * V)))
             J = self.prob.objective(self.to_S(V), self.lam)
             # round-off floor of the computed gap: G carries ~eps * a (|V| + |b|) per entry
             dG = _EPS * 2.0 * self.wa * (np.abs(V) + np.abs(self.b))
@@ -314,10 +328,10 @@ def _solve(coords: _Coords, V0: np.ndarray, *, accelerate: bool, armijo: bool, t
     for it in range(1, max_iter + 1):
         gY = coords.grad(Y)
         if exact_L:  # separable labels: L is the exact Lipschitz constant, no line search
-            Vn = _psd_project(Y - gY / L)[0]
+            Vn, wn, Un = _psd_project(Y - gY / L)
         fY = None if exact_L else coords.f(Y)
         while not exact_L:
-            Vn = _psd_project(Y - gY / L)[0]
+            Vn, wn, Un = _psd_project(Y - gY / L)
             D = Vn - Y
             fV = coords.f(Vn)
             # sufficient decrease (Armijo-Goldstein / FISTA backtracking), slack for round-off
@@ -338,11 +352,11 @@ def _solve(coords: _Coords, V0: np.ndarray, *, accelerate: bool, armijo: bool, t
                 t = t_next
         else:
             Y = Vn
-        Vprev, V = V, Vn
+        Vprev, V, eig = V, Vn, (np.maximum(wn, 0.0), Un)
         step = float(np.linalg.norm(V - Vprev))
         # the certificate costs an eigendecomposition: check when the iterates settle
         if step <= min(10 * tol, 1e-5) * max(1.0, float(np.linalg.norm(V))) or it % 10 == 0 or it == max_iter:
-            cert, _ = coords.certificate(V, coords.grad(V))
+            cert, _ = coords.certificate(V, coords.grad(V), eig)
             if cert <= tol:
                 return V, it, cert, True
         if armijo:
@@ -370,7 +384,6 @@ class _Dual:
     def __init__(self, prob: "_Problem", lam: float):
         self.prob = prob
         self.lam = lam
-        self.S0sq = float(np.sum(prob.S0 * prob.S0))
         # preconditioner on pairs: ~ 1 + K_aa K_bb / lam (Jacobi); the labels block gets an exact
         # Kronecker inverse rebuilt at every Newton step (set_state_precond)
         if prob.has_pairs:
@@ -436,7 +449,8 @@ class _Dual:
 
     def state(self, R):
         """Eigendecomposition of X(R), S(R) factors, d(R) and the ascent direction g = grad/2."""
-        X = self.prob.S0 - self.adjoint(R) / self.lam
+        Ar = self.adjoint(R)
+        X = self.prob.S0 - Ar / self.lam
         x, Q = np.linalg.eigh(_sym(X))
         xp = np.maximum(x, 0.0)
         p = self.prob
@@ -444,7 +458,17 @@ class _Dual:
         PP = p.Ep @ Q if p.has_pairs else None
         y = self.forward_factored(PL, PP, xp)
         t = self.targets()
-        d = self.lam * self.S0sq - self.lam * float(np.sum(xp * xp)) - 2.0 * self.dot(R, t) - self.dot(R, R)
+        # lam (||S0||^2 - ||P_psd(X)||^2) without cancellation: ||P_psd(X)||^2 = ||X||^2 -
+        # ||P_nsd(X)||^2 and lam (||S0||^2 - ||X||^2) = 2 <S0, A*R> - ||A*R||^2 / lam. The
+        # direct form lost every digit of d at lam >~ mu_max^2 (lam ||S0||^2 >> J).
+        xn = np.minimum(x, 0.0)
+        d = (
+            2.0 * float(np.sum(self.prob.S0 * Ar))
+            - float(np.sum(Ar * Ar)) / self.lam
+            + self.lam * float(np.sum(xn * xn))
+            - 2.0 * self.dot(R, t)
+            - self.dot(R, R)
+        )
         g = tuple(None if yy is None else yy - tt - rr for yy, tt, rr in zip(y, t, R))
         return dict(x=x, Q=Q, xp=xp, PL=PL, PP=PP, d=d, g=g, y=y, t=t)
 

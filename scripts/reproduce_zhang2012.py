@@ -155,17 +155,27 @@ def main(argv=None) -> int:
     return 0
 
 
+def _scored_mean(paths):
+    """Mean over repeats of the entries that are not NaN (NaN where no repeat scored)."""
+    a = np.asarray(paths, dtype=float)
+    ok = ~np.isnan(a)
+    n = ok.sum(axis=0)
+    return np.where(n > 0, np.where(ok, a, 0.0).sum(axis=0) / np.maximum(n, 1), np.nan)
+
+
 def draw_paths(plt, curves):
     """Mean test error, CV criterion and eq.-12 criterion along the lam grid (paper's Fig. 1)."""
     fig, axes = plt.subplots(2, len(curves), figsize=(4 * len(curves), 6), squeeze=False)
     for k, (name, reps) in enumerate(curves.items()):
         grid = reps[0]["grid"]
         err = np.mean([r["path"] for r in reps], axis=0) * 100
-        cvp = np.mean([r["cv_path"] for r in reps], axis=0) * 100
+        # lam="auto" skips small lam that cannot win (NaN): the CV curves average the repeats
+        # that scored each lam
+        cvp = _scored_mean([r["cv_path"] for r in reps]) * 100
         nkp = np.mean([r["nka_path"] for r in reps], axis=0)
         ax = axes[0, k]
         ax.plot(grid, err, "o-", label="test error (linear SVM)")
-        ax.plot(grid, cvp, "s--", label="CV 0/1 error on labels")
+        ax.plot(grid, cvp, "s--", label="CV 0/1 error on labels (repeats that scored λ)")
         ax.axhline(np.mean([r["nystrom"] for r in reps]) * 100, color="gray", ls=":", label="Nyström")
         ax.set_title(name)
         ax.set_ylabel("error (%)")
@@ -175,7 +185,7 @@ def draw_paths(plt, curves):
         ax2.set_xlabel("log10(λ / μ_max²)")
         ax2.set_ylabel("eq. 12 criterion (nka)", color="C2")
         ax3 = ax2.twinx()
-        ax3.plot(grid, np.mean([r["cv_loss"] for r in reps], axis=0), "s--", color="C1")
+        ax3.plot(grid, _scored_mean([r["cv_loss"] for r in reps]), "s--", color="C1")
         ax3.set_ylabel("CV hinge loss (auto's criterion)", color="C1")
     return fig
 
