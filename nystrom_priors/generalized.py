@@ -25,9 +25,9 @@ Solvers
     ``"apg"`` on the full m x m cross-validation folds of ``lam="auto"`` (solved to 1e-3 and
     warm-started along the path, where APG's cheap steps win: sklearn digits, m = 180, fit 31 s
     vs 79 s with Newton folds). Measured on
-    sklearn digits, m = 400, 100 labels, certified 1e-6: Newton 13 / 50 / 82 / 126 steps at
-    lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 / 1e-11 (cold starts below 1e-4 that stall descend
-    the grid, see ``_solve_lam``) where APG needs 223 / 656 / 843 / hundreds to thousands. On restricted CV
+    sklearn digits, m = 400, 100 labels, certified 1e-6: Newton 13 / 58 / 81 steps at
+    lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 (cold starts below 1e-4 that stall descend the
+    grid, see ``_solve_lam``) where APG needs 85 / 374 / 600 (results/bench_generalized.md). On restricted CV
     folds (p ~ 160, 1e-3) warm-started Newton took 356 steps for 130 solves where APG took
     6061 (3.1 vs 18.7 s).
 ``"apg"``
@@ -595,8 +595,9 @@ def _auto_solver(prob: "_Problem") -> str:
     Measured, certified 1e-6 at lam = mu_max^2 * 1e-8 / 1e-10 (Table-1 data, 100 labels):
     digits 4-9, m = 36: Newton 62 / 186 steps, APG 92 / 26 (0.39 / 1.9 s vs 0.04 / 0.01 s);
     german, m = 100: Newton 0.39 / 0.96 s, APG 0.19 / 0.15 s; digits, m = 180: Newton 45 / 85
-    steps (0.73 / 1.7 s), APG 560 / 590 (2.7 / 1.9 s); digits, m = 400: Newton 50 / 82, APG
-    656 / 843. With more labels than landmarks the dual is degenerate (E_l S E_l^T cannot
+    steps (0.73 / 1.7 s), APG 560 / 590 (2.7 / 1.9 s); digits, m = 400: Newton 58 / 81 steps
+    (3.2 / 5.4 s), APG 374 / 600 (9.5 / 11.0 s; the other APG counts predate the tighter
+    certificate, which stops APG earlier: 656 / 843 here before). With more labels than landmarks the dual is degenerate (E_l S E_l^T cannot
     match arbitrary l x l targets) and Newton crawls at small lam.
     """
     n_dual = 0

@@ -109,6 +109,7 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     warnings.simplefilter("ignore", category=UserWarning)
     rows = []
+    captures = []
     curves = {}
     for name in args.datasets:
         X, y = load(name)
@@ -119,6 +120,12 @@ def main(argv=None) -> int:
         gain_best = agg["nystrom"].mean() - agg["best"].mean()
         gain_auto = agg["nystrom"].mean() - agg["auto"].mean()
         capture = gain_auto / gain_best if gain_best > 0 else float("nan")
+        # the best single lam of the grid, judged on the mean test error over the repeats
+        fixed = np.mean([r["path"] for r in reps], axis=0)
+        j_fixed = int(np.argmin(fixed))
+        gain_fixed = agg["nystrom"].mean() - fixed[j_fixed]
+        capture_fixed = gain_auto / gain_fixed if gain_fixed > 0 else float("nan")
+        captures.append((capture, capture_fixed))
         paper = PAPER.get(name, (np.nan, np.nan))
         rows.append(
             f"| {name} ({PAPER_NAME.get(name, name)}) | {X.shape[0]}x{X.shape[1]}, m={min(1000, round(0.1 * X.shape[0]))} "
@@ -126,7 +133,8 @@ def main(argv=None) -> int:
             f"| {100 * agg['nka'].mean():.2f} ± {100 * agg['nka'].std():.2f} "
             f"| **{100 * agg['auto'].mean():.2f} ± {100 * agg['auto'].std():.2f}** "
             f"| {100 * agg['best'].mean():.2f} ± {100 * agg['best'].std():.2f} "
-            f"| {100 * capture:.0f}% | {paper[0]:.2f} / {paper[1]:.2f} "
+            f"| {100 * fixed[j_fixed]:.2f} (e={reps[0]['grid'][j_fixed]:.0f}) "
+            f"| {100 * capture:.0f}% / {100 * capture_fixed:.0f}% | {paper[0]:.2f} / {paper[1]:.2f} "
             f"| {agg['e_nka'].mean():.1f} / {agg['e_auto'].mean():.1f} | {agg['t_auto'].mean():.2f} |"
         )
         print(rows[-1], f"({elapsed:.0f} s)", flush=True)
@@ -139,13 +147,19 @@ def main(argv=None) -> int:
         "linear SVM (C=1) on the factor rows; m = 10% of n; k-means landmarks shared by all columns "
         "of a repeat.",
         "",
-        "| data | n x d, m | Nyström | eq. 12 (`nka`) | default (`auto`) | best λ of grid (oracle) "
-        "| gain captured by default | paper Nyström / ours | mean log10(λ/μ²max): nka / auto | fit time (s) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| data | n x d, m | Nyström | eq. 12 (`nka`) | default (`auto`) | best λ of grid per repeat (oracle) "
+        "| best fixed λ of grid | gain captured by default: oracle / fixed | paper Nyström / ours "
+        "| mean log10(λ/μ²max): nka / auto | fit time (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         *rows,
         "",
-        "Gain captured = (Nyström − default) / (Nyström − best λ). sklearn digits are easier than "
-        "USPS (8x8 images, no noise), so absolute errors are lower than the paper's.",
+        "Gain captured = (Nyström − default) / (Nyström − reference), for two references: the "
+        "per-repeat oracle (the grid's best λ for each repeat, chosen on the test labels: "
+        "optimistic, it also selects test noise) and the best fixed λ (the one grid point with the "
+        "lowest mean test error over the repeats). Mean over the data sets: "
+        f"{100 * np.mean([c[0] for c in captures]):.0f}% / {100 * np.mean([c[1] for c in captures]):.0f}%. "
+        "sklearn digits are easier than USPS (8x8 images, no noise), so absolute errors are lower "
+        "than the paper's.",
     ]
     with open(os.path.join(args.out, "reproduce_zhang2012.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
