@@ -734,9 +734,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         lam values searched (empty when lam is fixed).
     criterion_path_ : ndarray of shape (g,)
         Selection criterion along the path: mean held-out hinge loss per sample of the
-        cross-validated linear SVM ("auto") or eq. (12) ("nka"). With "auto", the smallest lam
-        whose loss on the first CV split is far (> 20%) above the minimum are averaged over
-        that split only (the second split skips them; see ``_race_keep``).
+        cross-validated linear SVM ("auto") or eq. (12) ("nka"). With "auto", small lam that
+        cannot win are not scored on every split: NaN where the first CV split stopped its
+        path (its mean loss rose > 20% above its best on two consecutive lam), the first
+        split's mean where only the second split skipped them.
     cv_error_path_ : ndarray of shape (g,)
         ``lam="auto"``: mean held-out 0/1 error rate of the same SVMs (empty otherwise).
     lam_scale_ : float
