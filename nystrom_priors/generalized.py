@@ -597,8 +597,9 @@ def _auto_solver(prob: "_Problem") -> str:
     german, m = 100: Newton 0.39 / 0.96 s, APG 0.19 / 0.15 s; digits, m = 180: Newton 45 / 85
     steps (0.73 / 1.7 s), APG 560 / 590 (2.7 / 1.9 s); digits, m = 400: Newton 58 / 81 steps
     (3.2 / 5.4 s), APG 374 / 600 (9.5 / 11.0 s; the other APG counts predate the tighter
-    certificate, which stops APG earlier: 656 / 843 here before). With more labels than landmarks the dual is degenerate (E_l S E_l^T cannot
-    match arbitrary l x l targets) and Newton crawls at small lam.
+    certificate, which stops APG earlier: 656 / 843 here before). With more labels than
+    landmarks the dual is degenerate (E_l S E_l^T cannot match arbitrary l x l targets) and
+    Newton crawls at small lam.
     """
     n_dual = 0
     if prob.has_labels:
