@@ -27,9 +27,9 @@ Solvers
     vs 79 s with Newton folds). Measured on
     sklearn digits, m = 400, 100 labels, certified 1e-6: Newton 13 / 58 / 81 steps at
     lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 (cold starts below 1e-4 that stall descend the
-    grid, see ``_solve_lam``) where APG needs 85 / 374 / 600 (results/bench_generalized.md). On restricted CV
-    folds (p ~ 160, 1e-3) warm-started Newton took 356 steps for 130 solves where APG took
-    6061 (3.1 vs 18.7 s).
+    grid, see ``_solve_lam``) where APG needs 85 / 374 / 600 (results/bench_generalized.md).
+    On restricted CV folds (p ~ 160, 1e-3) warm-started Newton took 356 steps for 130
+    solves where APG took 6061 (3.1 vs 18.7 s).
 ``"apg"``
     Accelerated projected gradient (FISTA with gradient restarts) in preconditioned
     coordinates. In M's eigenbasis (M = U diag(mu) U^T) the labeled objective is
@@ -282,7 +282,7 @@ class _Coords:
         at an optimum with an active constraint, where the multiplier lives there). The last
         two keep the gap free of round-off where V is large: at lam >~ mu_max^2, ``P_psd(G)``
         of a gradient that is only round-off paired with V ~ sqrt(lam) S0 made the gap
-        ~1e-5..1 relative, and every solver ran to max_iter. ``eig`` = (w, U) with
+        1e-5 to > 1 relative (measured), and every solver ran to max_iter. ``eig`` = (w, U) with
         ``V = U diag(w) U^T`` (from the projection that produced V) saves an eigh.
         Otherwise: the projected-gradient residual ||V - P_psd(V - G/L)|| * L relative to
         ||G|| + L ||V||.
