@@ -155,7 +155,9 @@ def test_duality_gap_certificate_bounds_the_true_gap(rng, e):
     # at suboptimal feasible points (some with clipped eigenvalues, where the null-space
     # multiplier is tried) the certified gap is >= the true gap, with or without V's eigh
     X = co.to_V(S_ref) + 0.3 * rng.normal(size=co.wa.shape)
-    for V in [gmod._psd_project(X)[0]] + [
+    w, U = np.linalg.eigh(co.to_V(S_ref))
+    low_rank = [(U[:, -r:] * w[-r:]) @ U[:, -r:].T for r in (1, 2)]  # large null spaces
+    for V in low_rank + [gmod._psd_project(X)[0]] + [
         gmod._solve(co, gmod._closed_form_V(co), accelerate=True, armijo=False, tol=1e-14, max_iter=it)[0]
         for it in (1, 5, 20)
     ]:
