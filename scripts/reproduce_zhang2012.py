@@ -171,10 +171,9 @@ def main(argv=None) -> int:
 
 def _scored_mean(paths):
     """Mean over repeats of the entries that are not NaN (NaN where no repeat scored)."""
-    a = np.asarray(paths, dtype=float)
-    ok = ~np.isnan(a)
-    n = ok.sum(axis=0)
-    return np.where(n > 0, np.where(ok, a, 0.0).sum(axis=0) / np.maximum(n, 1), np.nan)
+    from nystrom_priors.generalized import _nanmean_columns
+
+    return _nanmean_columns(np.asarray(paths, dtype=float))
 
 
 def draw_paths(plt, curves):
