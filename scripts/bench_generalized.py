@@ -31,13 +31,17 @@ def _iterations(prob, e, solver, pgd_max_iter):
     t = time.perf_counter()
     if solver == "newton":  # the default: dual Newton (continuation when cold, APG fallback)
         _, it, _, ok, _ = g._solve_lam(prob, lam, "newton", 1e-6, 5000)
+    elif solver == "ipm":  # barrier Newton-CG steps; CG products reported next to them
+        co = g._Coords(prob, lam, precondition=True)
+        _, it, _, ok = g._solve_ipm(co, g._closed_form_V(co), tol=1e-6, max_iter=5000)
+        return (it if ok else np.inf), time.perf_counter() - t, co.cg_products
     else:
         co = g._Coords(prob, lam, precondition=solver == "apg")
         _, it, _, ok = g._solve(
             co, g._closed_form_V(co), accelerate=solver == "apg", armijo=solver == "pgd",
             tol=1e-6, max_iter=5000 if solver == "apg" else pgd_max_iter,
         )
-    return (it if ok else np.inf), time.perf_counter() - t
+    return (it if ok else np.inf), time.perf_counter() - t, None
 
 
 def solver_iterations(lines: list[str], seeds: int, pgd_max_iter: int = 100000) -> None:
@@ -45,7 +49,7 @@ def solver_iterations(lines: list[str], seeds: int, pgd_max_iter: int = 100000) 
     from nystrom_priors import extrapolate
 
     exps = [-4, -6, -8, -10, -12]
-    solvers = ("newton", "apg", "pgd")
+    solvers = ("newton", "apg", "ipm", "pgd")
     counts = {s: {e: [] for e in exps} for s in solvers}
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
@@ -66,7 +70,8 @@ def solver_iterations(lines: list[str], seeds: int, pgd_max_iter: int = 100000) 
         "",
         f"### m = 15, 20, 30, 30 labels: median (max) over {seeds} problems",
         "",
-        f"inf = not reached within {pgd_max_iter:g} iterations (pgd) or 5000 (apg, newton incl. its APG fallback)",
+        f"inf = not reached within {pgd_max_iter:g} iterations (pgd) or 5000 (apg, ipm, newton incl. its APG "
+        "fallback). ipm counts barrier Newton steps (each: one eigendecomposition plus CG products).",
         "",
         "| solver \\ log10(λ/μ²max) | " + " | ".join(str(e) for e in exps) + " |",
         "| --- |" + " --- |" * len(exps),
@@ -100,11 +105,11 @@ def solver_iterations(lines: list[str], seeds: int, pgd_max_iter: int = 100000) 
         "| solver \\ log10(λ/μ²max) | " + " | ".join(str(e) for e in exps) + " |",
         "| --- |" + " --- |" * len(exps),
     ]
-    for solver in ("newton", "apg"):
+    for solver in ("newton", "apg", "ipm"):
         cells = []
         for e in exps:
-            it, sec = _iterations(prob, e, solver, pgd_max_iter)
-            cells.append(f"{it:.0f} ({sec:.1f} s)")
+            it, sec, cg = _iterations(prob, e, solver, pgd_max_iter)
+            cells.append(f"{it:.0f} ({sec:.1f} s" + ("" if cg is None else f", {cg} CG") + ")")
         lines.append(f"| {solver} | " + " | ".join(cells) + " |")
     lines.append("")
     print("\n".join(lines), flush=True)

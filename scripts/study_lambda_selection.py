@@ -167,6 +167,16 @@ def analyse(out, names):
                 cs = np.convolve(np.pad(c, 1, mode="edge"), np.ones(3) / 3, mode="valid")
                 return argbest(cs, crit)
             rules[f"{crit}/smooth3/{splits}split"] = rule_smooth
+    # one-standard-error rules toward the prior (the largest lam whose mean held-out hinge loss
+    # is within k standard errors of the minimum, SE over the folds of all splits used)
+    for splits in (2, 4):
+        for k in (0.25, 0.5, 1.0):
+            def rule_1se(C, splits=splits, k=k):
+                c = C[:splits, :, :, CRITERIA.index("svmhinge")].reshape(-1, C.shape[2])
+                mean, se = c.mean(0), c.std(0, ddof=1) / np.sqrt(c.shape[0])
+                j = int(np.argmin(mean))
+                return int(np.flatnonzero(mean <= mean[j] + k * se[j]).min())  # grid descends
+            rules[f"svmhinge/{k:g}se/{splits}split"] = rule_1se
     # lam="auto" as shipped: 2 splits; the first stops its path once the loss has risen past
     # its basin (GeneralizedNystrom's _path_exhausted), the second races the first
     # (_race_keep); its choice should equal svmhinge/smooth3/2split

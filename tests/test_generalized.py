@@ -66,7 +66,7 @@ def _cvxpy_optimum(S0, E, Y, lam, mask=None):
 
 @pytest.mark.parametrize(
     "exponent, solver",
-    [(e, s) for s in ("apg", "newton") for e in (0.0, -3.0, -5.0, -7.0, -10.0)]
+    [(e, s) for s in ("apg", "newton", "ipm") for e in (0.0, -3.0, -5.0, -7.0, -10.0)]
     + [(e, "pgd") for e in (0.0, -3.0, -4.0)],
 )
 def test_solvers_reach_the_sdp_optimum_labels(rng, exponent, solver):
@@ -82,6 +82,22 @@ def test_solvers_reach_the_sdp_optimum_labels(rng, exponent, solver):
     f = prob.objective(S, lam)
     # cvxpy's interior point is itself accurate to ~1e-8; ours is certified to 1e-8
     assert (f - f_ref) / f_ref <= 1e-6
+
+
+@pytest.mark.parametrize("exponent", [-8.0, -12.0])
+def test_interior_point_steps_do_not_grow_at_small_lam(rng, exponent):
+    """Where the projected gradient's iterations grow like mu_max / sqrt(lam), the barrier
+    method's Newton steps do not: <= 100 to a certified 1e-6 gap at mu_max^2 * 1e-12, with
+    every iterate positive definite and the optimum the SDP solver's."""
+    prob, S0, E, Y, _ = _small_problem(rng, m=30, l=30)
+    lam = prob.mu_max**2 * 10**exponent
+    co = gmod._Coords(prob, lam, precondition=True)
+    V, it, cert, ok = gmod._solve_ipm(co, gmod._closed_form_V(co), tol=1e-6, max_iter=100)
+    assert ok and it <= 100 and cert <= 1e-6, (it, cert)
+    assert np.linalg.eigvalsh(V).min() > 0.0
+    S = co.to_S(V)
+    f_ref = prob.objective(_cvxpy_optimum(S0, E, Y, lam), lam)
+    assert (prob.objective(S, lam) - f_ref) / f_ref <= 1e-6
 
 
 def test_paper_method_crawls_where_apg_converges(rng):
@@ -181,7 +197,7 @@ def test_huge_lam_is_certified_at_once(rng):
         S_cf = co.to_S(gmod._closed_form_V(co))
         assert np.linalg.eigvalsh(S_cf).min() > 0
         f_cf = prob.objective(S_cf, lam)
-        for solver in ("newton", "apg", "pgd"):
+        for solver in ("newton", "apg", "pgd", "ipm"):
             S, it, cert, ok, _ = gmod._solve_lam(prob, lam, solver, tol=1e-6, max_iter=200)
             assert ok and it <= 5, (e, solver, it, cert)
             assert prob.objective(S, lam) - f_cf <= 1e-9 * f_cf
@@ -529,6 +545,7 @@ def test_convergence_warning_names_max_iter(rng):
         ({"lam": -1.0}, {"y": None}, ValueError, r"lam must be in \(0"),
         ({"lam": "best"}, {"y": None}, ValueError, "lam must be one of"),
         ({"solver": "bfgs"}, {"y": None}, ValueError, "solver must be one of"),
+        ({"solver": "ipm"}, {"pairs": [[1, 2, 1]]}, ValueError, "solver='ipm' needs labels only"),
         ({"tol": 0.0}, {"y": None}, ValueError, r"tol must be in \(0"),
         ({"cv": 1}, {"y": None}, ValueError, r"cv must be in \[2"),
         ({"lam_grid": [np.nan]}, {"y": None}, ValueError, "lam_grid must be"),
