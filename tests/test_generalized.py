@@ -161,6 +161,23 @@ def test_auto_solver_takes_the_smaller_of_primal_and_dual(rng):
     assert max(f) - min(f) <= 1e-7 * min(f)
 
 
+def test_ipm_solver_through_the_estimator(rng):
+    """solver="ipm" in fit: same S as APG at a fixed lam, and the lam="auto" path runs its
+    folds with it (restricted and full) to the same choice as the default solvers."""
+    X = np.vstack([rng.normal(size=(40, 3)) + 2.0 * c for c in range(3)])
+    y = np.repeat(np.arange(3), 40)
+    y[rng.random(y.size) < 0.4] = -1
+    kw = dict(n_landmarks=25, landmarks="uniform", random_state=0)
+    lam = 1e-6
+    fits = {s: GeneralizedNystrom(lam=lam, solver=s, tol=1e-9, **kw).fit(X, y) for s in ("ipm", "apg")}
+    assert fits["ipm"].converged_ and fits["ipm"].certificate_ <= 1e-9
+    S_i, S_a = fits["ipm"].S_, fits["apg"].S_
+    assert np.linalg.norm(S_i - S_a) <= 1e-3 * np.linalg.norm(S_a)
+    auto = {s: GeneralizedNystrom(solver=s, **kw).fit(X, y) for s in ("ipm", "auto")}
+    assert auto["ipm"].converged_
+    assert auto["ipm"].lam_ == auto["auto"].lam_
+
+
 @pytest.mark.parametrize("e", [-2, -6, -10])
 def test_duality_gap_certificate_bounds_the_true_gap(rng, e):
     prob, S0, E, Y, _ = _small_problem(rng)
