@@ -49,10 +49,10 @@ Solvers
     tiny lam, where the dual is badly scaled, it hands its last primal iterate to APG.
 ``"ipm"`` (labels only)
     Primal log-barrier path following with Newton-CG steps (see ``_solve_ipm``). Its step
-    count depends on the length of the barrier path, hardly on lam: 31-67 steps on the
-    m = 15-30 problems at every lam, 60-80 on digits m = 400 at mu_max^2 * 1e-10..1e-12, where
-    Newton stalls and APG needs ~1300 steps; but each step runs tens to hundreds of CG
-    products, so above ~mu_max^2 * 1e-10 Newton (81 steps at 1e-10, 4x faster) or APG win.
+    count depends on the length of the barrier path, hardly on lam: at most 60 steps on the
+    m = 15-30 problems at every lam, 41-71 on digits m = 400 from mu_max^2 * 1e-6 to 1e-12
+    (Newton: 1370 and APG: 1330 at 1e-12); but each step runs tens of CG products, so it only
+    ties APG at 1e-12 (31.8 vs 29.9 s) and above that Newton wins (4.9 vs 25.7 s at 1e-10).
 
 Both stop on a certified criterion: for labels the exact Lagrangian duality gap (the dual of a
 weighted quadratic over the PSD cone has a closed form), for pairs the projected-gradient (KKT)
@@ -391,8 +391,8 @@ def _solve_ipm(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int, sh
     the central path's tangent ``H dV = V^-1 dt``. ``Z = t V^-1`` is a PSD multiplier, an
     extra candidate of the duality-gap certificate. Unlike the projected gradient, whose
     iterations grow with the condition number ~ mu_max / sqrt(lam), the number of Newton steps
-    depends on the path length only (digits, m = 400, lam = mu_max^2 * 1e-12: 73 steps and
-    877 CG products where APG needs 1330 steps; results/bench_generalized.md).
+    depends on the path length only (digits, m = 400, lam = mu_max^2 * 1e-12: 65 steps and
+    1955 CG products, 31.8 s, where APG needs 1330 steps, 29.9 s; results/bench_generalized.md).
     Returns (V, n_iter, certificate value, converged); the iterates stay positive definite.
     The CG products are counted in ``coords.cg_products`` (for the benchmarks).
     """
