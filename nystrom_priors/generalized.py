@@ -443,15 +443,20 @@ def _solve_ipm(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int, sh
             rz = rz_new
         return _sym(X), k
 
-    def step_to(Xt, w, grad_dot, quad, t, fraction):
-        """Largest damped step along D (given in V's eigenbasis) decreasing phi_t (Armijo)."""
+    def to_boundary(Xt, w, fraction):
+        """Eigenvalues om of V^-1/2 D V^-1/2 (D given in V's eigenbasis) and the step that
+        keeps ``fraction`` of the distance to the boundary of the cone."""
         s_w = 1.0 / np.sqrt(w)
         om = np.linalg.eigvalsh(_sym(Xt * np.outer(s_w, s_w)))
-        s = 1.0 if om.min() >= 0 else min(1.0, fraction / -float(om.min()))
+        return om, (1.0 if om.min() >= 0 else min(1.0, fraction / -float(om.min())))
+
+    def step_to(Xt, w, g_dot, quad, t):
+        """Largest damped step along D decreasing phi_t (Armijo), 0 if there is none."""
+        om, s = to_boundary(Xt, w, 0.99)
+        slope = g_dot - t * float(np.sum(om))  # <grad phi_t, D>; tr(V^-1 D) = sum om
         while s > 1e-12:
             # phi(V + sD) - phi(V) = s <G, D> + s^2 sum a D^2 - t sum log(1 + s om)
-            dphi = s * grad_dot + s * s * quad - t * float(np.sum(np.log1p(s * om)))
-            slope = grad_dot - t * float(np.sum(om))
+            dphi = s * g_dot + s * s * quad - t * float(np.sum(np.log1p(s * om)))
             if dphi <= 1e-4 * s * slope:
                 return s
             s *= 0.5
@@ -474,7 +479,7 @@ def _solve_ipm(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int, sh
         D = Q @ Xt @ Q.T
         grad_dot = float(np.sum(grad * D))
         decrement = np.sqrt(max(-grad_dot, 0.0) / t)
-        s = step_to(Xt, w, float(np.sum(G * D)), float(np.sum(a * D * D)), t, 0.99)
+        s = step_to(Xt, w, float(np.sum(G * D)), float(np.sum(a * D * D)), t)
         if s == 0.0:
             break  # no decrease at this precision: hand over to the caller's fallback
         V = _sym(V + s * D)
@@ -486,9 +491,7 @@ def _solve_ipm(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int, sh
             Xt, k = newton_direction((t_new - t) * Vinv, w, Q, t)
             coords.cg_products += k
             it += 1
-            s_w = 1.0 / np.sqrt(w)
-            om = np.linalg.eigvalsh(_sym(Xt * np.outer(s_w, s_w)))
-            s = 1.0 if om.min() >= 0 else min(1.0, 0.95 / -float(om.min()))
+            _om, s = to_boundary(Xt, w, 0.95)
             V = _sym(V + s * (Q @ Xt @ Q.T))
             t = t_new
     return V, it, cert, False
