@@ -167,12 +167,13 @@ def analyse(out, names):
                 cs = np.convolve(np.pad(c, 1, mode="edge"), np.ones(3) / 3, mode="valid")
                 return argbest(cs, crit)
             rules[f"{crit}/smooth3/{splits}split"] = rule_smooth
+    hinge = CRITERIA.index("svmhinge")
     # one-standard-error rules toward the prior (the largest lam whose mean held-out hinge loss
     # is within k standard errors of the minimum, SE over the folds of all splits used)
     for splits in (2, 4):
         for k in (0.25, 0.5, 1.0):
             def rule_1se(C, splits=splits, k=k):
-                c = C[:splits, :, :, CRITERIA.index("svmhinge")].reshape(-1, C.shape[2])
+                c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
                 mean, se = c.mean(0), c.std(0, ddof=1) / np.sqrt(c.shape[0])
                 j = int(np.argmin(mean))
                 return int(np.flatnonzero(mean <= mean[j] + k * se[j]).min())  # grid descends
@@ -182,7 +183,6 @@ def analyse(out, names):
     # (_race_keep); its choice should equal svmhinge/smooth3/2split
     from nystrom_priors import generalized as gmod
 
-    hinge = CRITERIA.index("svmhinge")
     skipped, skipped_first = [], []
 
     def rule_race(C):
