@@ -69,7 +69,8 @@ along the path from large to small lam.
     to the smallest lam of the grid.
 ``"auto"`` (default)
     Stratified k-fold cross-validation on the labeled samples only, over two independent
-    splits: S is refitted on each training fold along the same path, a squared-hinge linear
+    splits: S is refitted on each training fold along the same grid of exponents e (on the
+    fold's own scale ``mu_max^2``: fewer labels, a smaller data term), a squared-hinge linear
     SVM (C = 1, intercept; the classifier of the paper's protocol) is trained on the factor
     rows of the training fold, and its hinge loss on the held-out fold is recorded.
     The lam minimising the mean loss, smoothed over neighbouring grid points, is chosen. A
@@ -1182,7 +1183,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         """Held-out losses along lams, shape (n_splits * n_folds, n_lams), and error rates.
 
         For each of ``_CV_SPLITS`` stratified k-fold splits of the labeled samples, S is refitted
-        on the training fold along the path and a squared-hinge linear SVM (C = 1) on the
+        on the training fold along the path (the same exponents e, on the fold's own scale
+        ``mu_max^2``) and a squared-hinge linear SVM (C = 1) on the
         learned factor rows of the training fold scores the held-out fold. The loss is the
         held-out hinge loss per sample (summed over the one-vs-rest problems).
 
@@ -1207,6 +1209,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         errors = np.zeros_like(losses)
         E_all = E_of(labels.index)
         K0_all = E_all @ S0 @ E_all.T  # the prior's kernel on the labeled samples
+        top_all = _top_gram_eig(E_all)
         UtE_all = prior[0].T @ E_all.T if pairs is None else None
         # selection only needs the ranking of lam: a certified 1e-3 gap is plenty
         fold_kw = dict(solve_kw, tol=max(solve_kw["tol"], _CV_TOL), max_iter=min(solve_kw["max_iter"], 300))
@@ -1236,7 +1239,11 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             K0tr = K0_all[np.ix_(train, train)]
             K0te = K0_all[np.ix_(test, train)]
             kw = fold_kw if reduced is not None else dict(fold_kw, solver=full_fold_solver)
-            for _lam, S, *_rest in self._path(prob, lams, kw):
+            # the grid point e means lam = mu_max^2 10^e on every problem: the data term sums
+            # over l^2 label pairs, so at one absolute lam a training fold (l_tr < l labels) is
+            # regularised (l / l_tr)^2 ~ 1.6x more than the full fit it ranks lam for
+            fold_lams = lams * (_top_gram_eig(Etr) / top_all) ** 2 if top_all > 0 else lams
+            for _lam, S, *_rest in self._path(prob, fold_lams, kw):
                 if reduced is not None:  # S = S0 + V (Y - C) V^T, Y the reduced solution
                     Dl = S - C
                     Ktr = K0tr + Ftr @ Dl @ Ftr.T
@@ -1295,6 +1302,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 stacklevel=3,
             )
         return losses, errors
+
+
+def _top_gram_eig(E: np.ndarray) -> float:
+    """Largest eigenvalue of E^T E (from the smaller Gram matrix)."""
+    G = E @ E.T if E.shape[0] <= E.shape[1] else E.T @ E
+    return max(float(np.linalg.eigvalsh(_sym(G))[-1]), 0.0) if G.size else 0.0
 
 
 def _reduced_fold(S0, prior, El, codes, n_classes, UtEl=None):

@@ -364,6 +364,31 @@ def test_cv_folds_in_threads_give_the_serial_result(rng, monkeypatch):
     assert np.nanmax(paths[0][0]) > np.nanmin(paths[0][0])  # not flat: equality is informative
 
 
+def test_cv_folds_search_the_grid_on_their_own_scale(rng, monkeypatch):
+    """Grid point e is lam = mu_max^2 10^e on every problem, a training fold included: its data
+    term sums over fewer label pairs, so the same absolute lam would regularise it more."""
+    X, y, _ = _toy(rng, n=150, n_labels=40)
+    calls = []
+    real_path = gmod.GeneralizedNystrom._path
+
+    def spy(self, prob, lams, solve_kw):
+        calls.append((prob, np.array(lams)))
+        return real_path(self, prob, lams, solve_kw)
+
+    monkeypatch.setattr(gmod.GeneralizedNystrom, "_path", spy)
+    # 20 landmarks, ~32 training labels per fold: full m x m fold problems (not restricted)
+    model = GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
+    assert len(calls) == 2 * 5
+    E_lab = model._features_block(X[y >= 0])
+    top = np.linalg.norm(E_lab, 2) ** 2
+    np.testing.assert_allclose(model.lam_scale_, top**2, rtol=1e-10)
+    for prob, lams in calls:
+        assert prob.El.shape[1] == 20 and 30 <= prob.El.shape[0] <= 34 and prob.offset is None
+        expected = model.lam_path_[: lams.size] * (np.linalg.norm(prob.El, 2) ** 2 / top) ** 2
+        np.testing.assert_allclose(lams, expected, rtol=1e-10)
+        assert np.all(lams < 0.9 * model.lam_path_[: lams.size])  # ~32 of 40 labels: ~0.64x
+
+
 def test_race_keep_stops_where_no_lam_can_win():
     # smoothed mean: rises > 20% above its minimum (index 2) from index 5 on
     losses = np.array([[1.0, 0.8, 0.6, 0.6, 0.65, 0.9, 1.2, 1.5]] * 3)
