@@ -1242,7 +1242,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             # the grid point e means lam = mu_max^2 10^e on every problem: the data term sums
             # over l^2 label pairs, so at one absolute lam a training fold (l_tr < l labels) is
             # regularised (l / l_tr)^2 ~ 1.6x more than the full fit it ranks lam for
-            fold_lams = lams * (_top_gram_eig(Etr) / top_all) ** 2 if top_all > 0 else lams
+            # (a fold whose labeled rows are all 0 in k(., Z) has no data term: S0 at any lam > 0)
+            top_tr = _top_gram_eig(Etr)
+            fold_lams = lams * (top_tr / top_all) ** 2 if top_tr > 0 else lams
             for _lam, S, *_rest in self._path(prob, fold_lams, kw):
                 if reduced is not None:  # S = S0 + V (Y - C) V^T, Y the reduced solution
                     Dl = S - C
