@@ -563,6 +563,13 @@ def test_pairs_only_fit_and_mixed(rng):
     assert np.isfinite(m.transform(X)).all()
     both = GeneralizedNystrom(n_landmarks=15, lam=1e-2, random_state=0).fit(X, y, pairs=pairs[:5])
     assert both.converged_
+    # lam="auto" with both: the folds keep every pair and refit on their share of the labels
+    pairs_out = pairs[(y[pairs[:, 0]] < 0) | (y[pairs[:, 1]] < 0)][:20]
+    auto = GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, y, pairs=pairs_out)
+    assert auto.converged_ and auto.lam_ in auto.lam_path_
+    assert np.isfinite(auto.criterion_path_[0]) and np.isfinite(auto.transform(X)).all()
+    labels_only = GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, y)
+    assert not np.allclose(auto.criterion_path_[:3], labels_only.criterion_path_[:3])  # pairs count
     with pytest.raises(ValueError, match="needs labels of at least two classes"):
         GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, pairs=pairs)
 
