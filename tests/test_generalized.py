@@ -473,6 +473,7 @@ def test_cv_choice_smooths_over_neighbouring_lam():
 def test_heldout_svm_matches_linear_svc(n_classes):
     """The jitted primal Newton SVM equals scikit-learn's LinearSVC (squared hinge, C=1, intercept)."""
     sklearn_svm = pytest.importorskip("sklearn.svm")
+    from nystrom_priors._linear_svm import ovr_heldout_loss_linear
     from nystrom_priors._numba._svm import ovr_heldout_loss
 
     rng = np.random.default_rng(n_classes)
@@ -497,6 +498,10 @@ def test_heldout_svm_matches_linear_svc(n_classes):
     )
     assert unconverged == 0 and err == errors
     np.testing.assert_allclose(loss, hinge, rtol=1e-6)
+    # the feature form (folds with more labels than landmarks) solves the same problem
+    loss_f, err_f, unconverged_f = ovr_heldout_loss_linear(Xtr, Xte, ctr, cte, n_classes, 1.0, 100)
+    assert unconverged_f == 0 and err_f == errors
+    np.testing.assert_allclose(loss_f, hinge, rtol=1e-6)
 
 
 @pytest.mark.parametrize("width", [0.3, 3.0, 300.0])
@@ -522,6 +527,57 @@ def test_heldout_svm_solves_the_dual_qp(width):
         it = svm_primal_newton(np.ascontiguousarray(Kb), y, C, 100, beta)
         assert 0 < it <= 30
         np.testing.assert_allclose(beta, y * alpha, rtol=1e-6, atol=1e-8 * np.abs(alpha).max())
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_feature_form_svm_solves_the_dual_qp(C):
+    """The weights of the feature form are X^T (y o alpha) for the dual optimum alpha of the
+    kernel X X^T (the same NNLS oracle as above), with many more samples than features."""
+    from scipy.optimize import nnls
+
+    from nystrom_priors._linear_svm import svm_primal_newton_linear
+
+    rng = np.random.default_rng(11)
+    X = np.hstack([rng.normal(size=(300, 6)), np.ones((300, 1))])
+    y = np.where(X[:, 0] - X[:, 1] + 0.7 * rng.normal(size=300) > 0, 1.0, -1.0)
+    H = (y[:, None] * y[None, :]) * (X @ X.T) + np.eye(300) / (2 * C)
+    L = np.linalg.cholesky(H)
+    alpha, _ = nnls(L.T, np.linalg.solve(L, np.ones(300)), maxiter=20000)
+    w, it = svm_primal_newton_linear(X, y, C, 100)
+    assert 0 < it <= 30
+    np.testing.assert_allclose(w, X.T @ (y * alpha), rtol=1e-6, atol=1e-9)
+
+
+def test_cv_scores_many_labels_in_feature_form(rng, monkeypatch):
+    """Folds with more training labels than landmarks score the held-out SVM in feature form;
+    the kernel form on the same factor rows gives the same CV path."""
+    import nystrom_priors._linear_svm as lsvm
+    from nystrom_priors._numba._svm import ovr_heldout_loss
+
+    X, y, _ = _toy(rng, n=200, n_labels=90)
+    real = lsvm.ovr_heldout_loss_linear
+    shapes = []
+
+    def spy(G_tr, *args):
+        shapes.append(G_tr.shape)
+        return real(G_tr, *args)
+
+    def kernel_form(G_tr, G_te, codes_tr, codes_te, n_classes, C, max_iter):
+        return ovr_heldout_loss(
+            np.ascontiguousarray(G_tr @ G_tr.T) + 1.0, np.ascontiguousarray(G_te @ G_tr.T) + 1.0,
+            codes_tr, codes_te, n_classes, C, max_iter,
+        )
+
+    monkeypatch.setattr(lsvm, "ovr_heldout_loss_linear", spy)
+    model = GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, y)
+    assert shapes and all(r <= 15 and n >= 70 for n, r in shapes)  # ~72 training labels, m = 15
+    monkeypatch.setattr(lsvm, "ovr_heldout_loss_linear", kernel_form)
+    reference = GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, y)
+    scored = ~np.isnan(reference.criterion_path_)
+    assert scored.sum() >= 3
+    np.testing.assert_allclose(model.criterion_path_[scored], reference.criterion_path_[scored], rtol=1e-8)
+    np.testing.assert_array_equal(model.cv_error_path_[scored], reference.cv_error_path_[scored])
+    assert model.lam_ == reference.lam_
 
 
 def test_reduced_fold_problem_is_the_restriction_of_J(rng):

@@ -58,6 +58,45 @@ def _slope(t, A, B, C, m, s):
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
+def exact_step(A, B, C, m, s):
+    """Exact line search along a Newton direction; -1.0 when there is no descent.
+
+    The objective along the step is ``phi(t) = phi(0) + A t + B t^2 / 2 + C sum max(0, m_i -
+    t s_i)^2`` minus constants (A = <beta, d>_K or <w, d>, B = <d, d>_K or <d, d>; m_i = 1 -
+    y_i f_i the margins, s_i = y_i g_i their change per unit step): convex, with a piecewise
+    linear nondecreasing slope whose root is found between its sorted breakpoints m_i / s_i.
+    """
+    lo = 0.0
+    vlo = _slope(0.0, A, B, C, m, s)
+    if vlo >= 0.0:
+        return -1.0
+    n = m.size
+    brk = np.empty(n)
+    nb = 0
+    for i in range(n):
+        if s[i] != 0.0:
+            tb = m[i] / s[i]
+            if tb > 0.0:
+                brk[nb] = tb
+                nb += 1
+    brk = np.sort(brk[:nb])
+    for k in range(nb):
+        v = _slope(brk[k], A, B, C, m, s)
+        if v >= 0.0:
+            return lo - vlo * (brk[k] - lo) / (v - vlo)
+        lo = brk[k]
+        vlo = v
+    # past the last breakpoint the slope is linear with this derivative
+    curv = B
+    for i in range(n):
+        if m[i] - (lo + 1.0) * s[i] > 0.0:
+            curv += 2.0 * C * s[i] * s[i]
+    if curv <= 0.0:
+        return -1.0
+    return lo - vlo / curv
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
 def svm_primal_newton(Kb, y, C, max_iter, beta):
     """Fit one binary problem from ``beta = 0``; the solution is written into ``beta``.
 
@@ -92,7 +131,6 @@ def svm_primal_newton(Kb, y, C, max_iter, beta):
             for i in range(n):
                 beta[i] = bnew[i]
             return it
-        # exact line search: the slope is piecewise linear and nondecreasing in t
         A = 0.0
         B = 0.0
         for i in range(n):
@@ -100,35 +138,9 @@ def svm_primal_newton(Kb, y, C, max_iter, beta):
             B += g[i] * d[i]
             m[i] = 1.0 - y[i] * f[i]
             s[i] = y[i] * g[i]
-        lo = 0.0
-        vlo = _slope(0.0, A, B, C, m, s)
-        if vlo >= 0.0:  # no descent left at this precision
+        t = exact_step(A, B, C, m, s)
+        if t < 0.0:  # no descent left at this precision
             return it
-        brk = np.empty(n)
-        nb = 0
-        for i in range(n):
-            if s[i] != 0.0:
-                tb = m[i] / s[i]
-                if tb > 0.0:
-                    brk[nb] = tb
-                    nb += 1
-        brk = np.sort(brk[:nb])
-        t = -1.0
-        for k in range(nb):
-            v = _slope(brk[k], A, B, C, m, s)
-            if v >= 0.0:
-                t = lo - vlo * (brk[k] - lo) / (v - vlo)
-                break
-            lo = brk[k]
-            vlo = v
-        if t < 0.0:  # past the last breakpoint the slope is linear with this derivative
-            curv = B
-            for i in range(n):
-                if m[i] - (lo + 1.0) * s[i] > 0.0:
-                    curv += 2.0 * C * s[i] * s[i]
-            if curv <= 0.0:
-                return it
-            t = lo - vlo / curv
         for i in range(n):
             beta[i] += t * d[i]
             f[i] += t * g[i]
@@ -164,10 +176,19 @@ def ovr_heldout_loss(Kb_tr, Kb_te, codes_tr, codes_te, n_classes, C, max_iter):
             for j in range(n_tr):
                 acc += beta[j] * Kb_te[t, j]
             dec[t, c] = acc
+    loss, errors = heldout_scores(dec, codes_te, n_classes)
+    return loss, errors, unconverged
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def heldout_scores(dec, codes_te, n_classes):
+    """(sum of max(0, 1 - y f) over held-out samples and problems, misclassified samples) of
+    one-vs-rest decisions ``dec`` (n_te, 1 for two classes, else n_classes)."""
+    n_te = dec.shape[0]
     loss = 0.0
     errors = 0
     for t in range(n_te):
-        if n_prob == 1:
+        if n_classes == 2:
             yt = 1.0 if codes_te[t] == 1 else -1.0
             h = 1.0 - yt * dec[t, 0]
             if h > 0.0:
@@ -176,7 +197,7 @@ def ovr_heldout_loss(Kb_tr, Kb_te, codes_tr, codes_te, n_classes, C, max_iter):
                 errors += 1
         else:
             best = 0
-            for c in range(n_prob):
+            for c in range(n_classes):
                 yt = 1.0 if codes_te[t] == c else -1.0
                 h = 1.0 - yt * dec[t, c]
                 if h > 0.0:
@@ -185,4 +206,4 @@ def ovr_heldout_loss(Kb_tr, Kb_te, codes_tr, codes_te, n_classes, C, max_iter):
                     best = c
             if best != codes_te[t]:
                 errors += 1
-    return loss, errors, unconverged
+    return loss, errors
