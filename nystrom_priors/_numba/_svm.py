@@ -4,7 +4,9 @@ Private: arrays and scalars only. Used by GeneralizedNystrom's lam="auto" to sco
 folds with the classifier the paper evaluates with (a linear SVM on the factor rows, which is
 scikit-learn's ``LinearSVC`` default: squared hinge, C = 1, intercept as a regularised
 feature of value 1). On factor rows the linear kernel is ``K = G G^T``, so the solver works on
-``Kb = K + 1`` and never needs the features.
+``Kb = K + 1`` and never needs the features. Folds with more training labels than landmarks
+use the feature form over the weights instead (``nystrom_priors._linear_svm``), which shares
+``exact_step`` and ``heldout_scores`` with this module.
 
 Primal in the representer form ``f = Kb beta`` (Chapelle 2007; Keerthi & DeCoste 2005):
 
