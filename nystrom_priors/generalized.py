@@ -183,8 +183,7 @@ class _Problem:
             rows.append(density**0.25 * Ep)
         B = np.vstack(rows)
         if B.shape[0] < self.m:
-            top = np.linalg.eigvalsh(_sym(B @ B.T))
-            self.mu_max = max(float(top[-1]), 0.0) if top.size else 0.0
+            self.mu_max = _top_gram_eig(B)
         else:
             self.mu_max = float(self.mu.max()) if self.mu.size else 0.0
 
@@ -1235,10 +1234,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             if reduced is not None:
                 prob, C, V = reduced
                 Ftr, Fte = Etr @ V, Ete @ V
+                K0tr, K0te = K0_all[np.ix_(train, train)], K0_all[np.ix_(test, train)]
             else:
                 prob = self._build_problem(S0, labels, pairs, E_of, label_rows=train)
-            K0tr = K0_all[np.ix_(train, train)]
-            K0te = K0_all[np.ix_(test, train)]
             # more training labels than landmarks: the SVM over the m + 1 weights of the factor
             # rows costs O(l m^2) per Newton step instead of the kernel form's O(l^3)
             # (measured: 20,000 x 50, m = 300, 1200 labels: lam="auto" spent 169 of 193 s in
