@@ -7,9 +7,10 @@
    time is split into landmarks, lam selection / solve, and transform.
 3. (``--many-labels``) lam="auto" with more labels than landmarks (20,000 x 50 blobs, 10
    classes): the held-out SVMs of the CV scored in feature form (the default there) against
-   the kernel form on the same factor rows, in one run.
+   the kernel form on the same factor rows, in one run; and (section 4) labels with pairs at
+   a fixed lam, the labels term compressed to m rows (the default) against its l x l form.
 
-Run:  python scripts/bench_generalized.py [--quick] [--many-labels] [--out results/bench_generalized.md]
+Run:  python scripts/bench_generalized.py [--quick] [--many-labels | --labels-pairs] [--out results/bench_generalized.md]
 """
 
 from __future__ import annotations
@@ -239,6 +240,58 @@ def many_labels(lines: list[str], cases) -> None:
     ]
 
 
+def labels_and_pairs(lines: list[str], cases) -> None:
+    """Labels (l > m) and pairs at a fixed lam: the labels term compressed to m rows
+    (``_compress_labels``, the default) against the l x l form, same process, same data."""
+    import nystrom_priors as npr
+    import nystrom_priors.generalized as g
+
+    compress = g._compress_labels
+    rows = []
+    for m, n_labels, n_pairs, e in cases:
+        rng = np.random.default_rng(0)
+        n, d, k = 20000, 50, 10
+        centers = rng.normal(size=(k, d)) * 0.6
+        y = rng.integers(k, size=n)
+        X = centers[y] + rng.normal(size=(n, d))
+        yy = np.full(n, -1)
+        lab = rng.choice(n, n_labels, replace=False)
+        yy[lab] = y[lab]
+        free = np.setdiff1d(np.arange(n), lab)
+        i, j = rng.choice(free, n_pairs), rng.choice(free, n_pairs)
+        i, j = i[i != j], j[i != j]
+        pairs = np.c_[i, j, np.where(y[i] == y[j], 1, -1)]
+        scale = npr.GeneralizedNystrom(n_landmarks=m, lam=1.0, random_state=0).fit(X, yy, pairs=pairs).lam_scale_
+        result = {}
+        for name, fn in (("compressed", compress), ("l x l", lambda El, Y: (El, Y, 0.0))):
+            g._compress_labels = fn
+            t = time.perf_counter()
+            try:
+                model = npr.GeneralizedNystrom(n_landmarks=m, lam=scale * 10.0**e, random_state=0).fit(X, yy, pairs=pairs)
+            finally:
+                g._compress_labels = compress
+            result[name] = (time.perf_counter() - t, model.n_iter_, model.converged_, model.S_)
+            print(m, n_labels, n_pairs, e, name, result[name][:3], flush=True)
+        (tc, ic, okc, Sc), (tl, il, okl, Sl) = result["compressed"], result["l x l"]
+        diff = np.linalg.norm(Sc - Sl) / np.linalg.norm(Sl)
+        rows.append(
+            f"| {m} | {n_labels} | {pairs.shape[0]} | {e:g} | {tl:.1f} / {tc:.1f} (**{tl / tc:.1f}x**) "
+            f"| {il} / {ic} | {okl} / {okc} | {diff:.1e} |"
+        )
+    lines += [
+        "## 4. Labels (more than landmarks) and pairs at a fixed λ = μ²max·10^e: 20,000 x 50, 10 classes",
+        "",
+        "The labels term ||E_l S E_l^T - K*||² evaluated in l x l form vs compressed to m rows",
+        "(thin SVD of E_l, the default), same process, same data; solver auto (APG, whose line",
+        "search evaluates J).",
+        "",
+        "| m | labels | pairs | e | fit (s): l x l / compressed | APG steps | converged | ‖ΔS‖/‖S‖ |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+    ]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="GeneralizedNystrom benchmark")
     parser.add_argument("--quick", action="store_true")
@@ -246,13 +299,19 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=None, help="problems for the iteration count (default 9)")
     parser.add_argument("--pgd-max-iter", type=int, default=100000)
     parser.add_argument("--mnist-only", action="store_true", help="skip the iteration table (section 1)")
-    parser.add_argument("--many-labels", action="store_true", help="only section 3 (lam='auto' with l > m)")
+    parser.add_argument("--many-labels", action="store_true", help="only sections 3 and 4 (more labels than landmarks)")
+    parser.add_argument("--labels-pairs", action="store_true", help="only section 4 (labels with l > m and pairs)")
     args = parser.parse_args(argv)
     cmd = "python scripts/bench_generalized.py" + (" " + " ".join(argv) if argv else " " + " ".join(sys.argv[1:])).rstrip()
     lines = ["# bench_generalized", "", f"command: `{cmd}`", ""]
     seeds = args.seeds if args.seeds is not None else (3 if args.quick else 9)
+    if args.labels_pairs:
+        labels_and_pairs(lines, [(100, 400, 100, -6)] if args.quick else [(200, 1000, 300, -6), (200, 1000, 300, -8), (300, 2000, 500, -6)])
+        write_lines(args.out, lines)
+        return 0
     if args.many_labels:
         many_labels(lines, [(100, 400)] if args.quick else [(300, 1200), (500, 1000)])
+        labels_and_pairs(lines, [(100, 400, 100, -6)] if args.quick else [(200, 1000, 300, -6), (200, 1000, 300, -8), (300, 2000, 500, -6)])
         write_lines(args.out, lines)
         return 0
     if not args.mnist_only:

@@ -161,6 +161,70 @@ def test_auto_solver_takes_the_smaller_of_primal_and_dual(rng):
     assert max(f) - min(f) <= 1e-7 * min(f)
 
 
+@pytest.mark.parametrize("rank", [12, 7])
+def test_more_labels_than_landmarks_compress_to_an_exact_m_row_term(rng, rank):
+    """l > m: J keeps its value and gradient with E_l, Y swapped for r <= m rows (r = rank E_l),
+    and the dual's label block is r x r; also when E_l is rank-deficient (r < m)."""
+    m, l = 12, 40
+    El = rng.normal(size=(l, rank)) @ rng.normal(size=(rank, m))
+    Y = np.eye(3)[rng.integers(3, size=l)]
+    S0 = np.eye(m) + 0.1 * np.ones((m, m))
+    prob = gmod._Problem(S0, El, Y)
+    assert prob.El.shape == (rank, m) and prob.loss_shift > 0.0
+    assert prob.El_labels is El and prob.Y_labels is Y
+    assert gmod._Dual(prob, 1.0).zeros()[0].shape == (rank, rank)
+    for _ in range(3):
+        B = rng.normal(size=(m, m))
+        S = B @ B.T
+        direct = float(np.sum((El @ S @ El.T - Y @ Y.T) ** 2))
+        assert prob.loss(S) == pytest.approx(direct, rel=1e-10)
+        G_direct = 2.0 * 0.5 * (S - S0) + 2.0 * El.T @ (El @ S @ El.T - Y @ Y.T) @ El
+        np.testing.assert_allclose(prob.grad(S, 0.5), G_direct, rtol=1e-9, atol=1e-9 * np.abs(G_direct).max())
+
+
+@pytest.mark.parametrize("solver", ["newton", "apg"])
+@pytest.mark.parametrize("exponent", [-3.0, -8.0])
+def test_many_labels_with_pairs_reach_the_sdp_optimum(rng, exponent, solver):
+    """Labels (l > m, compressed) and pairs together: both solvers reach cvxpy's optimum of the
+    uncompressed SDP, and Newton's dual gap is exact (the dropped constant added back)."""
+    cp = pytest.importorskip("cvxpy")
+    m, l, d = 10, 30, 3
+    Z, X = rng.normal(size=(m, d)), rng.normal(size=(l + 8, d))
+    E = extrapolate(X, Z, width=3.0)
+    lw, U = np.linalg.eigh(extrapolate(Z, Z, width=3.0))
+    S0 = (U / lw) @ U.T
+    Y = np.eye(2)[rng.integers(2, size=l)]
+    a, b = np.array([0, 1, 2, 3, 4]), np.array([5, 6, 7, 1, 0])
+    t = np.array([1.0, 0.0, 1.0, 0.0, 1.0])
+    aa, bb = np.concatenate([a, b, np.arange(8)]), np.concatenate([b, a, np.arange(8)])
+    tt = np.concatenate([t, t, np.ones(8)])
+    prob = gmod._Problem(S0, E[:l], Y, E[l:], aa, bb, tt)
+    assert prob.El.shape[0] == m
+    lam = prob.mu_max**2 * 10**exponent
+    S, it, cert, ok, R = gmod._solve_lam(prob, lam, solver, tol=1e-9, max_iter=20000)
+    assert ok, (it, cert)
+    Sv = cp.Variable((m, m), PSD=True)
+    K = E[l:] @ Sv @ E[l:].T
+    loss = cp.sum_squares(E[:l] @ Sv @ E[:l].T - Y @ Y.T) + cp.sum_squares(
+        cp.hstack([K[int(i), int(j)] for i, j in zip(aa, bb)]) - tt
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f_ref = cp.Problem(cp.Minimize(lam * cp.sum_squares(Sv - S0) + loss)).solve(
+            solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11
+        )
+    f = prob.objective(S, lam)
+    assert abs(f - f_ref) / f_ref <= 1e-6
+    if solver == "newton":
+        # certified by the dual itself, not by the APG fallback (at small lam a cold Newton
+        # with pairs may hand over to APG, so only at the larger lam)
+        assert R is not None or exponent < -5
+        for steps in (1, 3, 10):  # any dual point's gap bounds the true one
+            S_n, _R, _it, gap, _ok = gmod._solve_newton(prob, lam, None, tol=1e-9, max_iter=steps)
+            J = prob.objective(S_n, lam)
+            assert gap * J >= J - f_ref - 1e-8 * f_ref
+
+
 def test_ipm_solver_through_the_estimator(rng):
     """solver="ipm" in fit: same S as APG at a fixed lam, and the lam="auto" path runs its
     folds with it (restricted and full) to the same choice as the default solvers."""
@@ -383,8 +447,8 @@ def test_cv_folds_search_the_grid_on_their_own_scale(rng, monkeypatch):
     top = np.linalg.norm(E_lab, 2) ** 2
     np.testing.assert_allclose(model.lam_scale_, top**2, rtol=1e-10)
     for prob, lams in calls:
-        assert prob.El.shape[1] == 20 and 30 <= prob.El.shape[0] <= 34 and prob.offset is None
-        expected = model.lam_path_[: lams.size] * (np.linalg.norm(prob.El, 2) ** 2 / top) ** 2
+        assert prob.El_labels.shape[1] == 20 and 30 <= prob.El_labels.shape[0] <= 34 and prob.offset is None
+        expected = model.lam_path_[: lams.size] * (np.linalg.norm(prob.El_labels, 2) ** 2 / top) ** 2
         np.testing.assert_allclose(lams, expected, rtol=1e-10)
         assert np.all(lams < 0.9 * model.lam_path_[: lams.size])  # ~32 of 40 labels: ~0.64x
 
