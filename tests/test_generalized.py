@@ -161,6 +161,40 @@ def test_auto_solver_takes_the_smaller_of_primal_and_dual(rng):
     assert max(f) - min(f) <= 1e-7 * min(f)
 
 
+@pytest.mark.parametrize("n_negative", [0, 1, 5, 40])
+def test_projection_from_the_negative_eigenpairs(rng, n_negative):
+    m = 40
+    Q, _ = np.linalg.qr(rng.normal(size=(m, m)))
+    w = rng.random(m) + 0.1
+    w[:n_negative] *= -3.0
+    A = (Q * w) @ Q.T
+    P, k = gmod._psd_project_few_negative(A)
+    assert k == n_negative
+    np.testing.assert_allclose(P, gmod._psd_project(A)[0], atol=1e-12 * np.abs(A).max())
+    # both symmetrise their argument first
+    B = A + 1e-3 * np.triu(rng.normal(size=(m, m)), 1)
+    np.testing.assert_allclose(
+        gmod._psd_project_few_negative(B)[0], gmod._psd_project(B)[0], atol=1e-12 * np.abs(B).max()
+    )
+
+
+def test_apg_path_is_the_same_with_partial_projections(rng, monkeypatch):
+    """The few-negative projections change the cost of an APG step, not the iterates."""
+    prob, *_ = _small_problem(rng, m=30, l=20)
+    runs = {}
+    for frac in (0.0, 0.5):
+        monkeypatch.setattr(gmod, "_FEW_NEGATIVE", frac)
+        S, out = None, []
+        for e in (-2.0, -6.0, -10.0):
+            S, it, cert, ok, _ = gmod._solve_lam(prob, prob.mu_max**2 * 10**e, "apg", 1e-8, 5000, S_warm=S)
+            assert ok
+            out.append((S, it))
+        runs[frac] = out
+    for (S_a, it_a), (S_b, it_b) in zip(runs[0.0], runs[0.5]):
+        assert abs(it_a - it_b) <= 1
+        np.testing.assert_allclose(S_b, S_a, atol=1e-7 * np.abs(S_a).max())
+
+
 @pytest.mark.parametrize("rank", [12, 7])
 def test_more_labels_than_landmarks_compress_to_an_exact_m_row_term(rng, rank):
     """l > m: J keeps its value and gradient with E_l, Y swapped for r <= m rows (r = rank E_l),
