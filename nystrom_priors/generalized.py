@@ -731,7 +731,10 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
         cg_tol = min(0.1, np.sqrt(gnorm)) * gnorm
         for k in range(cg_max):
             Ap = dual.hess_apply(st, Omega, pdir)
-            alpha = rz / dual.dot(pdir, Ap)
+            pAp = dual.dot(pdir, Ap)
+            if not pAp > 0.0:  # breakdown: g (hence the direction) is 0 to round-off
+                break
+            alpha = rz / pAp
             H = dual.axpy(alpha, pdir, H)
             r = dual.axpy(-alpha, Ap, r)
             if np.sqrt(dual.dot(r, r)) <= cg_tol:

@@ -177,6 +177,18 @@ def mnist_sized(lines: list[str], n: int, lam_rule) -> None:
     ]
 
 
+def _blobs(n_labels: int, n: int = 20000, d: int = 50, k: int = 10):
+    """The sections 3-5 data: k Gaussian blobs, n_labels labeled at random (yy = -1 elsewhere)."""
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(k, d)) * 0.6
+    y = rng.integers(k, size=n)
+    X = centers[y] + rng.normal(size=(n, d))
+    yy = np.full(n, -1)
+    lab = rng.choice(n, n_labels, replace=False)
+    yy[lab] = y[lab]
+    return rng, X, y, yy, lab
+
+
 def many_labels(lines: list[str], cases) -> None:
     import nystrom_priors as npr
     import nystrom_priors._linear_svm as lsvm
@@ -202,14 +214,7 @@ def many_labels(lines: list[str], cases) -> None:
 
     rows = []
     for m, n_labels in cases:
-        rng = np.random.default_rng(0)
-        n, d, k = 20000, 50, 10
-        centers = rng.normal(size=(k, d)) * 0.6
-        y = rng.integers(k, size=n)
-        X = centers[y] + rng.normal(size=(n, d))
-        yy = np.full(n, -1)
-        lab = rng.choice(n, n_labels, replace=False)
-        yy[lab] = y[lab]
+        rng, X, y, yy, lab = _blobs(n_labels)
         with warnings.catch_warnings():  # compile outside the timings
             warnings.simplefilter("ignore")
             npr.GeneralizedNystrom(n_landmarks=10, random_state=0).fit(X[:300], np.where(np.arange(300) < 60, y[:300], -1))
@@ -251,15 +256,8 @@ def labels_and_pairs(lines: list[str], cases) -> None:
     compress = g._compress_labels
     rows = []
     for m, n_labels, n_pairs, e in cases:
-        rng = np.random.default_rng(0)
-        n, d, k = 20000, 50, 10
-        centers = rng.normal(size=(k, d)) * 0.6
-        y = rng.integers(k, size=n)
-        X = centers[y] + rng.normal(size=(n, d))
-        yy = np.full(n, -1)
-        lab = rng.choice(n, n_labels, replace=False)
-        yy[lab] = y[lab]
-        free = np.setdiff1d(np.arange(n), lab)
+        rng, X, y, yy, lab = _blobs(n_labels)
+        free = np.setdiff1d(np.arange(y.size), lab)
         i, j = rng.choice(free, n_pairs), rng.choice(free, n_pairs)
         i, j = i[i != j], j[i != j]
         pairs = np.c_[i, j, np.where(y[i] == y[j], 1, -1)]
@@ -304,17 +302,12 @@ def partial_projection(lines: list[str], cases) -> None:
     default = g._FEW_NEGATIVE
     rows = []
     for m, n_labels in cases:
-        rng = np.random.default_rng(0)
-        n, d, k = 20000, 50, 10
-        centers = rng.normal(size=(k, d)) * 0.6
-        y = rng.integers(k, size=n)
-        X = centers[y] + rng.normal(size=(n, d))
-        lab = rng.choice(n, n_labels, replace=False)
+        _rng, X, y, _yy, lab = _blobs(n_labels)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             prior = npr.GeneralizedNystrom(n_landmarks=m, lam=np.inf, random_state=0).fit(X[:5000])
         El = prior._features_block(X[lab]).astype(np.float64)
-        prob = g._Problem(prior.S0_, El, np.eye(k)[y[lab]])
+        prob = g._Problem(prior.S0_, El, np.eye(10)[y[lab]])
         lams = prob.mu_max**2 * 10.0 ** np.arange(0, -13, -1)
         times = {0.0: [], default: []}
         try:

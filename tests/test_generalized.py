@@ -161,6 +161,17 @@ def test_auto_solver_takes_the_smaller_of_primal_and_dual(rng):
     assert max(f) - min(f) <= 1e-7 * min(f)
 
 
+def test_newton_at_an_exact_fit_does_not_break_down():
+    """Found by the fuzz test: the prior already fits the labels exactly (one class, identical
+    rows), the dual gradient is 0 up to round-off and CG's curvature p^T H p is 0; Newton must
+    hand over (here to APG), not divide by zero."""
+    m = 4
+    prob = gmod._Problem(np.full((m, m), 1.0 / m**2), np.ones((2, m)), np.ones((2, 1)))
+    for solver in ("newton", "auto"):
+        S, it, cert, ok, _ = gmod._solve_lam(prob, 1e-3, solver, 1e-6, 100)
+        assert ok and np.allclose(S, prob.S0, atol=1e-12)
+
+
 @pytest.mark.parametrize("n_negative", [0, 1, 5, 40])
 def test_projection_from_the_negative_eigenpairs(rng, n_negative):
     m = 40
