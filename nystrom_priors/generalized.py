@@ -352,7 +352,7 @@ def _solve(coords: _Coords, V0: np.ndarray, *, accelerate: bool, armijo: bool, t
 
     Returns (V, n_iter, certificate value, converged).
     """
-    V, w0, _U0 = _psd_project(V0)
+    V, w0, _ = _psd_project(V0)
     Vprev = V
     momentum = getattr(coords, "momentum", None) if accelerate else None
     exact_L = coords.prob.separable and not armijo
@@ -362,10 +362,10 @@ def _solve(coords: _Coords, V0: np.ndarray, *, accelerate: bool, armijo: bool, t
     cert = np.inf
     it = 0
     # near a solution few eigenvalues of the step's argument are negative (measured along the
-    # Table-1 and many-label paths: median 0-74 of 400-500); below m / 10 at the previous step
-    # only those are computed (``_psd_project_few_negative``; m / 10: break-even is ~m / 5 at
-    # m = 400 and ~m / 3 at m = 1000), and the certificate, every
-    # ~10 steps, pays its own eigh of V instead
+    # Table-1 and many-label paths: median 0-74 of 400-500). While fewer than _FEW_NEGATIVE * m
+    # were at the previous step only those are computed (``_psd_project_few_negative``; the
+    # break-even is ~m / 5 at m = 400, ~m / 3 at m = 1000), and the certificate, every ~10
+    # steps, pays its own eigh of V instead
     few_cap = int(_FEW_NEGATIVE * V.shape[0])
     n_neg = int(np.count_nonzero(w0 < 0.0))
 
