@@ -352,17 +352,19 @@ def main(argv=None) -> int:
     cmd = "python scripts/bench_generalized.py" + (" " + " ".join(argv) if argv else " " + " ".join(sys.argv[1:])).rstrip()
     lines = ["# bench_generalized", "", f"command: `{cmd}`", ""]
     seeds = args.seeds if args.seeds is not None else (3 if args.quick else 9)
+    # (m, labels, pairs, e) of section 4, run alone or after section 3
+    pair_cases = [(100, 400, 100, -6)] if args.quick else [(200, 1000, 300, -6), (200, 1000, 300, -8), (300, 2000, 500, -6)]
     if args.partial_projection:
         partial_projection(lines, [(200, 400)] if args.quick else [(500, 800), (1000, 1600)])
         write_lines(args.out, lines)
         return 0
     if args.labels_pairs:
-        labels_and_pairs(lines, [(100, 400, 100, -6)] if args.quick else [(200, 1000, 300, -6), (200, 1000, 300, -8), (300, 2000, 500, -6)])
+        labels_and_pairs(lines, pair_cases)
         write_lines(args.out, lines)
         return 0
     if args.many_labels:
         many_labels(lines, [(100, 400)] if args.quick else [(300, 1200), (500, 1000)])
-        labels_and_pairs(lines, [(100, 400, 100, -6)] if args.quick else [(200, 1000, 300, -6), (200, 1000, 300, -8), (300, 2000, 500, -6)])
+        labels_and_pairs(lines, pair_cases)
         write_lines(args.out, lines)
         return 0
     if not args.mnist_only:
