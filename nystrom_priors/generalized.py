@@ -25,9 +25,9 @@ Solvers
     ``"apg"`` on the full m x m cross-validation folds of ``lam="auto"`` (solved to 1e-3 and
     warm-started along the path, where APG's cheap steps win: sklearn digits, m = 180, fit 31 s
     vs 79 s with Newton folds). Measured on
-    sklearn digits, m = 400, 100 labels, certified 1e-6: Newton 13 / 58 / 81 steps at
-    lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 (cold starts below 1e-4 that stall descend the
-    grid, see ``_solve_lam``) where APG needs 85 / 374 / 600 (results/bench_generalized.md).
+    sklearn digits, m = 400, 100 labels, certified 1e-6: Newton 16 / 36 / 67 steps at
+    lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 (cold starts below 1e-4 take one step, then descend
+    the grid, see ``_solve_lam``) where APG needs 85 / 374 / 600 (results/bench_generalized.md).
     On restricted CV folds (p ~ 160, 1e-3) warm-started Newton took 356 steps for 130
     solves where APG took 6061 (3.1 vs 18.7 s).
 ``"apg"``
@@ -51,7 +51,7 @@ Solvers
     Primal log-barrier path following with Newton-CG steps (see ``_solve_ipm``). Its step
     count depends on the length of the barrier path, hardly on lam: at most 60 steps on the
     m = 15-30 problems at every lam, 41-71 on digits m = 400 from mu_max^2 * 1e-6 to 1e-12
-    (Newton: 1370 and APG: 1330 at 1e-12); but each step runs tens of CG products, so it only
+    (Newton: 1356 and APG: 1330 at 1e-12); but each step runs tens of CG products, so it only
     ties APG at 1e-12 (31.8 vs 29.9 s) and above that Newton wins (4.9 vs 25.7 s at 1e-10).
 
 Both stop on a certified criterion: for labels the exact Lagrangian duality gap (the dual of a
@@ -107,7 +107,9 @@ _EPS = np.finfo(np.float64).eps
 _CV_TOL = 1e-3
 # Newton's continuation for cold starts below mu_max^2 * this (see _solve_lam)
 _HOMOTOPY_START = 1e-4
-_COLD_STEPS = 15
+# ... after this many cold steps: one step solves the dual exactly when the PSD constraint is
+# inactive; otherwise a cold start rarely beats the continuation (see _solve_lam)
+_COLD_STEPS = 1
 # lam="auto": independent k-fold splits averaged; the held-out SVM's Newton step limit
 _CV_SPLITS = 2
 # later CV splits skip the small lam whose smoothed loss is > 20% above the minimum (_race_keep)
@@ -812,11 +814,14 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
     if solver == "newton":
         cap = min(max_iter, 100)
         cold_small = R_warm is None and lam < _HOMOTOPY_START * prob.mu_max**2
-        # a cold start at small lam either converges within a few steps (MNIST-sized synthetic,
-        # m = 1000: 1 step) or stalls (digits, m = 400, 1e-6 gap at mu_max^2 * 1e-10: 100 steps
-        # without progress); give it _COLD_STEPS, then continue down the grid from
-        # mu_max^2 * 1e-4 by factors of 10, each stage to a loose 0.1 gap (digits: 50 / 82 / 126
-        # steps in all at 1e-8 / 1e-10 / 1e-11, the 15 cold steps included)
+        # a cold start at small lam converges in one step when the PSD constraint is inactive
+        # there (MNIST-sized synthetic, m = 1000, 1e-6); otherwise it mostly stalls (digits,
+        # m = 400, 1e-6 gap at mu_max^2 * 1e-10: 100 steps without progress) and, where it does
+        # converge, takes 7-14 steps against 3-8 more for the continuation. So it gets
+        # _COLD_STEPS, then the grid is descended from mu_max^2 * 1e-4 by factors of 10, each
+        # stage to a loose 0.1 gap. Measured, Table-1 digits m = 180 / splice m = 319 / digits
+        # m = 400, 1e-6 gap at mu_max^2 * 1e-10: 87 / 53 / 67 steps in all with one cold step,
+        # 101 / 67 / 81 with 15 (scripts/bench_generalized.py --cold-steps)
         first_cap = min(cap, _COLD_STEPS) if cold_small else cap
         S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=first_cap)
         if cold_small and not ok:

@@ -11,8 +11,10 @@
    a fixed lam, the labels term compressed to m rows (the default) against its l x l form.
 5. (``--partial-projection``) APG steps projected from the negative eigenpairs only (the
    default while few are negative) against a full eigendecomposition per step.
+6. (``--cold-steps``) Newton's cold attempt before its continuation at small lam: 15 steps
+   (the previous setting) against ``_COLD_STEPS`` (the default), Table-1 problems.
 
-Run:  python scripts/bench_generalized.py [--quick] [--many-labels | --labels-pairs | --partial-projection] [--out results/bench_generalized.md]
+Run:  python scripts/bench_generalized.py [--quick] [--many-labels | --labels-pairs | --partial-projection | --cold-steps] [--out results/bench_generalized.md]
 """
 
 from __future__ import annotations
@@ -48,6 +50,30 @@ def _iterations(prob, e, solver, pgd_max_iter):
             tol=1e-6, max_iter=5000 if solver == "apg" else pgd_max_iter,
         )
     return (it if ok else np.inf), time.perf_counter() - t, None
+
+
+def _labels_problem(X, yy, m):
+    """The labels-only ``_Problem`` of a default fit (k-means landmarks, prior W^+)."""
+    import nystrom_priors as npr
+    from nystrom_priors.side_info import check_labels
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gn = npr.GeneralizedNystrom(n_landmarks=m, lam=np.inf, random_state=0).fit(X, yy)
+    E = gn._features_block(X).astype(np.float64)
+    return gn._build_problem(gn.S0_, check_labels(yy, X.shape[0]), None, lambda r: E[r])
+
+
+def _digits400():
+    """sklearn digits, m = 400 k-means landmarks, 100 random labels (section 1's problem)."""
+    from sklearn.datasets import load_digits
+
+    Xd, yd = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    yy = np.full(yd.size, -1)
+    lab = rng.choice(yd.size, 100, replace=False)
+    yy[lab] = yd[lab]
+    return _labels_problem(Xd, yy, 400)
 
 
 def solver_iterations(lines: list[str], seeds: int, pgd_max_iter: int = 100000) -> None:
@@ -90,21 +116,7 @@ def solver_iterations(lines: list[str], seeds: int, pgd_max_iter: int = 100000) 
         lines.append(f"| {solver} | " + " | ".join(cells) + " |")
     lines.append("")
     # a realistic size: sklearn digits, m = 400 k-means landmarks, 100 labels
-    from sklearn.datasets import load_digits
-
-    import nystrom_priors as npr
-    from nystrom_priors.side_info import check_labels
-
-    Xd, yd = load_digits(return_X_y=True)
-    rng = np.random.default_rng(0)
-    yy = np.full(yd.size, -1)
-    lab = rng.choice(yd.size, 100, replace=False)
-    yy[lab] = yd[lab]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        gn = npr.GeneralizedNystrom(n_landmarks=400, lam=np.inf, random_state=0).fit(Xd, yy)
-    Ed = gn._features_block(Xd).astype(np.float64)
-    prob = gn._build_problem(gn.S0_, check_labels(yy, yd.size), None, lambda r: Ed[r])
+    prob = _digits400()
     lines += [
         "### sklearn digits, m = 400 (k-means), 100 labels: steps (seconds), one problem",
         "",
@@ -338,6 +350,52 @@ def partial_projection(lines: list[str], cases) -> None:
     ]
 
 
+def cold_steps(lines: list[str], names, exps) -> None:
+    """Newton's cold attempt before the continuation: 15 steps (previous) vs ``_COLD_STEPS``."""
+    import nystrom_priors.generalized as g
+    from datasets import load
+    from reproduce_zhang2012 import protocol_split
+
+    problems = []
+    for name in names:
+        if name == "digits400":
+            problems.append(("sklearn digits, m = 400, 100 random labels", _digits400()))
+            continue
+        X, y = load(name)
+        _lab, _unl, yy, m = protocol_split(X, y, 0, 100)
+        problems.append((f"{name} (Table-1 protocol, repeat 0), m = {m}", _labels_problem(X, yy, m)))
+    default = g._COLD_STEPS
+    rows = []
+    for title, prob in problems:
+        cells = []
+        for e in exps:
+            lam = prob.mu_max**2 * 10.0**e
+            res = {}
+            for cold in (15, default):
+                g._COLD_STEPS = cold
+                try:
+                    t = time.perf_counter()
+                    _, it, _, ok, _ = g._solve_lam(prob, lam, "newton", 1e-6, 5000)
+                    res[cold] = (it if ok else np.inf, time.perf_counter() - t)
+                finally:
+                    g._COLD_STEPS = default
+            print(title, e, res, flush=True)
+            (i15, t15), (i1, t1) = res[15], res[default]
+            cells.append(f"{i15:.0f} / {i1:.0f} ({t15:.1f} / {t1:.1f} s)")
+        rows.append(f"| {title} | " + " | ".join(cells) + " |")
+    lines += [
+        f"## 6. Newton's cold attempt at small λ: 15 steps vs {default} (the default), labels, 1e-6 gap",
+        "",
+        "A cold start below μ²max·1e-4 gets a few Newton steps before the continuation down the grid",
+        "(`_solve_lam`); steps in all (seconds), both settings in the same process, one thread.",
+        "",
+        "| problem \\ log10(λ/μ²max) | " + " | ".join(str(e) for e in exps) + " |",
+        "| --- |" + " --- |" * len(exps),
+        *rows,
+        "",
+    ]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="GeneralizedNystrom benchmark")
     parser.add_argument("--quick", action="store_true")
@@ -348,12 +406,20 @@ def main(argv=None) -> int:
     parser.add_argument("--many-labels", action="store_true", help="only sections 3 and 4 (more labels than landmarks)")
     parser.add_argument("--labels-pairs", action="store_true", help="only section 4 (labels with l > m and pairs)")
     parser.add_argument("--partial-projection", action="store_true", help="only section 5 (APG's partial eigh)")
+    parser.add_argument("--cold-steps", action="store_true", help="only section 6 (Newton's cold attempt)")
     args = parser.parse_args(argv)
     cmd = "python scripts/bench_generalized.py" + (" " + " ".join(argv) if argv else " " + " ".join(sys.argv[1:])).rstrip()
     lines = ["# bench_generalized", "", f"command: `{cmd}`", ""]
     seeds = args.seeds if args.seeds is not None else (3 if args.quick else 9)
     # (m, labels, pairs, e) of section 4, run alone or after section 3
     pair_cases = [(100, 400, 100, -6)] if args.quick else [(200, 1000, 300, -6), (200, 1000, 300, -8), (300, 2000, 500, -6)]
+    if args.cold_steps:
+        if args.quick:
+            cold_steps(lines, ["digits49", "digits"], [-6, -10])
+        else:
+            cold_steps(lines, ["digits", "splice", "digits400"], [-6, -8, -10, -11, -12])
+        write_lines(args.out, lines)
+        return 0
     if args.partial_projection:
         partial_projection(lines, [(200, 400)] if args.quick else [(500, 800), (1000, 1600)])
         write_lines(args.out, lines)

@@ -161,6 +161,31 @@ def test_auto_solver_takes_the_smaller_of_primal_and_dual(rng):
     assert max(f) - min(f) <= 1e-7 * min(f)
 
 
+def test_newton_cold_start_with_inactive_constraint_takes_one_step():
+    """Below _HOMOTOPY_START the cold attempt is kept (one step, ``_COLD_STEPS``) because with an
+    inactive PSD constraint the dual is a quadratic and one Newton step solves it; only then
+    does the continuation down the grid start. Here the unconstrained optimum is PD:
+    E_l = the first l unit rows, S0 = 2 I, so S = blockdiag((2 lam I + Y Y^T) / (lam + 1), 2 I)."""
+    m, l = 12, 5
+    El = np.eye(l, m)
+    Y = np.eye(2)[[0, 0, 1, 1, 0]]
+    prob = gmod._Problem(2.0 * np.eye(m), El, Y)
+    lam = prob.mu_max**2 * 1e-8
+    assert lam < gmod._HOMOTOPY_START * prob.mu_max**2
+    expected = 2.0 * np.eye(m)
+    expected[:l, :l] = (2.0 * lam * np.eye(l) + Y @ Y.T) / (lam + 1.0)
+    S, it, cert, ok, _ = gmod._solve_lam(prob, lam, "newton", 1e-10, 100)
+    assert ok and it == 1
+    np.testing.assert_allclose(S, expected, atol=1e-12)
+    # with the PSD constraint active the continuation takes over and still reaches the SDP optimum
+    prob, S0, E, Y, _ = _small_problem(np.random.default_rng(5))
+    lam = prob.mu_max**2 * 1e-9
+    S, it, cert, ok, _ = gmod._solve_lam(prob, lam, "newton", 1e-8, 5000)
+    S_ref = _cvxpy_optimum(S0, E, Y, lam)
+    f_ref = prob.objective(S_ref, lam)
+    assert ok and it > 1 and (prob.objective(S, lam) - f_ref) <= 1e-6 * f_ref
+
+
 def test_newton_at_an_exact_fit_does_not_break_down():
     """Found by the fuzz test: the prior already fits the labels exactly (one class, identical
     rows), the dual gradient is 0 up to round-off and CG's curvature p^T H p is 0; Newton must
