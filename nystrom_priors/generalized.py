@@ -816,8 +816,8 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
         cold_small = R_warm is None and lam < _HOMOTOPY_START * prob.mu_max**2
         # a cold start at small lam converges in one step when the PSD constraint is inactive
         # there (MNIST-sized synthetic, m = 1000, 1e-6); otherwise it mostly stalls (digits,
-        # m = 400, 1e-6 gap at mu_max^2 * 1e-10: 100 steps without progress) and, where it does
-        # converge, takes 7-14 steps against 3-8 more for the continuation. So it gets
+        # m = 400, 1e-6 gap at mu_max^2 * 1e-10: 100 steps without progress); where it does
+        # converge (in 6-14 steps) the continuation needs only 3-6 steps more. So it gets
         # _COLD_STEPS, then the grid is descended from mu_max^2 * 1e-4 by factors of 10, each
         # stage to a loose 0.1 gap. Measured, Table-1 digits m = 180 / splice m = 319 / digits
         # m = 400, 1e-6 gap at mu_max^2 * 1e-10: 87 / 53 / 67 steps in all with one cold step,
