@@ -714,6 +714,7 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
     R = dual.zeros() if R0 is None else R0
     st = dual.state(R)
     gap = np.inf
+    it = 0  # max_iter = 0 (a zero cold-step budget) returns the start's own gap
     capped = 0  # consecutive Newton steps whose CG ran out: the dual is too badly scaled here
     for it in range(1, max_iter + 1):
         S, J = dual.primal(st)

@@ -364,14 +364,14 @@ def cold_steps(lines: list[str], names, exps) -> None:
         X, y = load(name)
         _lab, _unl, yy, m = protocol_split(X, y, 0, 100)
         problems.append((f"{name} (Table-1 protocol, repeat 0), m = {m}", _labels_problem(X, yy, m)))
-    default = g._COLD_STEPS
+    default, previous = g._COLD_STEPS, 15
     rows = []
     for title, prob in problems:
         cells = []
         for e in exps:
             lam = prob.mu_max**2 * 10.0**e
             res = {}
-            for cold in (15, default):
+            for cold in (previous, default):
                 g._COLD_STEPS = cold
                 try:
                     t = time.perf_counter()
@@ -380,11 +380,11 @@ def cold_steps(lines: list[str], names, exps) -> None:
                 finally:
                     g._COLD_STEPS = default
             print(title, e, res, flush=True)
-            (i15, t15), (i1, t1) = res[15], res[default]
+            (i15, t15), (i1, t1) = res[previous], res[default]
             cells.append(f"{i15:.0f} / {i1:.0f} ({t15:.1f} / {t1:.1f} s)")
         rows.append(f"| {title} | " + " | ".join(cells) + " |")
     lines += [
-        f"## 6. Newton's cold attempt at small λ: 15 steps vs {default} (the default), labels, 1e-6 gap",
+        f"## 6. Newton's cold attempt at small λ: {previous} steps vs {default} (the default), labels, 1e-6 gap",
         "",
         "A cold start below μ²max·1e-4 gets a few Newton steps before the continuation down the grid",
         "(`_solve_lam`); steps in all (seconds), both settings in the same process, one thread.",

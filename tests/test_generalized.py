@@ -184,6 +184,10 @@ def test_newton_cold_start_with_inactive_constraint_takes_one_step():
     S_ref = _cvxpy_optimum(S0, E, Y, lam)
     f_ref = prob.objective(S_ref, lam)
     assert ok and it > 1 and (prob.objective(S, lam) - f_ref) <= 1e-6 * f_ref
+    # a zero step budget returns the start (R = 0, S = P_psd(S0) = S0) and its exact gap
+    S, R, it, gap, ok = gmod._solve_newton(prob, lam, None, tol=1e-8, max_iter=0)
+    J = prob.objective(S, lam)
+    assert it == 0 and not ok and np.allclose(S, S0) and J - f_ref <= gap * J
 
 
 def test_newton_at_an_exact_fit_does_not_break_down():
