@@ -20,11 +20,31 @@ import numpy as np
 import scipy.linalg
 
 
-def svm_primal_newton_linear(X: np.ndarray, y: np.ndarray, C: float, max_iter: int) -> tuple[np.ndarray, int]:
-    """Fit one binary problem from ``w = 0``; returns (w, Newton steps or ``-max_iter``).
+def _set_minimiser(X: np.ndarray, y: np.ndarray, act: np.ndarray, C: float) -> np.ndarray:
+    """The minimiser of the quadratic on the active set ``act``."""
+    p = X.shape[1]
+    XA = X[act]
+    H = XA.T @ XA
+    H *= 2.0 * C
+    H.flat[:: p + 1] += 1.0
+    return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), 2.0 * C * (XA.T @ y[act]))
+
+
+def _objective(w: np.ndarray, f: np.ndarray, y: np.ndarray, C: float) -> float:
+    return 0.5 * float(w @ w) + C * float(np.sum(np.maximum(0.0, 1.0 - y * f) ** 2))
+
+
+def svm_primal_newton_linear(
+    X: np.ndarray, y: np.ndarray, C: float, max_iter: int, active: np.ndarray | None = None
+) -> tuple[np.ndarray, int]:
+    """Fit one binary problem; returns (w, Newton steps or ``-max_iter``).
 
     ``X`` (n, p) feature rows including the constant column of the intercept, ``y`` (n,) in
-    {-1, +1}; decisions are ``X_new @ w``.
+    {-1, +1}; decisions are ``X_new @ w``. Newton starts from ``w = 0`` or, given a guess of
+    the optimal active set ``active`` (bool (n,); in/out: overwritten with the final active
+    set), from the minimiser on that set, which is already the optimum when the guess is
+    right, else from whichever of the two has the lower objective. The optimum is unique, so
+    the guess changes the number of steps only.
     """
     from ._numba._svm import exact_step
 
@@ -32,31 +52,48 @@ def svm_primal_newton_linear(X: np.ndarray, y: np.ndarray, C: float, max_iter: i
     w = np.zeros(p)
     f = np.zeros(n)
     act = np.ones(n, dtype=bool)  # at w = 0 every margin is violated
-    for it in range(1, max_iter + 1):
-        XA = X[act]
-        H = XA.T @ XA
-        H *= 2.0 * C
-        H.flat[:: p + 1] += 1.0
-        w_new = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), 2.0 * C * (XA.T @ y[act]))
+    it = 0
+    if active is not None and active.any():
+        it = 1
+        w_guess = _set_minimiser(X, y, active, C)
+        f_guess = X @ w_guess
+        if _objective(w_guess, f_guess, y, C) < C * n:  # the objective at w = 0
+            w, f = w_guess, f_guess
+            act = y * f < 1.0
+            if np.array_equal(act, active):
+                return w, it
+    for it in range(it + 1, max_iter + 1):
+        w_new = _set_minimiser(X, y, act, C)
         d = w_new - w
         g = X @ d
         new_act = y * (f + g) < 1.0
         if np.array_equal(new_act, act):  # the full step keeps the active set: exact optimum
+            if active is not None:
+                active[:] = act
             return w_new, it
         t = exact_step(float(w @ d), float(d @ d), C, 1.0 - y * f, y * g)
         if t < 0.0:  # no descent left at this precision
-            return w, it
-        w += t * d
-        f += t * g
+            break
+        w = w + t * d
+        f = f + t * g
         act = y * f < 1.0
-    return w, -max_iter
+    else:
+        it = -max_iter
+    if active is not None:
+        active[:] = act
+    return w, it
 
 
 def ovr_heldout_loss_linear(
     G_tr: np.ndarray, G_te: np.ndarray, codes_tr: np.ndarray, codes_te: np.ndarray, n_classes: int,
-    C: float, max_iter: int,
+    C: float, max_iter: int, active: np.ndarray | None = None,
 ) -> tuple[float, int, int]:
-    """``_numba._svm.ovr_heldout_loss`` on feature rows ``G`` instead of ``G G^T + 1``."""
+    """``_numba._svm.ovr_heldout_loss`` on feature rows ``G`` instead of ``G G^T + 1``.
+
+    ``active`` (bool (n_problems, n_train), in/out): the one-vs-rest problems' active sets of
+    a previous, similar fit (the neighbouring lam of the CV path) as starting guesses; they are
+    overwritten with this fit's.
+    """
     from ._numba._svm import heldout_scores
 
     X = np.hstack([G_tr, np.ones((G_tr.shape[0], 1))])
@@ -66,7 +103,7 @@ def ovr_heldout_loss_linear(
     unconverged = 0
     for c in range(n_prob):
         y = np.where(codes_tr == (1 if n_classes == 2 else c), 1.0, -1.0)
-        w, it = svm_primal_newton_linear(X, y, C, max_iter)
+        w, it = svm_primal_newton_linear(X, y, C, max_iter, None if active is None else active[c])
         unconverged += it < 0
         dec[:, c] = X_te @ w
     loss, errors = heldout_scores(dec, np.ascontiguousarray(codes_te, dtype=np.int64), n_classes)

