@@ -667,20 +667,25 @@ def test_heldout_svm_solves_the_dual_qp(width):
         np.testing.assert_allclose(beta, y * alpha, rtol=1e-6, atol=1e-8 * np.abs(alpha).max())
 
 
-@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
-def test_feature_form_svm_solves_the_dual_qp(C):
-    """The weights of the feature form are X^T (y o alpha) for the dual optimum alpha of the
-    kernel X X^T (the same NNLS oracle as above), with many more samples than features."""
+def _feature_svm_problem(seed, C, n=300):
+    """Features (with the intercept column), labels and the dual optimum alpha of the kernel
+    X X^T (the NNLS oracle above), many more samples than features."""
     from scipy.optimize import nnls
 
+    rng = np.random.default_rng(seed)
+    X = np.hstack([rng.normal(size=(n, 6)), np.ones((n, 1))])
+    y = np.where(X[:, 0] - X[:, 1] + 0.7 * rng.normal(size=n) > 0, 1.0, -1.0)
+    L = np.linalg.cholesky((y[:, None] * y[None, :]) * (X @ X.T) + np.eye(n) / (2 * C))
+    alpha, _ = nnls(L.T, np.linalg.solve(L, np.ones(n)), maxiter=20000)
+    return X, y, alpha, rng
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_feature_form_svm_solves_the_dual_qp(C):
+    """The weights of the feature form are X^T (y o alpha) for the dual optimum alpha."""
     from nystrom_priors._linear_svm import svm_primal_newton_linear
 
-    rng = np.random.default_rng(11)
-    X = np.hstack([rng.normal(size=(300, 6)), np.ones((300, 1))])
-    y = np.where(X[:, 0] - X[:, 1] + 0.7 * rng.normal(size=300) > 0, 1.0, -1.0)
-    H = (y[:, None] * y[None, :]) * (X @ X.T) + np.eye(300) / (2 * C)
-    L = np.linalg.cholesky(H)
-    alpha, _ = nnls(L.T, np.linalg.solve(L, np.ones(300)), maxiter=20000)
+    X, y, alpha, _ = _feature_svm_problem(11, C)
     w, it = svm_primal_newton_linear(X, y, C, 100)
     assert 0 < it <= 30
     np.testing.assert_allclose(w, X.T @ (y * alpha), rtol=1e-6, atol=1e-9)
@@ -691,16 +696,9 @@ def test_feature_form_svm_from_a_guessed_active_set(C):
     """Started from a guess of the active set (the CV path passes the previous lam's), the
     feature-form SVM reaches the dual-QP optimum (NNLS oracle) whatever the guess: one step
     when the guess is the optimal set, and the optimal set is written back."""
-    from scipy.optimize import nnls
-
     from nystrom_priors._linear_svm import svm_primal_newton_linear
 
-    rng = np.random.default_rng(12)
-    X = np.hstack([rng.normal(size=(300, 6)), np.ones((300, 1))])
-    y = np.where(X[:, 0] - X[:, 1] + 0.7 * rng.normal(size=300) > 0, 1.0, -1.0)
-    H = (y[:, None] * y[None, :]) * (X @ X.T) + np.eye(300) / (2 * C)
-    L = np.linalg.cholesky(H)
-    alpha, _ = nnls(L.T, np.linalg.solve(L, np.ones(300)), maxiter=20000)
+    X, y, alpha, rng = _feature_svm_problem(12, C)
     w_opt = X.T @ (y * alpha)
     optimal = alpha > 1e-10 * alpha.max()
     _, cold_steps = svm_primal_newton_linear(X, y, C, 100)
