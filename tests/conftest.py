@@ -90,11 +90,27 @@ def gemm_error_bound(A, B):
     return rel + k * float(info.smallest_subnormal)
 
 
-def assert_same_product(G1, G2, A, B):
-    """G1 and G2 are two evaluations of A @ B (e.g. blockwise vs whole)."""
-    bound = 2 * gemm_error_bound(A, B) + np.finfo(np.asarray(A).dtype).tiny
-    diff = np.abs(np.asarray(G1, dtype=np.float64) - np.asarray(G2, dtype=np.float64))
-    assert (diff <= bound).all(), f"max excess {np.max(diff - bound)}"
+def rbf_blocking_bound(X, Z, gamma, E):
+    """Elementwise bound on |E1 - E2| for two evaluations of the RBF block ``E = k(X, Z)``
+    computed in different row blockings (``extrapolate(..., block_rows=...)``, streaming).
+
+    The library evaluates ``||x - c||^2 + ||z - c||^2 - 2 <x - c, z - c>`` with c the
+    landmarks' mean; the cross term is a GEMM in X's dtype, whose summation order may change
+    with the height of the row tile (BLAS kernels differ for short tiles). The rounded inputs
+    ``x - c`` and ``z - c`` are the same in both evaluations, so two cross terms differ by at
+    most ``d eps sum_k |x_k - c_k| |z_k - c_k|`` (twice the GEMM bound with d products), the
+    distances by twice that, and E by ``E expm1(gamma * that)`` plus the final rounding of
+    either result. Far from the landmarks (an outlier at ten times the kernel width) this is
+    several ulps of E, not the GEMM bound of a single product.
+    """
+    eps = float(np.finfo(np.asarray(E).dtype).eps)
+    X64 = np.asarray(X, dtype=np.float64)
+    Z64 = np.asarray(Z, dtype=np.float64)
+    c = Z64.mean(axis=0)
+    S = np.abs(X64 - c) @ np.abs(Z64 - c).T * (1.0 + eps) ** 2
+    dd = 2.0 * X64.shape[1] * eps * S
+    E64 = np.abs(np.asarray(E, dtype=np.float64))
+    return E64 * np.expm1(gamma * dd) * (1.0 + eps) + 2.0 * eps * E64
 
 
 def triple_product_error_bound(A, B, C):

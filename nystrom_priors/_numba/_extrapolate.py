@@ -20,8 +20,13 @@ Layout of the work
 ``finish_rows``
     Element-wise map over a block whose cross term was computed outside (fallback path).
 
-Results are independent of the tile size and of the number of threads: every output element
-is produced by the same sequence of operations whichever thread computes it.
+Results are independent of the number of threads: the tile height depends on the shapes only,
+so every output element is produced by the same sequence of operations whichever thread
+computes it. They are not bit-independent of the caller's blocking (``block_rows``, streaming):
+BLAS may sum a row's cross term in another order in a tile of another height. The difference
+is the GEMM round-off of the cross term, which the RBF map scales by
+``gamma |x - c| |z - c|``: a few ulps of E near the data, more for outliers far from the
+landmarks' mean c (bounded in ``tests/conftest.py``, ``rbf_blocking_bound``).
 """
 
 import numpy as np
