@@ -21,10 +21,13 @@ settings.register_profile(
     max_examples=25,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+# CI draws the same examples on every run (a landing must not depend on the draw); the dev
+# profile keeps exploring with fresh random examples
 settings.register_profile(
     "ci",
     deadline=None,
     max_examples=60,
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,
 )
