@@ -1,6 +1,6 @@
 """Shared fixtures and hypothesis profiles.
 
-Profiles: ``dev`` (default, quick) and ``ci`` (more examples). Both use ``deadline=None``: the
+Profiles: ``dev`` (default, quick, random) and ``ci`` (more examples, derandomized). Both use ``deadline=None``: the
 first example of a property pays numba's JIT compilation. Select with HYPOTHESIS_PROFILE=ci.
 
 Coverage of the jitted code: ``NUMBA_DISABLE_JIT=1`` runs the kernels as plain Python, so
