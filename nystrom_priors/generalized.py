@@ -1304,7 +1304,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             fold_lams = lams * (top_tr / top_all) ** 2 if top_tr > 0 else lams
             # the feature-form SVMs start from the previous lam's active sets: 2.8 instead of
             # 4.9 Newton steps per problem, SVM time 2.2-2.4x less (bench_generalized --many-labels)
-            active = np.zeros((1 if labels.n_classes == 2 else labels.n_classes, train.size), dtype=bool)
+            n_svms = 1 if labels.n_classes == 2 else labels.n_classes
+            active = np.zeros((n_svms, train.size), dtype=bool) if features else None
             for _lam, S, *_rest in self._path(prob, fold_lams, kw):
                 if features:
                     F = _factor(S)
