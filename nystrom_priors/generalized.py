@@ -132,8 +132,9 @@ def _psd_project(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (U * pos) @ U.T, lam, U
 
 
-def _psd_project_few_negative(A: np.ndarray) -> tuple[np.ndarray, int]:
-    """The projection of ``_psd_project`` from the negative eigenpairs only, and their number.
+def _psd_project_few_negative(A: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    """The projection of ``_psd_project`` from the non-positive eigenpairs only, their number
+    and their eigenvectors (which span the null space of P: the certificate's null candidate).
 
     ``P = A - U_- diag(w_-) U_-^T`` with LAPACK's MRRR (``syevr``) restricted to the values
     ``(-inf, 0]``: the tridiagonal reduction plus k eigenvectors instead of all m. Measured
@@ -144,7 +145,7 @@ def _psd_project_few_negative(A: np.ndarray) -> tuple[np.ndarray, int]:
 
     A = _sym(A)
     w, U = eigh(A, driver="evr", subset_by_value=(-np.inf, 0.0), check_finite=False)
-    return A - (U * w) @ U.T, int(w.size)
+    return A - (U * w) @ U.T, int(w.size), U
 
 
 class _Problem:
@@ -306,20 +307,25 @@ class _Coords:
             return 2.0 * self.wa * (V - self.b)
         return _sym(self.Q.T @ self.prob.grad(self.to_S(V), self.lam) @ self.Q)
 
-    def certificate(self, V: np.ndarray, G: np.ndarray, eig=None, extra=None) -> tuple[float, str]:
+    def certificate(self, V: np.ndarray, G: np.ndarray, eig=None, extra=None, null=None,
+                    tol: float | None = None) -> tuple[float, str]:
         """Certified optimality measure at a feasible V with gradient G.
 
         Separable (labels): the Lagrangian duality gap f(V) - g(Z), relative to J(S); ``g`` is
         the closed-form dual of the weighted quadratic, and for any Z >= 0 the gap equals
         ``sum (G - Z)^2 / (4a) + <Z, V>`` (dual residual plus complementarity), an upper bound
-        on f(V) - min f. The smallest of three multipliers is reported: ``P_psd(G)``; 0 (exact
-        when the constraint is inactive); and the PSD part of G on the null space of V (exact
-        at an optimum with an active constraint, where the multiplier lives there). The last
+        on f(V) - min f. The smallest of three multipliers is reported: 0 (exact when the
+        constraint is inactive); the PSD part of G on the null space of V (exact at an optimum
+        with an active constraint, where the multiplier lives there); and ``P_psd(G)``. The first
         two keep the gap free of round-off where V is large: at lam >~ mu_max^2, ``P_psd(G)``
         of a gradient that is only round-off paired with V ~ sqrt(lam) S0 made the gap
         1e-5 to > 1 relative (measured), and every solver ran to max_iter. ``eig`` = (w, U) with
-        ``V = U diag(w) U^T`` (from the projection that produced V) saves an eigh. ``extra``: one
-        more PSD multiplier to try (the barrier method's ``t V^-1``).
+        ``V = U diag(w) U^T`` (from the projection that produced V) saves an eigh; ``null``, an
+        orthonormal basis of V's null space (the clipped eigenvectors of a partial projection),
+        saves it too. ``extra``: one more PSD multiplier to try (the barrier method's
+        ``t V^-1``). With ``tol``, a value <= tol from the first two candidates is returned
+        without the eigendecompositions of G and V: any Z >= 0 bounds the gap, so the value
+        is still certified, only possibly larger than the full minimum (never above tol).
         Otherwise: the projected-gradient residual ||V - P_psd(V - G/L)|| * L relative to
         ||G|| + L ||V||.
         """
@@ -327,20 +333,35 @@ class _Coords:
             # f(V) - g(Z) = sum a (V-b)^2 + sum (Z^2/(4a) + Z b); substituting b = V - G/(2a)
             # gives the cancellation-free form below (no O(|b|) terms cancel)
             inv4a = 1.0 / (4.0 * self.wa)
-            Z = _psd_project(G)[0]
-            gap = min(float(np.sum((G - Z) ** 2 * inv4a) + np.sum(Z * V)), float(np.sum(G * G * inv4a)))
-            w, U = np.linalg.eigh(_sym(V)) if eig is None else eig
-            null = w <= V.shape[0] * _EPS * max(float(w.max(initial=0.0)), 0.0)
-            if null.any() and not null.all():
-                Un = U[:, null]
-                Zn = Un @ _psd_project(Un.T @ G @ Un)[0] @ Un.T
-                gap = min(gap, float(np.sum((G - Zn) ** 2 * inv4a) + np.sum(Zn * V)))
-            if extra is not None:
-                gap = min(gap, float(np.sum((G - extra) ** 2 * inv4a) + np.sum(extra * V)))
+            m = V.shape[0]
             J = self.prob.objective(self.to_S(V), self.lam)
             # round-off floor of the computed gap: G carries ~eps * a (|V| + |b|) per entry
             dG = _EPS * 2.0 * self.wa * (np.abs(V) + np.abs(self.b))
-            noise = float(np.sum(dG * np.abs(V))) + V.shape[0] * _EPS * float(np.linalg.norm(G) * np.linalg.norm(V))
+            noise = float(np.sum(dG * np.abs(V))) + m * _EPS * float(np.linalg.norm(G) * np.linalg.norm(V))
+
+            def gap_of(Z):
+                return float(np.sum((G - Z) ** 2 * inv4a) + np.sum(Z * V))
+
+            def null_gap(Un):
+                if Un.shape[1] == 0 or Un.shape[1] == m:
+                    return np.inf
+                return gap_of(Un @ _psd_project(Un.T @ G @ Un)[0] @ Un.T)
+
+            def null_basis(w, U):
+                return U[:, w <= m * _EPS * max(float(w.max(initial=0.0)), 0.0)]
+
+            gap = float(np.sum(G * G * inv4a))  # Z = 0
+            if extra is not None:
+                gap = min(gap, gap_of(extra))
+            short = tol is not None and (eig is not None or null is not None)
+            if short:
+                gap = min(gap, null_gap(null_basis(*eig) if eig is not None else null))
+                if max(gap - noise, 0.0) <= tol * max(J, 1e-300):
+                    return max(gap - noise, 0.0) / max(J, 1e-300), "gap"
+            gap = min(gap, gap_of(_psd_project(G)[0]))
+            if not (short and eig is not None):  # V's exact null space, unless tried above
+                w, U = np.linalg.eigh(_sym(V)) if eig is None else eig
+                gap = min(gap, null_gap(null_basis(w, U)))
             return max(gap - noise, 0.0) / max(J, 1e-300), "gap"
         L = self.lipschitz
         P = _psd_project(V - G / L)[0]
@@ -366,25 +387,26 @@ def _solve(coords: _Coords, V0: np.ndarray, *, accelerate: bool, armijo: bool, t
     # near a solution few eigenvalues of the step's argument are negative (measured along the
     # Table-1 and many-label paths: median 0-74 of 400-500). While fewer than _FEW_NEGATIVE * m
     # were at the previous step only those are computed (``_psd_project_few_negative``; the
-    # break-even is ~m / 5 at m = 400, ~m / 3 at m = 1000), and the certificate, every ~10
-    # steps, pays its own eigh of V instead
+    # break-even is ~m / 5 at m = 400, ~m / 3 at m = 1000); the certificate, every ~10 steps,
+    # takes V's null space from the clipped eigenvectors and pays the eighs of G and V only
+    # when the multipliers 0 and P_psd(G) on that null space do not certify tol
     few_cap = int(_FEW_NEGATIVE * V.shape[0])
     n_neg = int(np.count_nonzero(w0 < 0.0))
 
     def project(A):
         if n_neg <= few_cap:
-            P, k = _psd_project_few_negative(A)
-            return P, k, None
+            P, k, Un = _psd_project_few_negative(A)
+            return P, k, None, Un
         P, w, U = _psd_project(A)
-        return P, int(np.count_nonzero(w < 0.0)), (np.maximum(w, 0.0), U)
+        return P, int(np.count_nonzero(w < 0.0)), (np.maximum(w, 0.0), U), None
 
     for it in range(1, max_iter + 1):
         gY = coords.grad(Y)
         if exact_L:  # separable labels: L is the exact Lipschitz constant, no line search
-            Vn, n_neg, eig_n = project(Y - gY / L)
+            Vn, n_neg, eig_n, null_n = project(Y - gY / L)
         fY = None if exact_L else coords.f(Y)
         while not exact_L:
-            Vn, n_neg, eig_n = project(Y - gY / L)
+            Vn, n_neg, eig_n, null_n = project(Y - gY / L)
             D = Vn - Y
             fV = coords.f(Vn)
             # sufficient decrease (Armijo-Goldstein / FISTA backtracking), slack for round-off
@@ -405,11 +427,11 @@ def _solve(coords: _Coords, V0: np.ndarray, *, accelerate: bool, armijo: bool, t
                 t = t_next
         else:
             Y = Vn
-        Vprev, V, eig = V, Vn, eig_n
+        Vprev, V, eig, null = V, Vn, eig_n, null_n
         step = float(np.linalg.norm(V - Vprev))
         # the certificate costs an eigendecomposition: check when the iterates settle
         if step <= min(10 * tol, 1e-5) * max(1.0, float(np.linalg.norm(V))) or it % 10 == 0 or it == max_iter:
-            cert, _ = coords.certificate(V, coords.grad(V), eig)
+            cert, _ = coords.certificate(V, coords.grad(V), eig, null=null, tol=tol)
             if cert <= tol:
                 return V, it, cert, True
         if armijo:

@@ -208,9 +208,12 @@ def test_projection_from_the_negative_eigenpairs(rng, n_negative):
     w = rng.random(m) + 0.1
     w[:n_negative] *= -3.0
     A = (Q * w) @ Q.T
-    P, k = gmod._psd_project_few_negative(A)
-    assert k == n_negative
+    P, k, Un = gmod._psd_project_few_negative(A)
+    assert k == n_negative and Un.shape == (m, n_negative)
     np.testing.assert_allclose(P, gmod._psd_project(A)[0], atol=1e-12 * np.abs(A).max())
+    # the clipped eigenvectors span P's null space (the certificate's null candidate)
+    np.testing.assert_allclose(P @ Un, 0.0, atol=1e-12 * np.abs(A).max())
+    np.testing.assert_allclose(Un.T @ Un, np.eye(n_negative), atol=1e-12)
     # both symmetrise their argument first
     B = A + 1e-3 * np.triu(rng.normal(size=(m, m)), 1)
     np.testing.assert_allclose(
@@ -328,17 +331,26 @@ def test_duality_gap_certificate_bounds_the_true_gap(rng, e):
     X = co.to_V(S_ref) + 0.3 * rng.normal(size=co.wa.shape)
     w, U = np.linalg.eigh(co.to_V(S_ref))
     low_rank = [(U[:, -r:] * w[-r:]) @ U[:, -r:].T for r in (1, 2)]  # large null spaces
-    for V in low_rank + [gmod._psd_project(X)[0]] + [
+    P, _, Un = gmod._psd_project_few_negative(X)
+    points = [(V, None) for V in low_rank + [
         gmod._solve(co, gmod._closed_form_V(co), accelerate=True, armijo=False, tol=1e-14, max_iter=it)[0]
         for it in (1, 5, 20)
-    ]:
+    ]] + [(P, Un)]  # a partial projection knows V's null space: no eigh of V
+    # strictly inside the cone near the optimum: only P_psd(G) certifies where the constraint
+    # is active (no null space; the multiplier 0 leaves the whole gradient)
+    points.append((co.to_V(S_ref) + 1e-4 * np.eye(S0.shape[0]), None))
+    for V, null in points:
         S = co.to_S(V)
         true_gap = (prob.objective(S, lam) - f_ref) / prob.objective(S, lam)
         w, U = np.linalg.eigh(V)
+        full = co.certificate(V, co.grad(V))[0]
         for eig in (None, (np.maximum(w, 0.0), U)):
-            cert, kind = co.certificate(V, co.grad(V), eig)
-            assert kind == "gap"
-            assert cert >= true_gap - 1e-8
+            for tol in (None, 1e-6, 1e-2, 1.0):
+                cert, kind = co.certificate(V, co.grad(V), eig, null=null, tol=tol)
+                assert kind == "gap"
+                assert cert >= true_gap - 1e-8
+                # a short cut returns only values it certifies below tol
+                assert cert == pytest.approx(full, rel=1e-12) or cert <= tol, (cert, full, tol)
 
 
 def test_huge_lam_is_certified_at_once(rng):
