@@ -967,7 +967,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     converged_ : bool
         Whether the final fit met ``tol``.
     certificate_ : float
-        The final certified optimality measure (relative gap or residual).
+        The final certified optimality measure: an upper bound on the relative duality gap,
+        or, for pairs solved on the primal, the relative projected-gradient residual;
+        <= ``tol`` when converged.
     classes_ : ndarray
         Classes seen in ``y`` (empty without labels).
     projection_ : ndarray of shape (m, r)
