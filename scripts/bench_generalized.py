@@ -201,6 +201,27 @@ def _blobs(n_labels: int, n: int = 20000, d: int = 50, k: int = 10):
     return rng, X, y, yy, lab
 
 
+def _timed(fn, spent: dict):
+    """fn, adding its calls to spent["n"] and their seconds to spent["t"]."""
+    def run(*args, **kwargs):
+        t = time.perf_counter()
+        out = fn(*args, **kwargs)
+        spent["n"] += 1
+        spent["t"] += time.perf_counter() - t
+        return out
+
+    return run
+
+
+def _compile(X, y) -> None:
+    """One small lam="auto" fit, so that JIT compilation stays outside the timings."""
+    import nystrom_priors as npr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        npr.GeneralizedNystrom(n_landmarks=10, random_state=0).fit(X[:300], np.where(np.arange(300) < 60, y[:300], -1))
+
+
 def many_labels(lines: list[str], cases) -> None:
     """lam="auto" with more training labels than landmarks: the held-out SVMs of the CV in
     kernel form, in feature form started from w = 0 (the previous default), and in feature
@@ -210,16 +231,7 @@ def many_labels(lines: list[str], cases) -> None:
     from nystrom_priors._numba._svm import ovr_heldout_loss
 
     warm_form = lsvm.ovr_heldout_loss_linear
-    spent = {"svm": 0.0}
-
-    def timed(fn):
-        def run(*args, **kwargs):
-            t = time.perf_counter()
-            out = fn(*args, **kwargs)
-            spent["svm"] += time.perf_counter() - t
-            return out
-
-        return run
+    spent = {"n": 0, "t": 0.0}
 
     def cold_form(*args, active=None):
         return warm_form(*args)
@@ -234,19 +246,17 @@ def many_labels(lines: list[str], cases) -> None:
     rows = []
     for m, n_labels in cases:
         rng, X, y, yy, lab = _blobs(n_labels)
-        with warnings.catch_warnings():  # compile outside the timings
-            warnings.simplefilter("ignore")
-            npr.GeneralizedNystrom(n_landmarks=10, random_state=0).fit(X[:300], np.where(np.arange(300) < 60, y[:300], -1))
+        _compile(X, y)
         result = {}
         for name, fn in forms:
-            lsvm.ovr_heldout_loss_linear = timed(fn)
-            spent["svm"] = 0.0
+            lsvm.ovr_heldout_loss_linear = _timed(fn, spent)
+            spent.update(n=0, t=0.0)
             t = time.perf_counter()
             try:
                 model = npr.GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X, yy)
             finally:
                 lsvm.ovr_heldout_loss_linear = warm_form
-            result[name] = (time.perf_counter() - t, spent["svm"], model.lam_ / model.lam_scale_, model.criterion_path_)
+            result[name] = (time.perf_counter() - t, spent["t"], model.lam_ / model.lam_scale_, model.criterion_path_)
             print(m, n_labels, name, result[name][:3], flush=True)
         (tk, sk, ek, ck), (tc, sc, ec, cc), (tw, sw, ew, cw) = (result[name] for name, _ in forms)
         same = np.allclose(ck, cw, rtol=1e-8, equal_nan=True) and np.allclose(cc, cw, rtol=1e-8, equal_nan=True)
@@ -422,23 +432,15 @@ def certificate_shortcut(lines: list[str], cases) -> None:
     def full(self, V, G, eig=None, extra=None, null=None, tol=None):
         return short(self, V, G, eig, extra)
 
-    def timed(fn):
-        def run(*args, **kwargs):
-            t = time.perf_counter()
-            out = fn(*args, **kwargs)
-            spent["n"] += 1
-            spent["t"] += time.perf_counter() - t
-            return out
-        return run
-
     rows = []
     for m, n_labels in cases:
-        _rng, X, _y, yy, _lab = _blobs(n_labels)
+        _rng, X, y, yy, _lab = _blobs(n_labels)
+        _compile(X, y)
         res = {"full": [], "short": []}
         paths = {}
         try:
             for name in ("full", "short", "full", "short"):
-                g._Coords.certificate = timed(full if name == "full" else short)
+                g._Coords.certificate = _timed(full if name == "full" else short, spent)
                 spent.update(n=0, t=0.0)
                 t = time.perf_counter()
                 with warnings.catch_warnings():
