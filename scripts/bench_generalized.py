@@ -33,20 +33,20 @@ from _report import write_lines  # noqa: E402
 
 
 def _iterations(prob, e, solver, pgd_max_iter):
-    import nystrom_priors.generalized as g
+    from nystrom_priors._generalized import apg, ipm, problem, solve
 
     lam = prob.mu_max**2 * 10.0**e
     t = time.perf_counter()
     if solver == "newton":  # the default: dual Newton (continuation when cold, APG fallback)
-        _, it, _, ok, _ = g._solve_lam(prob, lam, "newton", 1e-6, 5000)
+        _, it, _, ok, _ = solve._solve_lam(prob, lam, "newton", 1e-6, 5000)
     elif solver == "ipm":  # barrier Newton-CG steps; CG products reported next to them
-        co = g._Coords(prob, lam, precondition=True)
-        _, it, _, ok = g._solve_ipm(co, g._closed_form_V(co), tol=1e-6, max_iter=5000)
+        co = problem._Coords(prob, lam, precondition=True)
+        _, it, _, ok = ipm._solve_ipm(co, problem._closed_form_V(co), tol=1e-6, max_iter=5000)
         return (it if ok else np.inf), time.perf_counter() - t, co.cg_products
     else:
-        co = g._Coords(prob, lam, precondition=solver == "apg")
-        _, it, _, ok = g._solve(
-            co, g._closed_form_V(co), accelerate=solver == "apg", armijo=solver == "pgd",
+        co = problem._Coords(prob, lam, precondition=solver == "apg")
+        _, it, _, ok = apg._solve(
+            co, problem._closed_form_V(co), accelerate=solver == "apg", armijo=solver == "pgd",
             tol=1e-6, max_iter=5000 if solver == "apg" else pgd_max_iter,
         )
     return (it if ok else np.inf), time.perf_counter() - t, None
@@ -55,13 +55,14 @@ def _iterations(prob, e, solver, pgd_max_iter):
 def _labels_problem(X, yy, m):
     """The labels-only ``_Problem`` of a default fit (k-means landmarks, prior W^+)."""
     import nystrom_priors as npr
+    from nystrom_priors._generalized.problem import _build_problem
     from nystrom_priors.side_info import check_labels
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gn = npr.GeneralizedNystrom(n_landmarks=m, lam=np.inf, random_state=0).fit(X, yy)
     E = gn._features_block(X).astype(np.float64)
-    return gn._build_problem(gn.S0_, check_labels(yy, X.shape[0]), None, lambda r: E[r])
+    return _build_problem(gn.S0_, check_labels(yy, X.shape[0]), None, lambda r: E[r])
 
 
 def _digits400():
@@ -77,7 +78,7 @@ def _digits400():
 
 
 def solver_iterations(lines: list[str], seeds: int, pgd_max_iter: int = 100000) -> None:
-    import nystrom_priors.generalized as g
+    from nystrom_priors._generalized import problem
     from nystrom_priors import extrapolate
 
     exps = [-4, -6, -8, -10, -12]
@@ -93,7 +94,7 @@ def solver_iterations(lines: list[str], seeds: int, pgd_max_iter: int = 100000) 
         lw, U = np.linalg.eigh(W)
         keep = lw > 1e-12 * lw.max()
         S0 = (U[:, keep] / lw[keep]) @ U[:, keep].T
-        prob = g._Problem(S0, E, np.eye(c)[rng.integers(c, size=l)])
+        prob = problem._Problem(S0, E, np.eye(c)[rng.integers(c, size=l)])
         for e in exps:
             for solver in solvers:
                 counts[solver][e].append(_iterations(prob, e, solver, pgd_max_iter)[0])
@@ -285,9 +286,9 @@ def labels_and_pairs(lines: list[str], cases) -> None:
     """Labels (l > m) and pairs at a fixed lam: the labels term compressed to m rows
     (``_compress_labels``, the default) against the l x l form, same process, same data."""
     import nystrom_priors as npr
-    import nystrom_priors.generalized as g
+    from nystrom_priors._generalized import problem
 
-    compress = g._compress_labels
+    compress = problem._compress_labels
     rows = []
     for m, n_labels, n_pairs, e in cases:
         rng, X, y, yy, lab = _blobs(n_labels)
@@ -298,12 +299,12 @@ def labels_and_pairs(lines: list[str], cases) -> None:
         scale = npr.GeneralizedNystrom(n_landmarks=m, lam=1.0, random_state=0).fit(X, yy, pairs=pairs).lam_scale_
         result = {}
         for name, fn in (("compressed", compress), ("l x l", lambda El, Y: (El, Y, 0.0))):
-            g._compress_labels = fn
+            problem._compress_labels = fn
             t = time.perf_counter()
             try:
                 model = npr.GeneralizedNystrom(n_landmarks=m, lam=scale * 10.0**e, random_state=0).fit(X, yy, pairs=pairs)
             finally:
-                g._compress_labels = compress
+                problem._compress_labels = compress
             result[name] = (time.perf_counter() - t, model.n_iter_, model.converged_, model.S_)
             print(m, n_labels, n_pairs, e, name, result[name][:3], flush=True)
         (tc, ic, okc, Sc), (tl, il, okl, Sl) = result["compressed"], result["l x l"]
@@ -331,9 +332,9 @@ def partial_projection(lines: list[str], cases) -> None:
     labels only, l > m: steps projected from the negative eigenpairs only when few (the
     default) against the full eigendecomposition at every step, alternating in one process."""
     import nystrom_priors as npr
-    import nystrom_priors.generalized as g
+    from nystrom_priors._generalized import apg, problem, solve
 
-    default = g._FEW_NEGATIVE
+    default = apg._FEW_NEGATIVE
     rows = []
     for m, n_labels in cases:
         _rng, X, y, _yy, lab = _blobs(n_labels)
@@ -341,20 +342,20 @@ def partial_projection(lines: list[str], cases) -> None:
             warnings.simplefilter("ignore")
             prior = npr.GeneralizedNystrom(n_landmarks=m, lam=np.inf, random_state=0).fit(X[:5000])
         El = prior._features_block(X[lab]).astype(np.float64)
-        prob = g._Problem(prior.S0_, El, np.eye(10)[y[lab]])
+        prob = problem._Problem(prior.S0_, El, np.eye(10)[y[lab]])
         lams = prob.mu_max**2 * 10.0 ** np.arange(0, -13, -1)
         times = {0.0: [], default: []}
         try:
             for frac in (0.0, default, 0.0, default):
-                g._FEW_NEGATIVE = frac
+                apg._FEW_NEGATIVE = frac
                 t, S, steps = time.perf_counter(), None, 0
                 for lam in lams:
-                    S, it, _c, _ok, _ = g._solve_lam(prob, lam, "apg", 1e-3, 300, S_warm=S)
+                    S, it, _c, _ok, _ = solve._solve_lam(prob, lam, "apg", 1e-3, 300, S_warm=S)
                     steps += it
                 times[frac].append(time.perf_counter() - t)
                 print(m, n_labels, frac, steps, times[frac][-1], flush=True)
         finally:
-            g._FEW_NEGATIVE = default
+            apg._FEW_NEGATIVE = default
         full, part = min(times[0.0]), min(times[default])
         rows.append(f"| {m} | {n_labels} | {steps} | {full:.1f} / {part:.1f} (**{full / part:.2f}x**) |")
     lines += [
@@ -374,7 +375,7 @@ def partial_projection(lines: list[str], cases) -> None:
 
 def cold_steps(lines: list[str], names, exps) -> None:
     """Newton's cold attempt before the continuation: 15 steps (previous) vs ``_COLD_STEPS``."""
-    import nystrom_priors.generalized as g
+    from nystrom_priors._generalized import solve
     from datasets import load
     from reproduce_zhang2012 import protocol_split
 
@@ -386,7 +387,7 @@ def cold_steps(lines: list[str], names, exps) -> None:
         X, y = load(name)
         _lab, _unl, yy, m = protocol_split(X, y, 0, 100)
         problems.append((f"{name} (Table-1 protocol, repeat 0), m = {m}", _labels_problem(X, yy, m)))
-    default, previous = g._COLD_STEPS, 15
+    default, previous = solve._COLD_STEPS, 15
     rows = []
     for title, prob in problems:
         cells = []
@@ -394,13 +395,13 @@ def cold_steps(lines: list[str], names, exps) -> None:
             lam = prob.mu_max**2 * 10.0**e
             res = {}
             for cold in (previous, default):
-                g._COLD_STEPS = cold
+                solve._COLD_STEPS = cold
                 try:
                     t = time.perf_counter()
-                    _, it, _, ok, _ = g._solve_lam(prob, lam, "newton", 1e-6, 5000)
+                    _, it, _, ok, _ = solve._solve_lam(prob, lam, "newton", 1e-6, 5000)
                     res[cold] = (it if ok else np.inf, time.perf_counter() - t)
                 finally:
-                    g._COLD_STEPS = default
+                    solve._COLD_STEPS = default
             print(title, e, res, flush=True)
             (i15, t15), (i1, t1) = res[previous], res[default]
             cells.append(f"{i15:.0f} / {i1:.0f} ({t15:.1f} / {t1:.1f} s)")
@@ -424,9 +425,9 @@ def certificate_shortcut(lines: list[str], cases) -> None:
     (the default) against the one that always pays the eighs of G and V, alternating in one
     process, same folds."""
     import nystrom_priors as npr
-    import nystrom_priors.generalized as g
+    from nystrom_priors._generalized import problem
 
-    short = g._Coords.certificate
+    short = problem._Coords.certificate
     spent = {"n": 0, "t": 0.0}
 
     def full(self, V, G, eig=None, extra=None, null=None, tol=None):
@@ -440,7 +441,7 @@ def certificate_shortcut(lines: list[str], cases) -> None:
         paths = {}
         try:
             for name in ("full", "short", "full", "short"):
-                g._Coords.certificate = _timed(full if name == "full" else short, spent)
+                problem._Coords.certificate = _timed(full if name == "full" else short, spent)
                 spent.update(n=0, t=0.0)
                 t = time.perf_counter()
                 with warnings.catch_warnings():
@@ -450,7 +451,7 @@ def certificate_shortcut(lines: list[str], cases) -> None:
                 paths[name] = (model.cv_error_path_.copy(), model.lam_)
                 print(m, n_labels, name, res[name][-1], flush=True)
         finally:
-            g._Coords.certificate = short
+            problem._Coords.certificate = short
         (ff, cf, nf), (fs, cs, ns) = min(res["full"]), min(res["short"])
         same = bool(np.array_equal(paths["full"][0], paths["short"][0]) and paths["full"][1] == paths["short"][1])
         rows.append(

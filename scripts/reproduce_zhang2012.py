@@ -78,14 +78,16 @@ def one_repeat(X, y, rep, n_labels=100):
     nka = npr.GeneralizedNystrom(lam="nka", solver="newton", **common).fit(X, yy)
     out["nka"] = svm_error(nka.transform(X), y, lab, unl)
     # test error along the same lam grid (warm-started path on all labels, same landmarks)
-    from nystrom_priors.generalized import _factor
+    from nystrom_priors._generalized.problem import _build_problem
+    from nystrom_priors._generalized.psd import _factor
+    from nystrom_priors._generalized.solve import _solve_path
     from nystrom_priors.side_info import check_labels
 
     E = auto._features_block(X).astype(np.float64)
-    prob = auto._build_problem(auto.S0_, check_labels(yy, y.size), None, lambda r: E[r])
+    prob = _build_problem(auto.S0_, check_labels(yy, y.size), None, lambda r: E[r])
     solve_kw = dict(solver="newton", tol=auto.tol, max_iter=2000)
     path_err = [
-        svm_error(E @ _factor(S), y, lab, unl) for _, S, *_ in auto._path(prob, auto.lam_path_, solve_kw)
+        svm_error(E @ _factor(S), y, lab, unl) for _, S, *_ in _solve_path(prob, auto.lam_path_, solve_kw)
     ]
     out["path"] = np.array(path_err)
     out["best"] = float(np.min(path_err))
@@ -171,7 +173,7 @@ def main(argv=None) -> int:
 
 def _scored_mean(paths):
     """Mean over repeats of the entries that are not NaN (NaN where no repeat scored)."""
-    from nystrom_priors.generalized import _nanmean_columns
+    from nystrom_priors._generalized.lambda_selection import _nanmean_columns
 
     return _nanmean_columns(np.asarray(paths, dtype=float))
 

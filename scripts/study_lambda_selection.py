@@ -70,7 +70,7 @@ def _ridge_cv_scores(K_tr: np.ndarray, K_te: np.ndarray, Y_tr: np.ndarray, codes
 
 
 def fold_criteria(Etr, Ete, S, ytr, yte, codes_tr, codes_te, n_classes):
-    from nystrom_priors.generalized import _factor
+    from nystrom_priors._generalized.psd import _factor
 
     Ktr = Etr @ S @ Etr.T
     Kte = Ete @ S @ Etr.T
@@ -99,7 +99,10 @@ def fold_criteria(Etr, Ete, S, ytr, yte, codes_tr, codes_te, n_classes):
 
 def one_repeat(X, y, rep, n_splits=4, n_labels=100):
     import nystrom_priors as npr
-    from nystrom_priors.generalized import _factor, _stratified_folds
+    from nystrom_priors._generalized.lambda_selection import _stratified_folds
+    from nystrom_priors._generalized.problem import _build_problem
+    from nystrom_priors._generalized.psd import _factor
+    from nystrom_priors._generalized.solve import _solve_path
     from nystrom_priors.side_info import check_labels
 
     sys.path.insert(0, os.path.dirname(__file__))
@@ -111,11 +114,11 @@ def one_repeat(X, y, rep, n_splits=4, n_labels=100):
     nys = svm_error(npr.Nystrom(**common).fit(X, yy).transform(X), y, lab, unl)
     E = gn._features_block(X).astype(np.float64)
     labels = check_labels(yy, y.size)
-    prob = gn._build_problem(gn.S0_, labels, None, lambda r: E[r])
+    prob = _build_problem(gn.S0_, labels, None, lambda r: E[r])
     grid = np.arange(0, -13, -1.0)
     lams = prob.mu_max**2 * 10.0**grid
     kw = dict(solver="newton", tol=1e-6, max_iter=2000)
-    test = np.array([svm_error(E @ _factor(S), y, lab, unl) for _, S, *_ in gn._path(prob, lams, kw)])
+    test = np.array([svm_error(E @ _factor(S), y, lab, unl) for _, S, *_ in _solve_path(prob, lams, kw)])
     El = E[labels.index]
     ylab = y[labels.index]
     crit = np.zeros((n_splits, 5, grid.size, len(CRITERIA)))
@@ -124,9 +127,9 @@ def one_repeat(X, y, rep, n_splits=4, n_labels=100):
         folds = _stratified_folds(labels.codes, 5, np.random.default_rng([rep, s]))
         for f, te in enumerate(folds):
             tr = np.setdiff1d(np.arange(labels.index.size), te)
-            p = gn._build_problem(gn.S0_, labels, None, lambda r: E[r], label_rows=tr)
+            p = _build_problem(gn.S0_, labels, None, lambda r: E[r], label_rows=tr)
             lam_f = p.mu_max**2 * 10.0**grid  # each fold on its own scale, as lam="auto" does
-            for j, (_, S, *_r) in enumerate(gn._path(p, lam_f, fold_kw)):
+            for j, (_, S, *_r) in enumerate(_solve_path(p, lam_f, fold_kw)):
                 crit[s, f, j] = fold_criteria(El[tr], El[te], S, ylab[tr], ylab[te], labels.codes[tr],
                                               labels.codes[te], labels.n_classes)
     return dict(test=test, nys=nys, crit=crit, grid=grid)
@@ -181,7 +184,7 @@ def analyse(out, names):
     # lam="auto" as shipped: 2 splits; the first stops its path once the loss has risen past
     # its basin (GeneralizedNystrom's _path_exhausted), the second races the first
     # (_race_keep); its choice should equal svmhinge/smooth3/2split
-    from nystrom_priors import generalized as gmod
+    from nystrom_priors._generalized import lambda_selection
 
     skipped, skipped_first = [], []
 
@@ -190,15 +193,15 @@ def analyse(out, names):
         first = C[0, :, :, hinge].copy()
         stop = n_lams
         for j in range(n_lams):
-            if gmod._path_exhausted(first[:, : j + 1].mean(axis=0)):
+            if lambda_selection._path_exhausted(first[:, : j + 1].mean(axis=0)):
                 stop = j + 1
                 break
         first[:, stop:] = np.nan
-        keep = min(stop, gmod._race_keep(first[:, :stop]))
+        keep = min(stop, lambda_selection._race_keep(first[:, :stop]))
         skipped_first.append(n_lams - stop)
         skipped.append(n_lams - keep)
         both = np.vstack([first, np.where(np.arange(n_lams) < keep, C[1, :, :, hinge], np.nan)])
-        return gmod._cv_choice(both)
+        return lambda_selection._cv_choice(both)
     rules["svmhinge/smooth3/race"] = rule_race
     header = "| rule | " + " | ".join(names) + " | mean capture | worst vs Nystrom |"
     print(header)

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import nystrom_priors.generalized as gmod
+from nystrom_priors._generalized import apg, dual_newton, ipm, problem, psd, solve
+from nystrom_priors._generalized import lambda_selection as selection
 from nystrom_priors import ConvergenceWarning, GeneralizedNystrom, Nystrom, extrapolate
 from nystrom_priors.side_info import labels_to_pairs
 
@@ -33,7 +34,7 @@ def _small_problem(rng, m=18, l=25, c=3, d=4, pairs=False):
     codes = rng.integers(c, size=l)
     Y = np.eye(c)[codes]
     if not pairs:
-        return gmod._Problem(S0, E, Y), S0, E, Y, None
+        return problem._Problem(S0, E, Y), S0, E, Y, None
     y = codes.copy()
     P = labels_to_pairs(y, 40, random_state=0)
     pts = np.unique(P[:, :2])
@@ -44,7 +45,7 @@ def _small_problem(rng, m=18, l=25, c=3, d=4, pairs=False):
     aa = np.concatenate([a, b, np.arange(pts.size)])
     bb = np.concatenate([b, a, np.arange(pts.size)])
     tt = np.concatenate([t, t, np.ones(pts.size)])
-    return gmod._Problem(S0, None, None, E[pts], aa, bb, tt), S0, E[pts], None, (aa, bb, tt)
+    return problem._Problem(S0, None, None, E[pts], aa, bb, tt), S0, E[pts], None, (aa, bb, tt)
 
 
 def _cvxpy_optimum(S0, E, Y, lam, mask=None):
@@ -72,7 +73,7 @@ def _cvxpy_optimum(S0, E, Y, lam, mask=None):
 def test_solvers_reach_the_sdp_optimum_labels(rng, exponent, solver):
     prob, S0, E, Y, _ = _small_problem(rng)
     lam = prob.mu_max**2 * 10**exponent
-    S, it, cert, ok, _ = gmod._solve_lam(
+    S, it, cert, ok, _ = solve._solve_lam(
         prob, lam, solver, tol=1e-8, max_iter=3000 if solver != "pgd" else 200000
     )
     assert ok, (it, cert)
@@ -91,8 +92,8 @@ def test_interior_point_steps_do_not_grow_at_small_lam(rng, exponent):
     every iterate positive definite and the optimum the SDP solver's."""
     prob, S0, E, Y, _ = _small_problem(rng, m=30, l=30)
     lam = prob.mu_max**2 * 10**exponent
-    co = gmod._Coords(prob, lam, precondition=True)
-    V, it, cert, ok = gmod._solve_ipm(co, gmod._closed_form_V(co), tol=1e-6, max_iter=100)
+    co = problem._Coords(prob, lam, precondition=True)
+    V, it, cert, ok = ipm._solve_ipm(co, problem._closed_form_V(co), tol=1e-6, max_iter=100)
     assert ok and it <= 100 and cert <= 1e-6, (it, cert)
     assert np.linalg.eigvalsh(V).min() > 0.0
     S = co.to_S(V)
@@ -106,9 +107,9 @@ def test_paper_method_crawls_where_apg_converges(rng):
     lam = prob.mu_max**2 * 1e-8
     results = {}
     for solver in ("apg", "pgd"):
-        co = gmod._Coords(prob, lam, precondition=solver == "apg")
-        results[solver] = gmod._solve(
-            co, gmod._closed_form_V(co), accelerate=solver == "apg", armijo=solver == "pgd",
+        co = problem._Coords(prob, lam, precondition=solver == "apg")
+        results[solver] = apg._solve(
+            co, problem._closed_form_V(co), accelerate=solver == "apg", armijo=solver == "pgd",
             tol=1e-6, max_iter=2000,
         )
     assert results["apg"][3] and results["apg"][1] < 2000
@@ -120,7 +121,7 @@ def test_paper_method_crawls_where_apg_converges(rng):
 def test_solvers_reach_the_sdp_optimum_pairs(rng, exponent, solver):
     prob, S0, Ep, _, mask = _small_problem(rng, m=15, pairs=True)
     lam = prob.mu_max**2 * 10**exponent
-    S, it, cert, ok, _ = gmod._solve_lam(prob, lam, solver, tol=1e-9, max_iter=20000)
+    S, it, cert, ok, _ = solve._solve_lam(prob, lam, solver, tol=1e-9, max_iter=20000)
     assert ok, (it, cert)
     S_ref = _cvxpy_optimum(S0, Ep, None, lam, mask)
     f_ref = prob.objective(S_ref, lam)
@@ -131,13 +132,13 @@ def test_newton_dual_gap_is_exact_and_fallback_certifies(rng):
     prob, S0, E, Y, _ = _small_problem(rng)
     for exponent in (-4.0, -12.0):
         lam = prob.mu_max**2 * 10**exponent
-        S, R, it, gap, ok = gmod._solve_newton(prob, lam, None, tol=1e-14, max_iter=3)
+        S, R, it, gap, ok = dual_newton._solve_newton(prob, lam, None, tol=1e-14, max_iter=3)
         # any dual point gives a valid lower bound: J(S(R)) - d(R) >= J(S) - J* >= 0
         S_ref = _cvxpy_optimum(S0, E, Y, lam)
         J = prob.objective(S, lam)
         assert gap * J >= J - prob.objective(S_ref, lam) - 1e-9 * J
         assert np.linalg.eigvalsh(S).min() >= -1e-9 * np.abs(S).max()  # S(R) is PSD
-        S2, it2, cert2, ok2, _ = gmod._solve_lam(prob, lam, "newton", tol=1e-7, max_iter=5000)
+        S2, it2, cert2, ok2, _ = solve._solve_lam(prob, lam, "newton", tol=1e-7, max_iter=5000)
         assert ok2 and (prob.objective(S2, lam) - prob.objective(S_ref, lam)) <= 1e-6 * J
 
 
@@ -146,17 +147,17 @@ def test_auto_solver_takes_the_smaller_of_primal_and_dual(rng):
     for m, l, expected in ((20, 19, "newton"), (20, 20, "apg"), (20, 45, "apg"), (60, 30, "newton")):
         S0 = np.eye(m)
         El = rng.normal(size=(l, m))
-        prob = gmod._Problem(S0, El, np.eye(2)[rng.integers(2, size=l)])
-        assert gmod._auto_solver(prob) == expected, (m, l)
+        prob = problem._Problem(S0, El, np.eye(2)[rng.integers(2, size=l)])
+        assert solve._auto_solver(prob) == expected, (m, l)
     # pairs: the ordered mask entries are the dual's unknowns
     Ep = rng.normal(size=(8, 6))
-    few = gmod._Problem(np.eye(6), Ep=Ep, a=np.arange(8), b=np.arange(8), t=np.ones(8))
-    many = gmod._Problem(np.eye(6), Ep=Ep, a=np.repeat(np.arange(8), 3), b=np.tile(np.arange(3), 8), t=np.ones(24))
-    assert gmod._auto_solver(few) == "newton" and gmod._auto_solver(many) == "apg"
+    few = problem._Problem(np.eye(6), Ep=Ep, a=np.arange(8), b=np.arange(8), t=np.ones(8))
+    many = problem._Problem(np.eye(6), Ep=Ep, a=np.repeat(np.arange(8), 3), b=np.tile(np.arange(3), 8), t=np.ones(24))
+    assert solve._auto_solver(few) == "newton" and solve._auto_solver(many) == "apg"
     # and "auto" reaches the same certified optimum as both explicit solvers
     prob, *_ = _small_problem(rng)
     lam = prob.mu_max**2 * 1e-6
-    sols = [gmod._solve_lam(prob, lam, s, tol=1e-9, max_iter=20000)[0] for s in ("auto", "apg", "newton")]
+    sols = [solve._solve_lam(prob, lam, s, tol=1e-9, max_iter=20000)[0] for s in ("auto", "apg", "newton")]
     f = [prob.objective(S, lam) for S in sols]
     assert max(f) - min(f) <= 1e-7 * min(f)
 
@@ -169,23 +170,23 @@ def test_newton_cold_start_with_inactive_constraint_takes_one_step():
     m, l = 12, 5
     El = np.eye(l, m)
     Y = np.eye(2)[[0, 0, 1, 1, 0]]
-    prob = gmod._Problem(2.0 * np.eye(m), El, Y)
+    prob = problem._Problem(2.0 * np.eye(m), El, Y)
     lam = prob.mu_max**2 * 1e-8
-    assert lam < gmod._HOMOTOPY_START * prob.mu_max**2
+    assert lam < solve._HOMOTOPY_START * prob.mu_max**2
     expected = 2.0 * np.eye(m)
     expected[:l, :l] = (2.0 * lam * np.eye(l) + Y @ Y.T) / (lam + 1.0)
-    S, it, cert, ok, _ = gmod._solve_lam(prob, lam, "newton", 1e-10, 100)
+    S, it, cert, ok, _ = solve._solve_lam(prob, lam, "newton", 1e-10, 100)
     assert ok and it == 1
     np.testing.assert_allclose(S, expected, atol=1e-12)
     # with the PSD constraint active the continuation takes over and still reaches the SDP optimum
     prob, S0, E, Y, _ = _small_problem(np.random.default_rng(5))
     lam = prob.mu_max**2 * 1e-9
-    S, it, cert, ok, _ = gmod._solve_lam(prob, lam, "newton", 1e-8, 5000)
+    S, it, cert, ok, _ = solve._solve_lam(prob, lam, "newton", 1e-8, 5000)
     S_ref = _cvxpy_optimum(S0, E, Y, lam)
     f_ref = prob.objective(S_ref, lam)
     assert ok and it > 1 and (prob.objective(S, lam) - f_ref) <= 1e-6 * f_ref
     # a zero step budget returns the start (R = 0, S = P_psd(S0) = S0) and its exact gap
-    S, R, it, gap, ok = gmod._solve_newton(prob, lam, None, tol=1e-8, max_iter=0)
+    S, R, it, gap, ok = dual_newton._solve_newton(prob, lam, None, tol=1e-8, max_iter=0)
     J = prob.objective(S, lam)
     assert it == 0 and not ok and np.allclose(S, S0) and J - f_ref <= gap * J
 
@@ -195,9 +196,9 @@ def test_newton_at_an_exact_fit_does_not_break_down():
     rows), the dual gradient is 0 up to round-off and CG's curvature p^T H p is 0; Newton must
     hand over (here to APG), not divide by zero."""
     m = 4
-    prob = gmod._Problem(np.full((m, m), 1.0 / m**2), np.ones((2, m)), np.ones((2, 1)))
+    prob = problem._Problem(np.full((m, m), 1.0 / m**2), np.ones((2, m)), np.ones((2, 1)))
     for solver in ("newton", "auto"):
-        S, it, cert, ok, _ = gmod._solve_lam(prob, 1e-3, solver, 1e-6, 100)
+        S, it, cert, ok, _ = solve._solve_lam(prob, 1e-3, solver, 1e-6, 100)
         assert ok and np.allclose(S, prob.S0, atol=1e-12)
 
 
@@ -208,16 +209,16 @@ def test_projection_from_the_negative_eigenpairs(rng, n_negative):
     w = rng.random(m) + 0.1
     w[:n_negative] *= -3.0
     A = (Q * w) @ Q.T
-    P, k, Un = gmod._psd_project_few_negative(A)
+    P, k, Un = psd._psd_project_few_negative(A)
     assert k == n_negative and Un.shape == (m, n_negative)
-    np.testing.assert_allclose(P, gmod._psd_project(A)[0], atol=1e-12 * np.abs(A).max())
+    np.testing.assert_allclose(P, psd._psd_project(A)[0], atol=1e-12 * np.abs(A).max())
     # the clipped eigenvectors span P's null space (the certificate's null candidate)
     np.testing.assert_allclose(P @ Un, 0.0, atol=1e-12 * np.abs(A).max())
     np.testing.assert_allclose(Un.T @ Un, np.eye(n_negative), atol=1e-12)
     # both symmetrise their argument first
     B = A + 1e-3 * np.triu(rng.normal(size=(m, m)), 1)
     np.testing.assert_allclose(
-        gmod._psd_project_few_negative(B)[0], gmod._psd_project(B)[0], atol=1e-12 * np.abs(B).max()
+        psd._psd_project_few_negative(B)[0], psd._psd_project(B)[0], atol=1e-12 * np.abs(B).max()
     )
 
 
@@ -226,10 +227,10 @@ def test_apg_path_is_the_same_with_partial_projections(rng, monkeypatch):
     prob, *_ = _small_problem(rng, m=30, l=20)
     runs = {}
     for frac in (0.0, 0.5):
-        monkeypatch.setattr(gmod, "_FEW_NEGATIVE", frac)
+        monkeypatch.setattr(apg, "_FEW_NEGATIVE", frac)
         S, out = None, []
         for e in (-2.0, -6.0, -10.0):
-            S, it, cert, ok, _ = gmod._solve_lam(prob, prob.mu_max**2 * 10**e, "apg", 1e-8, 5000, S_warm=S)
+            S, it, cert, ok, _ = solve._solve_lam(prob, prob.mu_max**2 * 10**e, "apg", 1e-8, 5000, S_warm=S)
             assert ok
             out.append((S, it))
         runs[frac] = out
@@ -246,10 +247,10 @@ def test_more_labels_than_landmarks_compress_to_an_exact_m_row_term(rng, rank):
     El = rng.normal(size=(l, rank)) @ rng.normal(size=(rank, m))
     Y = np.eye(3)[rng.integers(3, size=l)]
     S0 = np.eye(m) + 0.1 * np.ones((m, m))
-    prob = gmod._Problem(S0, El, Y)
+    prob = problem._Problem(S0, El, Y)
     assert prob.El.shape == (rank, m) and prob.loss_shift > 0.0
     assert prob.El_labels is El and prob.Y_labels is Y
-    assert gmod._Dual(prob, 1.0).zeros()[0].shape == (rank, rank)
+    assert dual_newton._Dual(prob, 1.0).zeros()[0].shape == (rank, rank)
     for _ in range(3):
         B = rng.normal(size=(m, m))
         S = B @ B.T
@@ -275,10 +276,10 @@ def test_many_labels_with_pairs_reach_the_sdp_optimum(rng, exponent, solver):
     t = np.array([1.0, 0.0, 1.0, 0.0, 1.0])
     aa, bb = np.concatenate([a, b, np.arange(8)]), np.concatenate([b, a, np.arange(8)])
     tt = np.concatenate([t, t, np.ones(8)])
-    prob = gmod._Problem(S0, E[:l], Y, E[l:], aa, bb, tt)
+    prob = problem._Problem(S0, E[:l], Y, E[l:], aa, bb, tt)
     assert prob.El.shape[0] == m
     lam = prob.mu_max**2 * 10**exponent
-    S, it, cert, ok, R = gmod._solve_lam(prob, lam, solver, tol=1e-9, max_iter=20000)
+    S, it, cert, ok, R = solve._solve_lam(prob, lam, solver, tol=1e-9, max_iter=20000)
     assert ok, (it, cert)
     Sv = cp.Variable((m, m), PSD=True)
     K = E[l:] @ Sv @ E[l:].T
@@ -297,7 +298,7 @@ def test_many_labels_with_pairs_reach_the_sdp_optimum(rng, exponent, solver):
         # with pairs may hand over to APG, so only at the larger lam)
         assert R is not None or exponent < -5
         for steps in (1, 3, 10):  # any dual point's gap bounds the true one
-            S_n, _R, _it, gap, _ok = gmod._solve_newton(prob, lam, None, tol=1e-9, max_iter=steps)
+            S_n, _R, _it, gap, _ok = dual_newton._solve_newton(prob, lam, None, tol=1e-9, max_iter=steps)
             J = prob.objective(S_n, lam)
             assert gap * J >= J - f_ref - 1e-8 * f_ref
 
@@ -323,7 +324,7 @@ def test_ipm_solver_through_the_estimator(rng):
 def test_duality_gap_certificate_bounds_the_true_gap(rng, e):
     prob, S0, E, Y, _ = _small_problem(rng)
     lam = prob.mu_max**2 * 10.0**e
-    co = gmod._Coords(prob, lam, precondition=True)
+    co = problem._Coords(prob, lam, precondition=True)
     S_ref = _cvxpy_optimum(S0, E, Y, lam)
     f_ref = prob.objective(S_ref, lam)
     # at suboptimal feasible points (some with clipped eigenvalues, where the null-space
@@ -331,9 +332,9 @@ def test_duality_gap_certificate_bounds_the_true_gap(rng, e):
     X = co.to_V(S_ref) + 0.3 * rng.normal(size=co.wa.shape)
     w, U = np.linalg.eigh(co.to_V(S_ref))
     low_rank = [(U[:, -r:] * w[-r:]) @ U[:, -r:].T for r in (1, 2)]  # large null spaces
-    P, _, Un = gmod._psd_project_few_negative(X)
+    P, _, Un = psd._psd_project_few_negative(X)
     points = [(V, None) for V in low_rank + [
-        gmod._solve(co, gmod._closed_form_V(co), accelerate=True, armijo=False, tol=1e-14, max_iter=it)[0]
+        apg._solve(co, problem._closed_form_V(co), accelerate=True, armijo=False, tol=1e-14, max_iter=it)[0]
         for it in (1, 5, 20)
     ]] + [(P, Un)]  # a partial projection knows V's null space: no eigh of V
     # strictly inside the cone near the optimum: only P_psd(G) certifies where the constraint
@@ -360,12 +361,12 @@ def test_huge_lam_is_certified_at_once(rng):
     prob, *_ = _small_problem(rng)
     for e in (2, 4, 6):
         lam = prob.mu_max**2 * 10.0**e
-        co = gmod._Coords(prob, lam, precondition=True)
-        S_cf = co.to_S(gmod._closed_form_V(co))
+        co = problem._Coords(prob, lam, precondition=True)
+        S_cf = co.to_S(problem._closed_form_V(co))
         assert np.linalg.eigvalsh(S_cf).min() > 0
         f_cf = prob.objective(S_cf, lam)
         for solver in ("newton", "apg", "pgd", "ipm"):
-            S, it, cert, ok, _ = gmod._solve_lam(prob, lam, solver, tol=1e-6, max_iter=200)
+            S, it, cert, ok, _ = solve._solve_lam(prob, lam, solver, tol=1e-6, max_iter=200)
             assert ok and it <= 5, (e, solver, it, cert)
             assert prob.objective(S, lam) - f_cf <= 1e-9 * f_cf
 
@@ -386,8 +387,8 @@ def test_gradient_matches_finite_differences(rng):
 def test_closed_form_is_the_optimum_when_psd(rng):
     prob, S0, E, Y, _ = _small_problem(rng)
     lam = prob.mu_max**2  # large lam: the unconstrained optimum is PSD
-    co = gmod._Coords(prob, lam, True)
-    V0 = gmod._closed_form_V(co)
+    co = problem._Coords(prob, lam, True)
+    V0 = problem._closed_form_V(co)
     assert np.linalg.eigvalsh(V0).min() > 0
     G = prob.grad(co.to_S(V0), lam)
     assert np.abs(G).max() <= 1e-8 * np.abs(prob.grad(S0 * 0, lam)).max()
@@ -463,7 +464,7 @@ def test_lam_selection_exposes_the_path(rng, rule):
         assert model.criterion_path_[k] == model.criterion_path_.max()
     else:
         # the smoothed-argmin rule on the recorded mean held-out hinge loss
-        assert k == gmod._cv_choice(model.criterion_path_[None, :])
+        assert k == selection._cv_choice(model.criterion_path_[None, :])
         # lam skipped by the early stops are NaN, and only as a tail of the path
         scored = int(np.count_nonzero(~np.isnan(model.criterion_path_)))
         assert scored >= 3 and np.isnan(model.criterion_path_[scored:]).all()
@@ -477,10 +478,10 @@ def test_lam_selection_exposes_the_path(rng, rule):
 
 def test_unconverged_heldout_svm_is_a_named_warning(rng, monkeypatch):
     X, y, _ = _toy(rng)
-    monkeypatch.setattr(gmod, "_SVM_MAX_ITER", 1)
+    monkeypatch.setattr(selection, "_SVM_MAX_ITER", 1)
     with pytest.warns(ConvergenceWarning, match="held-out linear SVMs of lam='auto' stopped after 1 Newton steps"):
         GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
-    monkeypatch.setattr(gmod, "_SVM_MAX_ITER", 100)
+    monkeypatch.setattr(selection, "_SVM_MAX_ITER", 100)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
@@ -491,13 +492,13 @@ def test_cv_folds_in_threads_give_the_serial_result(rng, monkeypatch):
     numba = pytest.importorskip("numba")
     X, y, _ = _toy(rng, n=200, n_labels=45)
     calls = []
-    real_path_cv = gmod.GeneralizedNystrom._path_cv
+    real_cv_losses = selection._cv_losses
 
-    def spy(self, *args, **kwargs):
+    def spy(*args, **kwargs):
         calls.append(numba.get_num_threads())
-        return real_path_cv(self, *args, **kwargs)
+        return real_cv_losses(*args, **kwargs)
 
-    monkeypatch.setattr(gmod.GeneralizedNystrom, "_path_cv", spy)
+    monkeypatch.setattr(selection, "_cv_losses", spy)
     before = numba.get_num_threads()
     paths = []
     try:
@@ -519,13 +520,13 @@ def test_cv_folds_search_the_grid_on_their_own_scale(rng, monkeypatch):
     term sums over fewer label pairs, so the same absolute lam would regularise it more."""
     X, y, _ = _toy(rng, n=150, n_labels=40)
     calls = []
-    real_path = gmod.GeneralizedNystrom._path
+    real_path = selection._solve_path
 
-    def spy(self, prob, lams, solve_kw):
+    def spy(prob, lams, solve_kw):
         calls.append((prob, np.array(lams)))
-        return real_path(self, prob, lams, solve_kw)
+        return real_path(prob, lams, solve_kw)
 
-    monkeypatch.setattr(gmod.GeneralizedNystrom, "_path", spy)
+    monkeypatch.setattr(selection, "_solve_path", spy)
     # 20 landmarks, ~32 training labels per fold: full m x m fold problems (not restricted)
     model = GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
     assert len(calls) == 2 * 5
@@ -542,58 +543,58 @@ def test_cv_folds_search_the_grid_on_their_own_scale(rng, monkeypatch):
 def test_race_keep_stops_where_no_lam_can_win():
     # smoothed mean: rises > 20% above its minimum (index 2) from index 5 on
     losses = np.array([[1.0, 0.8, 0.6, 0.6, 0.65, 0.9, 1.2, 1.5]] * 3)
-    smooth = gmod._smoothed_mean(losses)
+    smooth = selection._smoothed_mean(losses)
     last = int(np.flatnonzero(smooth <= 1.2 * smooth.min()).max())
-    assert gmod._race_keep(losses) == last + 2 < losses.shape[1]
+    assert selection._race_keep(losses) == last + 2 < losses.shape[1]
     # a second basin within the margin at the end keeps the whole path
     losses[:, -3:] = 0.62
-    assert gmod._race_keep(losses) == losses.shape[1]
+    assert selection._race_keep(losses) == losses.shape[1]
     # NaN entries (skipped by an earlier race) are left out of the mean
     ragged = np.vstack([losses[:1], np.r_[losses[0, :4], [np.nan] * 4][None]])
-    np.testing.assert_allclose(gmod._smoothed_mean(ragged), gmod._smoothed_mean(losses[:1]))
+    np.testing.assert_allclose(selection._smoothed_mean(ragged), selection._smoothed_mean(losses[:1]))
     # a path stopped early: the scored prefix is smoothed on its own, the tail stays NaN
     stopped = losses.copy()
     stopped[:, 6:] = np.nan
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no empty-slice RuntimeWarning
-        smooth = gmod._smoothed_mean(stopped)
-    np.testing.assert_allclose(smooth[:6], gmod._smoothed_mean(losses[:, :6]))
+        smooth = selection._smoothed_mean(stopped)
+    np.testing.assert_allclose(smooth[:6], selection._smoothed_mean(losses[:, :6]))
     assert np.isnan(smooth[6:]).all()
-    assert gmod._race_keep(stopped[:, :6]) <= 6
-    assert gmod._cv_choice(stopped) == gmod._cv_choice(losses[:, :6])
+    assert selection._race_keep(stopped[:, :6]) <= 6
+    assert selection._cv_choice(stopped) == selection._cv_choice(losses[:, :6])
 
 
 def test_first_split_stops_once_the_loss_left_its_basin():
-    race = gmod._CV_RACE
+    race = selection._CV_RACE
     # the last two lam both more than _CV_RACE above the best so far: stop
-    assert gmod._path_exhausted(np.array([1.0, 0.5, 0.5 * (1 + race) + 0.01, 0.5 * (1 + race) + 0.02]))
+    assert selection._path_exhausted(np.array([1.0, 0.5, 0.5 * (1 + race) + 0.01, 0.5 * (1 + race) + 0.02]))
     # only the last one is above the margin (patience 2): go on
-    assert not gmod._path_exhausted(np.array([1.0, 0.5, 0.5 * (1 + race) - 0.01, 0.9]))
+    assert not selection._path_exhausted(np.array([1.0, 0.5, 0.5 * (1 + race) - 0.01, 0.9]))
     # still descending, or flat at the prior: go on
-    assert not gmod._path_exhausted(np.array([1.0, 0.9, 0.8, 0.7]))
-    assert not gmod._path_exhausted(np.full(6, 1.9))
+    assert not selection._path_exhausted(np.array([1.0, 0.9, 0.8, 0.7]))
+    assert not selection._path_exhausted(np.full(6, 1.9))
     # too short to judge
-    assert not gmod._path_exhausted(np.array([0.1, 1.0]))
+    assert not selection._path_exhausted(np.array([0.1, 1.0]))
 
 
 def test_later_cv_splits_race_the_tail(monkeypatch):
     """Split 1 scores the whole path; split 2 only the lam _race_keep leaves; same choice."""
     X, y, _ = _toy(np.random.default_rng(0), n=300, d=8, classes=4, n_labels=60)
     seen = []
-    real_choice = gmod._cv_choice
-    monkeypatch.setattr(gmod, "_cv_choice", lambda L: seen.append(L.copy()) or real_choice(L))
+    real_choice = selection._cv_choice
+    monkeypatch.setattr(selection, "_cv_choice", lambda L: seen.append(L.copy()) or real_choice(L))
     raced = GeneralizedNystrom(n_landmarks=40, random_state=0).fit(X, y)
-    race = gmod._CV_RACE
-    monkeypatch.setattr(gmod, "_CV_RACE", np.inf)
+    race = selection._CV_RACE
+    monkeypatch.setattr(selection, "_CV_RACE", np.inf)
     full = GeneralizedNystrom(n_landmarks=40, random_state=0).fit(X, y)
-    monkeypatch.setattr(gmod, "_CV_RACE", race)
+    monkeypatch.setattr(selection, "_CV_RACE", race)
     L_raced, L_full = seen
     assert not np.isnan(L_full).any()
     k, n_lams = L_full.shape[0] // 2, L_full.shape[1]
     # split 1 stops after the first lam where _path_exhausted holds on its running mean
     mean1 = L_full[:k].mean(axis=0)
-    stop = next((j + 1 for j in range(n_lams) if gmod._path_exhausted(mean1[: j + 1])), n_lams)
-    keep = min(stop, gmod._race_keep(L_full[:k, :stop]))
+    stop = next((j + 1 for j in range(n_lams) if selection._path_exhausted(mean1[: j + 1])), n_lams)
+    keep = min(stop, selection._race_keep(L_full[:k, :stop]))
     assert keep < n_lams  # the toy path is raced: the comparison is informative
     np.testing.assert_array_equal(L_raced[:k, :stop], L_full[:k, :stop])
     assert np.isnan(L_raced[:k, stop:]).all()
@@ -608,15 +609,15 @@ def test_cv_choice_smooths_over_neighbouring_lam():
     # an isolated dip (index 1) loses against a broad basin (indices 3-5)
     losses = np.array([[1.0, 0.50, 1.0, 0.62, 0.60, 0.62, 1.0]] * 2)
     assert int(np.argmin(losses.mean(0))) == 1
-    assert gmod._cv_choice(losses) == 4
+    assert selection._cv_choice(losses) == 4
     rng = np.random.default_rng(0)
     for _ in range(50):  # against an explicit moving average, ends repeated
         L = rng.random((4, 9))
         mean = L.mean(0)
         padded = np.concatenate([[mean[0]], mean, [mean[-1]]])
         smooth = [(padded[i] + padded[i + 1] + padded[i + 2]) / 3 for i in range(mean.size)]
-        assert gmod._cv_choice(L) == int(np.argmin(smooth))
-    assert gmod._cv_choice(np.array([[0.3, 0.2]])) == 1
+        assert selection._cv_choice(L) == int(np.argmin(smooth))
+    assert selection._cv_choice(np.array([[0.3, 0.2]])) == 1
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 10])
@@ -770,18 +771,18 @@ def test_reduced_fold_problem_is_the_restriction_of_J(rng):
     El = gn._features_block(X[lab]).astype(np.float64)
     codes = np.unique(y[lab], return_inverse=True)[1]
     prior = (gn.projection_ * np.sqrt(gn.eigenvalues_), gn.eigenvalues_)
-    prob_r, C, V = gmod._reduced_fold(gn.S0_, prior, El, codes, codes.max() + 1)
+    prob_r, C, V = selection._reduced_fold(gn.S0_, prior, El, codes, codes.max() + 1)
     assert V.shape[1] <= 2 * lab.size and V.shape[1] <= 30
     np.testing.assert_allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-10)
     Y1 = np.eye(codes.max() + 1)[codes]
-    full = gmod._Problem(gn.S0_, El, Y1)
+    full = problem._Problem(gn.S0_, El, Y1)
     for e in (-2, -5, -8):
         lam = full.mu_max**2 * 10.0**e
-        Yr, _, _, ok, _ = gmod._solve_lam(prob_r, lam, "newton", 1e-8, 5000)
+        Yr, _, _, ok, _ = solve._solve_lam(prob_r, lam, "newton", 1e-8, 5000)
         S_r = gn.S0_ + V @ (Yr - C) @ V.T
         assert ok and np.linalg.eigvalsh(S_r).min() >= -1e-9 * np.abs(S_r).max()
         np.testing.assert_allclose(full.objective(S_r, lam), prob_r.objective(Yr, lam), rtol=1e-8)
-        S_f, _, _, ok_f, _ = gmod._solve_lam(full, lam, "newton", 1e-8, 5000)
+        S_f, _, _, ok_f, _ = solve._solve_lam(full, lam, "newton", 1e-8, 5000)
         J_f, J_r = full.objective(S_f, lam), full.objective(S_r, lam)
         assert ok_f and J_r >= J_f * (1 - 1e-7)
         # a surrogate for ranking lam on a decade grid: its excess is a small fraction of

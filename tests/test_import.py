@@ -81,3 +81,20 @@ def test_second_process_loads_kernels_from_cache(tmp_path):
     hits2, misses2 = map(int, _run(code, env)[0].split())
     assert misses1 >= 1 and hits1 == 0  # cold cache: compiled
     assert hits2 >= 1 and misses2 == 0  # warm cache: loaded (leaves are embedded), nothing compiled
+
+
+def test_every_subpackage_is_packaged():
+    """pyproject lists the packages explicitly: a subpackage missing there is missing from the
+    wheel (an editable install, as in CI, would not notice)."""
+    tomllib = pytest.importorskip("tomllib")
+    import nystrom_priors
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(nystrom_priors.__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+    found = {
+        os.path.relpath(d, root).replace(os.sep, ".")
+        for d, _dirs, files in os.walk(os.path.join(root, "nystrom_priors"))
+        if "__init__.py" in files
+    }
+    assert found == listed

@@ -1,0 +1,303 @@
+"""Choosing lam: the paper's eq. (12) along the path, and the default, cross-validation on the
+labeled samples (held-out hinge loss of a linear SVM on the learned factor rows)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..exceptions import ConvergenceWarning
+from ..kernel_alignment import _dense, _factored
+from .problem import _build_problem, _Problem, _top_gram_eig
+from .psd import _EPS, _factor, _sym
+from .solve import _solve_path
+
+_CV_TOL = 1e-3
+# independent k-fold splits averaged; the held-out SVM's Newton step limit
+_CV_SPLITS = 2
+# later CV splits skip the small lam whose smoothed loss is > 20% above the minimum (_race_keep)
+_CV_RACE = 0.2
+# ... and the first split stops once this many consecutive lam score > 20% above its best so far
+_CV_PATIENCE = 2
+_SVM_MAX_ITER = 100
+
+
+def _path_nka(prob, lams, labels, solve_kw, progress):
+    """Eq. (12) along the warm-started path: ``rho(S, S0) * rho(E_l S E_l^T, K*)`` per lam
+    (centred alignments; for pairs only, the masked kernel against the targets on the
+    constrained entries) and the solutions ``(S, n_iter, certificate, converged)``."""
+    crit = np.empty(lams.size)
+    sols = []
+    Sref = prob.S0
+    if labels is not None:
+        El, Y = prob.El_labels, prob.Y_labels
+    else:  # pairs only: the ideal kernel on the constrained points
+        El, Y = None, None
+    for k, (lam, S, it, cert, ok) in enumerate(_solve_path(prob, lams, solve_kw)):
+        rho1 = _dense(S, Sref, True, zero=0.0)
+        if El is not None:
+            rho2 = _factored(El @ _factor(S), Y, True, zero=0.0)
+        else:
+            # masked kernel vs targets on the constrained entries only (sparse)
+            vals = np.einsum("ij,ij->i", (prob.Ep @ S)[prob.a], prob.Ep[prob.b])
+            den = np.linalg.norm(vals) * np.linalg.norm(prob.t)
+            rho2 = float(vals @ prob.t / den) if den > 0 else 0.0
+        crit[k] = rho1 * rho2
+        sols.append((S, it, cert, ok))
+        progress.update(lam=lam, criterion=crit[k], iterations=it)
+    return crit, sols
+
+
+def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, prior):
+    """Held-out losses along lams, shape (n_splits * n_folds, n_lams), and error rates.
+
+    For each of ``_CV_SPLITS`` stratified k-fold splits of the labeled samples, S is refitted
+    on the training fold along the path (the same exponents e, on the fold's own scale
+    ``mu_max^2``) and a squared-hinge linear SVM (C = 1) on the
+    learned factor rows of the training fold scores the held-out fold. The loss is the
+    held-out hinge loss per sample (summed over the one-vs-rest problems).
+
+    The folds of a split advance together, one lam at a time. The first split stops its
+    path once the mean loss of the last ``_CV_PATIENCE`` lam is more than ``_CV_RACE``
+    above the best so far (``_path_exhausted``); later splits stop where the smoothed mean
+    loss of the earlier splits stays more than ``_CV_RACE`` above its minimum (racing,
+    see ``_race_keep``). Both skip small lam, the most expensive solves, that cannot win.
+    Skipped entries are NaN; the path is the NaN-mean over folds.
+    """
+    from .._linear_svm import ovr_heldout_loss_linear
+    from .._numba._svm import ovr_heldout_loss
+
+    counts = np.bincount(labels.codes, minlength=labels.n_classes)
+    k = int(min(cv, counts.min()))
+    if k < 2:
+        raise ValueError(
+            "lam='auto' needs at least two labeled samples in every class for "
+            f"cross-validation; the smallest class has {counts.min()}. Pass lam='nka' or a "
+            "number."
+        )
+    losses = np.zeros((_CV_SPLITS * k, lams.size))
+    errors = np.zeros_like(losses)
+    E_all = E_of(labels.index)
+    K0_all = E_all @ S0 @ E_all.T  # the prior's kernel on the labeled samples
+    top_all = _top_gram_eig(E_all)
+    UtE_all = prior[0].T @ E_all.T if pairs is None else None
+    # selection only needs the ranking of lam: a certified 1e-3 gap is plenty
+    fold_kw = dict(solve_kw, tol=max(solve_kw["tol"], _CV_TOL), max_iter=min(solve_kw["max_iter"], 300))
+    # solver="auto" on full m x m folds: APG, measured over 2 x 5 folds x 13 lam to 1e-3
+    # (sklearn digits m = 180: fit 31 vs 79 s with Newton folds; german m = 100: 6.6 vs
+    # 81 s, Newton stalls at lam <= mu_max^2 * 1e-11 where the warm-started APG needs a few
+    # dozen steps). Restricted folds keep "auto" (Newton: MNIST-sized synthetic, p ~ 160,
+    # 3.1 s vs APG 18.7 s).
+    full_fold_solver = "apg" if solve_kw["solver"] == "auto" else solve_kw["solver"]
+    splits = [_stratified_folds(labels.codes, k, rng) for _split in range(_CV_SPLITS)]
+
+    def fold_scores(test):
+        """Held-out (loss, error, unconverged SVMs) at each lam of the path, one fold, lazily:
+        the path stops where the caller stops asking."""
+        train = np.setdiff1d(np.arange(labels.index.size), test)
+        Etr, Ete = E_all[train], E_all[test]
+        codes_tr = labels.codes[train].astype(np.int64)
+        codes_te = labels.codes[test].astype(np.int64)
+        reduced = None
+        if pairs is None:
+            reduced = _reduced_fold(S0, prior, Etr, codes_tr, labels.n_classes, UtE_all[:, train])
+        if reduced is not None:
+            prob, C, V = reduced
+            Ftr, Fte = Etr @ V, Ete @ V
+            K0tr, K0te = K0_all[np.ix_(train, train)], K0_all[np.ix_(test, train)]
+        else:
+            prob = _build_problem(S0, labels, pairs, E_of, label_rows=train)
+        # more training labels than landmarks: the SVM over the m + 1 weights of the factor
+        # rows costs O(l m^2) per Newton step instead of the kernel form's O(l^3)
+        # (measured: 20,000 x 50, m = 300, 1200 labels: lam="auto" spent 169 of 193 s in
+        # the kernel-form SVMs)
+        features = reduced is None and train.size > prob.m + 1
+        kw = fold_kw if reduced is not None else dict(fold_kw, solver=full_fold_solver)
+        # the grid point e means lam = mu_max^2 10^e on every problem: the data term sums
+        # over l^2 label pairs, so at one absolute lam a training fold (l_tr < l labels) is
+        # regularised (l / l_tr)^2 ~ 1.6x more than the full fit it ranks lam for
+        # (a fold whose labeled rows are all 0 in k(., Z) has no data term: S0 at any lam > 0)
+        top_tr = _top_gram_eig(Etr)
+        fold_lams = lams * (top_tr / top_all) ** 2 if top_tr > 0 else lams
+        # the feature-form SVMs start from the previous lam's active sets: 2.8 instead of
+        # 4.9 Newton steps per problem, SVM time 2.2-2.4x less (bench_generalized --many-labels)
+        n_svms = 1 if labels.n_classes == 2 else labels.n_classes
+        active = np.zeros((n_svms, train.size), dtype=bool) if features else None
+        for _lam, S, *_rest in _solve_path(prob, fold_lams, kw):
+            if features:
+                F = _factor(S)
+                scores = ovr_heldout_loss_linear(
+                    Etr @ F, Ete @ F, codes_tr, codes_te, labels.n_classes, 1.0, _SVM_MAX_ITER,
+                    active=active,
+                )
+            else:
+                if reduced is not None:  # S = S0 + V (Y - C) V^T, Y the reduced solution
+                    Dl = S - C
+                    Ktr = K0tr + Ftr @ Dl @ Ftr.T
+                    Kte = K0te + Fte @ Dl @ Ftr.T
+                else:
+                    Ktr = Etr @ S @ Etr.T
+                    Kte = Ete @ S @ Etr.T
+                scores = ovr_heldout_loss(
+                    np.ascontiguousarray(_sym(Ktr)) + 1.0,
+                    np.ascontiguousarray(Kte) + 1.0,
+                    codes_tr,
+                    codes_te,
+                    labels.n_classes,
+                    1.0,
+                    _SVM_MAX_ITER,
+                )
+            loss, err, unconv = scores
+            yield loss / test.size, err / test.size, unconv
+
+    # The folds are independent. With threadpoolctl, BLAS is limited to one thread (which
+    # also helps serially: the fold problems are small, p ~ 2 l) and the folds run on
+    # numba's thread count of Python threads. Measured on the restricted folds of the
+    # MNIST-sized benchmark, 2 cores: 1.6-1.7x; 2 threads with 2-thread BLAS were 0.5x.
+    # The folds of a split advance one lam at a time, so that the split can stop its path.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from numba import get_num_threads
+
+    from ..kernels import _BLAS
+
+    workers = min(k, get_num_threads()) if _BLAS.available() else 1
+    svm_unconverged = 0
+    n_keep = lams.size
+    losses[:] = errors[:] = np.nan
+    with _BLAS, ThreadPoolExecutor(workers) as pool:
+        for s, tests in enumerate(splits):
+            rows = slice(s * k, (s + 1) * k)
+            paths = [fold_scores(test) for test in tests]
+            for j in range(n_keep):
+                step = pool.map(next, paths) if workers > 1 else map(next, paths)
+                for f, (loss, err, unconv) in enumerate(step):  # in fold order
+                    losses[s * k + f, j], errors[s * k + f, j] = loss, err
+                    svm_unconverged += unconv
+                progress.update(k, lam=float(lams[j]), loss=float(np.mean(losses[rows, j])))
+                if s == 0 and _path_exhausted(np.mean(losses[rows, : j + 1], axis=0)):
+                    n_keep = j + 1
+                    break
+            for path in paths:
+                path.close()
+            n_keep = min(n_keep, _race_keep(losses[: (s + 1) * k, :n_keep]))
+    if svm_unconverged:
+        warnings.warn(
+            f"{svm_unconverged} of the held-out linear SVMs of lam='auto' stopped after "
+            f"{_SVM_MAX_ITER} Newton steps without converging; the CV scores along the lam path are "
+            "approximate. Pass lam as a number (or 'nka') to skip the cross-validation.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return losses, errors
+
+
+def _reduced_fold(S0, prior, El, codes, n_classes, UtEl=None):
+    """J of a training fold restricted to ``S = S0 + V X V^T`` (labels only), or None.
+
+    ``V`` is an orthonormal basis of the part of ``range(E_l^T) + S0 range(E_l^T)`` inside
+    ``range(S0)``: the data term depends on S only through ``E_l S E_l^T``, and the second block
+    carries most of the PSD correction. On ``range(S0)``, ``S0 + V X V^T >= 0`` iff
+    ``X + C >= 0`` with the Schur complement ``C = (V^T S0^+ V)^-1`` — a p x p problem of the
+    same form in ``Y = X + C``: prior C, rows ``E_l V``, data term at ``Y + (V^T S0 V - C)``.
+    Its solutions are feasible for the full problem and optimal over that family, an
+    approximation used only to rank lam (measured: objective excess 1e-6..3e-2 relative to the
+    optimum, held-out kernel rows within ~1%; see test_reduced_fold_problem_is_the_restriction_of_J).
+    Used when ``p <= m / 2``; the returned tuple is (problem, C, V). ``UtEl`` (optional) is
+    ``U^T E_l^T``, sliced by the caller from one product for all folds.
+    """
+    U, w = prior  # S0 = U diag(1/w) U^T, w > 0 the kept eigenvalues of W
+    m = S0.shape[0]
+    if UtEl is None:
+        UtEl = U.T @ El.T
+    B = np.hstack([UtEl, UtEl / w[:, None]])  # coordinates in range(S0): U^T [E_l^T, S0 E_l^T]
+    Ub, sb, _ = np.linalg.svd(B, full_matrices=False)
+    keep = sb > max(B.shape) * _EPS * (sb[0] if sb.size else 0.0)
+    p = int(keep.sum())
+    if p == 0 or p > m // 2:
+        return None
+    Vc = Ub[:, keep]
+    lw, Uw = np.linalg.eigh(_sym((Vc.T * w) @ Vc))  # V^T S0^+ V, positive definite
+    C = _sym((Uw / lw) @ Uw.T)
+    D = _sym((Vc.T / w) @ Vc) - C  # V^T S0 V - C >= 0
+    V = U @ Vc
+    Y = np.zeros((El.shape[0], n_classes))
+    Y[np.arange(El.shape[0]), codes] = 1.0
+    return _Problem(C, El @ V, Y, offset=D), C, V
+
+
+def _cv_choice(losses: np.ndarray) -> int:
+    """Index of the lam minimising the mean held-out loss smoothed over neighbouring lam.
+
+    The 3-point moving average on the log grid (ends repeated) damps fold noise: with ~100
+    labels one held-out sample moves a single grid point's mean by several percent, while
+    the true curve is smooth in log(lam). Ties go to the larger lam (closer to the prior).
+    Unscored lam (NaN columns, a tail of the path) are never chosen.
+    """
+    return int(np.nanargmin(_smoothed_mean(losses)))
+
+
+def _nanmean_columns(values: np.ndarray) -> np.ndarray:
+    """Mean over rows ignoring NaN; NaN (without numpy's empty-slice warning) where none is set."""
+    ok = ~np.isnan(values)
+    count = ok.sum(axis=0)
+    total = np.where(ok, values, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _smoothed_mean(losses: np.ndarray) -> np.ndarray:
+    """NaN-mean over folds, then the 3-point moving average of _cv_choice (ends repeated).
+
+    Only the scored prefix of the path is smoothed (its last point is the repeated end);
+    unscored lam stay NaN.
+    """
+    mean = _nanmean_columns(losses)
+    scored = int(np.count_nonzero(~np.isnan(mean)))
+    if scored < 3:
+        return mean
+    out = np.full_like(mean, np.nan)
+    out[:scored] = np.convolve(np.pad(mean[:scored], 1, mode="edge"), np.ones(3) / 3.0, mode="valid")
+    return out
+
+
+def _path_exhausted(mean: np.ndarray) -> bool:
+    """Whether the first CV split can stop its path after the lam scored in ``mean``.
+
+    True once each of the last ``_CV_PATIENCE`` mean held-out losses is more than ``_CV_RACE``
+    (relative) above the best so far: along the descending path the loss rises past its
+    basin into overfitting, and the remaining lam are the slowest solves. Checked on the
+    stored held-out losses of the Table-1 data (5 sets x 10 repeats, 2 splits; rule
+    "svmhinge/smooth3/race" of ``scripts/study_lambda_selection.py --analyse``): the chosen
+    lam is the same as with both splits on the whole path in 50 of 50 cases for margins 0.1
+    to 0.5 with patience 2 (44 of 50 with patience 1 and margin 0.1); with 0.2 / 2 the first
+    split skips 1.5 of 13 lam on average.
+    """
+    if mean.size < _CV_PATIENCE + 1:
+        return False
+    return bool(np.all(mean[-_CV_PATIENCE:] > (1.0 + _CV_RACE) * mean.min()))
+
+
+def _race_keep(losses: np.ndarray) -> int:
+    """How many leading lam of the path the next CV split still needs to score.
+
+    The last lam whose smoothed mean loss so far is within ``_CV_RACE`` (relative) of the
+    minimum, plus one neighbour for the smoothing. Checked on the stored held-out losses of the
+    Table-1 data (``scripts/study_lambda_selection.py --analyse``, rule "svmhinge/smooth3/race";
+    5 sets x 10 repeats, 2 splits): the chosen
+    lam is the same as with both splits on the whole path in 50 of 50 cases for a margin of
+    0.05 to 0.3; with 0.2 the second split skips 2.1 of 13 lam on average, the smallest.
+    """
+    smooth = _smoothed_mean(losses)
+    contending = np.flatnonzero(smooth <= (1.0 + _CV_RACE) * np.nanmin(smooth))
+    return int(min(smooth.size, contending.max() + 2))
+
+
+def _stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> list[np.ndarray]:
+    folds: list[list[int]] = [[] for _ in range(k)]
+    for c in np.unique(codes):
+        members = rng.permutation(np.flatnonzero(codes == c))
+        for r, idx in enumerate(members):
+            folds[r % k].append(int(idx))
+    return [np.sort(np.array(f, dtype=int)) for f in folds]
