@@ -279,7 +279,14 @@ def _top_gram_eig(E: np.ndarray) -> float:
 
 
 def _build_problem(S0, labels, pairs, E_of, label_rows=None) -> _Problem:
-    """Assemble J for the labels restricted to ``label_rows`` (positions in labels.index)."""
+    """Assemble J from validated side information.
+
+    ``labels`` (``side_info.check_labels``) and ``pairs`` ((k, 3) rows ``[i, j, +-1]``,
+    ``side_info.check_pairs``) may each be None; ``E_of(rows)`` returns ``k(X[rows], Z)`` in
+    float64; ``label_rows`` keeps only those positions of ``labels.index`` (a CV training
+    fold). Pairs between two kept labeled samples must agree with their labels (ValueError
+    otherwise) and are dropped: the labels term already holds them.
+    """
     El = Y = None
     code_of = None  # class code per sample, -1 outside the labeled block
     if labels is not None:
