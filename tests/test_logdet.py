@@ -302,6 +302,8 @@ def ITML(monkeypatch):
 
 
 @pytest.mark.parametrize("gamma", [1.0, 10.0, np.inf])
+# metric-learn 0.7.0 calls scikit-learn's deprecated stable_cumsum (scikit-learn >= 1.8)
+@pytest.mark.filterwarnings("ignore:Function stable_cumsum is deprecated:FutureWarning")
 def test_linear_kernel_equals_itml(ITML, gamma):
     rng = np.random.default_rng(5)
     X, pairs, _ = feasible_problem(rng, n=50, d=4, k=40)

@@ -112,13 +112,16 @@ def test_lowrank_and_dense_schur_representations_agree():
     assert np.allclose(lo.Dt.toarray(), de.Dt.toarray(), atol=1e-13)
     # and BCD follows the same path with either (same start, same updates up to round-off)
     pairs = np.column_stack([L[:25], L[25:], np.where(np.arange(25) % 2, 1, -1)])
-    m = BCDNPKL(random_state=0, tol=1e-12).fit(X, pairs=pairs)
+    # tol = 1e-12 runs all max_iter sweeps (a ConvergenceWarning each): the whole path is compared
+    with pytest.warns(ConvergenceWarning, match="max_iter=1000"):
+        m = BCDNPKL(random_state=0, tol=1e-12).fit(X, pairs=pairs)
     import nystrom_priors.npkl as mod
 
     orig = mod._BoundarySystem.__init__
     try:
         mod._BoundarySystem.__init__ = lambda self, D, L_: orig(self, D, L_, lowrank_limit=0)
-        m2 = BCDNPKL(random_state=0, tol=1e-12).fit(X, pairs=pairs)
+        with pytest.warns(ConvergenceWarning, match="max_iter=1000"):
+            m2 = BCDNPKL(random_state=0, tol=1e-12).fit(X, pairs=pairs)
     finally:
         mod._BoundarySystem.__init__ = orig
     assert np.allclose(m.embedding_, m2.embedding_, atol=1e-8)
@@ -211,7 +214,12 @@ def _solve_sdp(Delta, pairs, C, loss, L=None):
         "squared_hinge": cp.sum_squares(cp.pos(m)),
     }[loss]
     prob = cp.Problem(cp.Minimize(cp.trace(Delta @ Z) + C * lossexpr))
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    with warnings.catch_warnings():
+        # Clarabel flags the hinge SDP "optimal_inaccurate" at these tolerances; the callers
+        # check the value against the boundary SDP and against BCD's objective
+        warnings.filterwarnings("ignore", "Solution may be inaccurate", UserWarning)
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    assert prob.status in ("optimal", "optimal_inaccurate"), prob.status
     return prob.value, Z.value
 
 

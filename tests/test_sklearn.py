@@ -36,7 +36,8 @@ def test_clone_keeps_parameters_and_drops_fit():
     from sklearn.base import clone
 
     X = np.random.default_rng(0).normal(size=(50, 3))
-    model = npr.LogDetKernelLearner(7, init="linear", gamma=2.0).fit(X, pairs=[[0, 1, 1]])
+    with pytest.warns(UserWarning, match="rank=7 exceeds the rank 3"):
+        model = npr.LogDetKernelLearner(7, init="linear", gamma=2.0).fit(X, pairs=[[0, 1, 1]])
     c = clone(model)
     assert c.get_params() == model.get_params()
     assert not hasattr(c, "B_")
