@@ -9,8 +9,9 @@ kernel form's ``+ 1``), ``X = [G, 1]`` and
     min_w  1/2 ||w||^2 + C sum_i max(0, 1 - y_i x_i^T w)^2,
 
 whose minimiser on a fixed active set A is ``(I + 2C X_A^T X_A) w = 2C X_A^T y_A`` (Keerthi &
-DeCoste 2005): O(|A| p^2 + p^3) per Newton step with p = m + 1 through BLAS and LAPACK, instead
-of O(|A|^3). The optimum and the decisions are the kernel form's (tested against each other and
+DeCoste 2005), solved in the smaller of two forms (``_set_minimiser``): O(|A| p^2 + p^3) per
+Newton step with p = m + 1, or O(|A|^2 p + |A|^3) through the |A| x |A| system when fewer
+samples are active than features; the kernel form also pays O(n^2 p) per fit for G G^T. The optimum and the decisions are the kernel form's (tested against each other and
 against scikit-learn's LinearSVC); the exact line search and the scoring are shared with it.
 """
 
@@ -21,9 +22,23 @@ import scipy.linalg
 
 
 def _set_minimiser(X: np.ndarray, y: np.ndarray, act: np.ndarray, C: float) -> np.ndarray:
-    """The minimiser of the quadratic on the active set ``act``."""
-    p = X.shape[1]
+    """The minimiser of the quadratic on the active set ``act``, in the smaller of two forms.
+
+    ``w = (I + 2C X_A^T X_A)^-1 2C X_A^T y_A`` (p x p) equals ``X_A^T (I + 2C X_A X_A^T)^-1 2C y_A``
+    (|A| x |A|, the push-through identity). Near the optimum few samples violate their margin
+    (measured on the CV folds of 20,000 x 50 blobs, m = 500, 1000 labels: median |A| = 105 of
+    800 training samples, p = 501; |A| < p in 97% of the steps), so the |A| x |A| form
+    usually wins: O(|A|^2 p + |A|^3) instead of O(|A| p^2 + p^3).
+    """
+    n_act, p = int(np.count_nonzero(act)), X.shape[1]
     XA = X[act]
+    if n_act == 0:
+        return np.zeros(p)
+    if n_act < p:
+        K = XA @ XA.T
+        K *= 2.0 * C
+        K.flat[:: n_act + 1] += 1.0
+        return XA.T @ scipy.linalg.cho_solve(scipy.linalg.cho_factor(K), 2.0 * C * y[act])
     H = XA.T @ XA
     H *= 2.0 * C
     H.flat[:: p + 1] += 1.0

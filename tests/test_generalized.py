@@ -680,13 +680,13 @@ def test_heldout_svm_solves_the_dual_qp(width):
         np.testing.assert_allclose(beta, y * alpha, rtol=1e-6, atol=1e-8 * np.abs(alpha).max())
 
 
-def _feature_svm_problem(seed, C, n=300):
+def _feature_svm_problem(seed, C, n=300, d=6):
     """Features (with the intercept column), labels and the dual optimum alpha of the kernel
-    X X^T (the NNLS oracle above), many more samples than features."""
+    X X^T (the NNLS oracle above); by default many more samples than features."""
     from scipy.optimize import nnls
 
     rng = np.random.default_rng(seed)
-    X = np.hstack([rng.normal(size=(n, 6)), np.ones((n, 1))])
+    X = np.hstack([rng.normal(size=(n, d)), np.ones((n, 1))])
     y = np.where(X[:, 0] - X[:, 1] + 0.7 * rng.normal(size=n) > 0, 1.0, -1.0)
     L = np.linalg.cholesky((y[:, None] * y[None, :]) * (X @ X.T) + np.eye(n) / (2 * C))
     alpha, _ = nnls(L.T, np.linalg.solve(L, np.ones(n)), maxiter=20000)
@@ -702,6 +702,35 @@ def test_feature_form_svm_solves_the_dual_qp(C):
     w, it = svm_primal_newton_linear(X, y, C, 100)
     assert 0 < it <= 30
     np.testing.assert_allclose(w, X.T @ (y * alpha), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_feature_form_svm_with_more_features_than_samples(C):
+    """Every active set is smaller than the feature count: each Newton step solves the
+    |A| x |A| system; same dual-QP optimum (NNLS oracle)."""
+    from nystrom_priors._linear_svm import svm_primal_newton_linear
+
+    X, y, alpha, _ = _feature_svm_problem(13, C, n=40, d=60)
+    w, it = svm_primal_newton_linear(X, y, C, 100)
+    assert 0 < it <= 30
+    np.testing.assert_allclose(w, X.T @ (y * alpha), rtol=1e-6, atol=1e-9)
+
+
+def test_set_minimiser_in_either_form():
+    """The active-set minimiser (I + 2C X_A^T X_A)^-1 2C X_A^T y_A, from the |A| x |A| system
+    (|A| < p) and from the p x p one, against a direct dense solve; no active sample: w = 0."""
+    from nystrom_priors._linear_svm import _set_minimiser
+
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(50, 20))
+    y = np.where(rng.random(50) < 0.5, 1.0, -1.0)
+    for n_act in (0, 1, 8, 19, 20, 35, 50):
+        act = np.zeros(50, dtype=bool)
+        act[rng.choice(50, n_act, replace=False)] = True
+        for C in (0.1, 3.0):
+            XA = X[act]
+            expected = np.linalg.solve(np.eye(20) + 2 * C * XA.T @ XA, 2 * C * XA.T @ y[act])
+            np.testing.assert_allclose(_set_minimiser(X, y, act, C), expected, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
