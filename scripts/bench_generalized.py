@@ -227,6 +227,34 @@ def _compile(X, y) -> None:
         npr.GeneralizedNystrom(n_landmarks=10, random_state=0).fit(X[:300], np.where(np.arange(300) < 60, y[:300], -1))
 
 
+def _alternate_auto_fits(m: int, n_labels: int, owner, attr: str, variants: dict, rounds: int = 2):
+    """``lam="auto"`` fits on ``_blobs(n_labels)`` with ``owner.attr`` replaced by each of
+    ``variants`` (name -> function) in turn, ``rounds`` times, in one process after a JIT
+    warm-up. Returns ({name: [(fit s, s in attr, calls of attr)]}, {name: last model})."""
+    import nystrom_priors as npr
+
+    _rng, X, y, yy, _lab = _blobs(n_labels)
+    _compile(X, y)
+    original = getattr(owner, attr)
+    spent = {"n": 0, "t": 0.0}
+    res = {name: [] for name in variants}
+    models = {}
+    try:
+        for _round in range(rounds):
+            for name, fn in variants.items():
+                setattr(owner, attr, _timed(fn, spent))
+                spent.update(n=0, t=0.0)
+                t = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    models[name] = npr.GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X, yy)
+                res[name].append((time.perf_counter() - t, spent["t"], spent["n"]))
+                print(m, n_labels, name, res[name][-1], flush=True)
+    finally:
+        setattr(owner, attr, original)
+    return res, models
+
+
 def many_labels(lines: list[str], cases) -> None:
     """lam="auto" with more training labels than landmarks: the held-out SVMs of the CV in
     kernel form, in feature form started from w = 0 (the previous default), and in feature
@@ -428,34 +456,19 @@ def certificate_shortcut(lines: list[str], cases) -> None:
     certificate that returns once the multipliers 0 and P_psd(G) on V's null space certify tol
     (the default) against the one that always pays the eighs of G and V, alternating in one
     process, same folds."""
-    import nystrom_priors as npr
     from nystrom_priors._generalized import problem
 
     short = problem._Coords.certificate
-    spent = {"n": 0, "t": 0.0}
 
     def full(self, V, G, eig=None, extra=None, null=None, tol=None):
         return short(self, V, G, eig, extra)
 
     rows = []
     for m, n_labels in cases:
-        _rng, X, y, yy, _lab = _blobs(n_labels)
-        _compile(X, y)
-        res = {"full": [], "short": []}
-        paths = {}
-        try:
-            for name in ("full", "short", "full", "short"):
-                problem._Coords.certificate = _timed(full if name == "full" else short, spent)
-                spent.update(n=0, t=0.0)
-                t = time.perf_counter()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    model = npr.GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X, yy)
-                res[name].append((time.perf_counter() - t, spent["t"], spent["n"]))
-                paths[name] = (model.cv_error_path_.copy(), model.lam_)
-                print(m, n_labels, name, res[name][-1], flush=True)
-        finally:
-            problem._Coords.certificate = short
+        res, models = _alternate_auto_fits(
+            m, n_labels, problem._Coords, "certificate", {"full": full, "short": short}
+        )
+        paths = {name: (model.cv_error_path_, model.lam_) for name, model in models.items()}
         (ff, cf, nf), (fs, cs, ns) = min(res["full"]), min(res["short"])
         same = bool(np.array_equal(paths["full"][0], paths["short"][0]) and paths["full"][1] == paths["short"][1])
         rows.append(
@@ -478,17 +491,15 @@ def certificate_shortcut(lines: list[str], cases) -> None:
     ]
 
 
-def svm_form(lines: list[str], cases) -> None:
+def svm_form(lines: list[str], cases, rounds: int = 2) -> None:
     """lam="auto" with more labels than landmarks: the held-out SVMs' active-set minimiser in
     the smaller of the p x p and |A| x |A| forms (the default) against the p x p form always
     (the previous default), alternating in one process, same folds."""
     import scipy.linalg
 
-    import nystrom_priors as npr
     import nystrom_priors._linear_svm as lsvm
 
     smaller = lsvm._set_minimiser
-    spent = {"n": 0, "t": 0.0}
 
     def primal_form(X, y, act, C):
         p = X.shape[1]
@@ -500,23 +511,10 @@ def svm_form(lines: list[str], cases) -> None:
 
     rows = []
     for m, n_labels in cases:
-        _rng, X, y, yy, _lab = _blobs(n_labels)
-        _compile(X, y)
-        res = {"p x p": [], "smaller": []}
-        paths = {}
-        try:
-            for name in ("p x p", "smaller", "p x p", "smaller"):
-                lsvm._set_minimiser = _timed(primal_form if name == "p x p" else smaller, spent)
-                spent.update(n=0, t=0.0)
-                t = time.perf_counter()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    model = npr.GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X, yy)
-                res[name].append((time.perf_counter() - t, spent["t"], spent["n"]))
-                paths[name] = (model.criterion_path_.copy(), model.lam_)
-                print(m, n_labels, name, res[name][-1], flush=True)
-        finally:
-            lsvm._set_minimiser = smaller
+        res, models = _alternate_auto_fits(
+            m, n_labels, lsvm, "_set_minimiser", {"p x p": primal_form, "smaller": smaller}, rounds
+        )
+        paths = {name: (model.criterion_path_, model.lam_) for name, model in models.items()}
         (fp, sp_, n_p), (fs, ss, n_s) = min(res["p x p"]), min(res["smaller"])
         a, b = paths["p x p"][0], paths["smaller"][0]
         diff = float(np.nanmax(np.abs(a - b) / np.abs(a))) if np.isfinite(a).any() else 0.0
