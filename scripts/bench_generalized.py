@@ -557,34 +557,26 @@ def main(argv=None) -> int:
     seeds = args.seeds if args.seeds is not None else (3 if args.quick else 9)
     # (m, labels, pairs, e) of section 4, run alone or after section 3
     pair_cases = [(100, 400, 100, -6)] if args.quick else [(200, 1000, 300, -6), (200, 1000, 300, -8), (300, 2000, 500, -6)]
-    if args.cold_steps:
-        if args.quick:
-            cold_steps(lines, ["digits49", "digits"], [-6, -10])
-        else:
-            cold_steps(lines, ["digits", "splice", "digits400"], [-6, -8, -10, -11, -12])
-        write_lines(args.out, lines)
-        return 0
-    if args.svm_form:
-        svm_form(lines, [(100, 400)] if args.quick else [(300, 1200), (500, 1000)])
-        write_lines(args.out, lines)
-        return 0
-    if args.certificate:
-        certificate_shortcut(lines, [(100, 400)] if args.quick else [(300, 1200), (500, 1000)])
-        write_lines(args.out, lines)
-        return 0
-    if args.partial_projection:
-        partial_projection(lines, [(200, 400)] if args.quick else [(500, 800), (1000, 1600)])
-        write_lines(args.out, lines)
-        return 0
-    if args.labels_pairs:
-        labels_and_pairs(lines, pair_cases)
-        write_lines(args.out, lines)
-        return 0
-    if args.many_labels:
-        many_labels(lines, [(100, 400)] if args.quick else [(300, 1200), (500, 1000)])
-        labels_and_pairs(lines, pair_cases)
-        write_lines(args.out, lines)
-        return 0
+    # (m, labels) of the lam="auto" sections with more labels than landmarks (3, 7, 8)
+    blob_cases = [(100, 400)] if args.quick else [(300, 1200), (500, 1000)]
+    sections = {  # flag -> what it runs alone
+        "cold_steps": lambda: cold_steps(
+            lines, *((["digits49", "digits"], [-6, -10]) if args.quick
+                     else (["digits", "splice", "digits400"], [-6, -8, -10, -11, -12]))
+        ),
+        "svm_form": lambda: svm_form(lines, blob_cases),
+        "certificate": lambda: certificate_shortcut(lines, blob_cases),
+        "partial_projection": lambda: partial_projection(
+            lines, [(200, 400)] if args.quick else [(500, 800), (1000, 1600)]
+        ),
+        "labels_pairs": lambda: labels_and_pairs(lines, pair_cases),
+        "many_labels": lambda: (many_labels(lines, blob_cases), labels_and_pairs(lines, pair_cases)),
+    }
+    for flag, run in sections.items():
+        if getattr(args, flag):
+            run()
+            write_lines(args.out, lines)
+            return 0
     if not args.mnist_only:
         solver_iterations(lines, seeds, args.pgd_max_iter)
     rules = [
