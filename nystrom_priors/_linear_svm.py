@@ -11,8 +11,9 @@ kernel form's ``+ 1``), ``X = [G, 1]`` and
 whose minimiser on a fixed active set A is ``(I + 2C X_A^T X_A) w = 2C X_A^T y_A`` (Keerthi &
 DeCoste 2005), solved in the smaller of two forms (``_set_minimiser``): O(|A| p^2 + p^3) per
 Newton step with p = m + 1, or O(|A|^2 p + |A|^3) through the |A| x |A| system when fewer
-samples are active than features; the kernel form also pays O(n^2 p) per fit for G G^T. The optimum and the decisions are the kernel form's (tested against each other and
-against scikit-learn's LinearSVC); the exact line search and the scoring are shared with it.
+samples are active than features; the kernel form also pays O(n^2 p) per fit for G G^T. The
+optimum and the decisions are the kernel form's (tested against each other and against
+scikit-learn's LinearSVC); the exact line search and the scoring are shared with it.
 """
 
 from __future__ import annotations

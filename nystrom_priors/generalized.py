@@ -25,10 +25,10 @@ Solvers
     ``_generalized/solve.py`` has the measurements);
     ``"apg"`` on the full m x m cross-validation folds of ``lam="auto"`` (solved to 1e-3 and
     warm-started along the path, where APG's cheap steps win: sklearn digits, m = 180, fit 31 s
-    vs 79 s with Newton folds). Measured on
-    sklearn digits, m = 400, 100 labels, certified 1e-6: Newton 16 / 36 / 67 steps at
-    lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 (cold starts below 1e-4 take one step, then descend
-    the grid, see ``_generalized/solve.py``) where APG needs 85 / 374 / 600 (results/bench_generalized.md).
+    vs 79 s with Newton folds). Measured on sklearn digits, m = 400, 100 labels, certified
+    1e-6: Newton 16 / 36 / 67 steps at lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 (cold starts below
+    1e-4 take one step, then descend the grid, see ``_generalized/solve.py``) where APG needs
+    85 / 374 / 600 (results/bench_generalized.md).
     On restricted CV folds (p ~ 160, 1e-3) warm-started Newton took 356 steps for 130
     solves where APG took 6061 (3.1 vs 18.7 s).
 ``"apg"``
@@ -44,11 +44,11 @@ Solvers
     ``S <- P_psd(S - grad / A)``.
 ``"newton"``
     Semismooth Newton-CG on the dual (``_generalized/dual_newton.py``): the dual lives on the
-    constrained entries
-    only (l^2 values for l labels), is unconstrained and strongly concave, and every dual point
-    gives a PSD primal ``S = P_psd(S0 - A*(R)/lam)`` and an exact duality gap. Typically 5-50
-    Newton steps (one m x m eigendecomposition each) where APG needs hundreds to thousands; at
-    tiny lam, where the dual is badly scaled, it hands its last primal iterate to APG.
+    constrained entries only (l^2 values for l labels), is unconstrained and strongly concave,
+    and every dual point gives a PSD primal ``S = P_psd(S0 - A*(R)/lam)`` and an exact duality
+    gap. Typically 5-50 Newton steps (one m x m eigendecomposition each) where APG needs
+    hundreds to thousands; at tiny lam, where the dual is badly scaled, it hands its last
+    primal iterate to APG.
 ``"ipm"`` (labels only)
     Primal log-barrier path following with Newton-CG steps (``_generalized/ipm.py``). Its step
     count depends on the length of the barrier path, hardly on lam: at most 60 steps on the
