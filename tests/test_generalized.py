@@ -226,6 +226,14 @@ def test_apg_path_is_the_same_with_partial_projections(rng, monkeypatch):
     """The few-negative projections change the cost of an APG step, not the iterates."""
     prob, *_ = _small_problem(rng, m=30, l=20)
     runs = {}
+    partial = {0.0: 0, 0.5: 0}
+    real_partial = apg._psd_project_few_negative
+
+    def counting(A):
+        partial[frac] += 1
+        return real_partial(A)
+
+    monkeypatch.setattr(apg, "_psd_project_few_negative", counting)
     for frac in (0.0, 0.5):
         monkeypatch.setattr(apg, "_FEW_NEGATIVE", frac)
         S, out = None, []
@@ -234,6 +242,8 @@ def test_apg_path_is_the_same_with_partial_projections(rng, monkeypatch):
             assert ok
             out.append((S, it))
         runs[frac] = out
+    # the setting reaches the solver: more steps take the partial projection with it
+    assert partial[0.5] > partial[0.0]
     for (S_a, it_a), (S_b, it_b) in zip(runs[0.0], runs[0.5]):
         assert abs(it_a - it_b) <= 1
         np.testing.assert_allclose(S_b, S_a, atol=1e-7 * np.abs(S_a).max())
