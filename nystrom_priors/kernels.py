@@ -161,14 +161,28 @@ def make_kernel(
                     b = mean_l1_distance(X.X)
             else:
                 b = mean_squared_distance(X) if name == "rbf" else mean_l1_distance(X)
-            if not b > 0.0:
+            what = "squared distance" if name == "rbf" else "L1 distance"
+            if not b > 0.0 or not np.isfinite(b):
+                scale, spread = _scale_and_spread(X)
+                at = f"at max |x| = {scale:.3g} " if np.isfinite(scale) else ""
+                if b == 0.0 and spread == 0.0:
+                    cause, fix = f"all {X.shape[0]} samples are identical", "P"
+                elif b == 0.0:
+                    cause = f"{at}the distances underflow" if at else (
+                        "the samples are identical or their distances underflow")
+                    fix = "Rescale X or p"
+                else:
+                    cause, fix = f"{at}the distances overflow", "Rescale X or p"
                 raise ValueError(
-                    f"Cannot set the default width of the {name!r} kernel: all {X.shape[0]} "
-                    "samples are identical (mean pairwise distance 0). Pass width explicitly."
+                    f"Cannot set the default width of the {name!r} kernel: {cause} (mean "
+                    f"pairwise {what} {b!r} in float64). {fix}ass width explicitly."
                 )
             g = 1.0 / b
         if not np.isfinite(g) or g <= 0.0:
-            raise ValueError(f"The {name!r} kernel width must be positive and finite.")
+            raise ValueError(
+                f"The {name!r} kernel's gamma = 1 / width must be positive and finite in "
+                f"float64, got gamma={g!r}."
+            )
         return KernelSpec(name, gamma=float(g))
     if width is not None:
         raise ValueError(
@@ -188,6 +202,21 @@ def make_kernel(
     if gamma is not None:
         raise ValueError(f"gamma does not apply to the {name!r} kernel, got gamma={gamma!r}.")
     return KernelSpec(name)
+
+
+def _scale_and_spread(X: Any) -> tuple[float, float]:
+    """(max |x|, largest per-feature range) of in-memory data, NaN for lazy input; for the
+    width errors only."""
+    from ._rows import RowSource
+
+    if isinstance(X, RowSource):
+        if X.lazy:
+            return float("nan"), float("nan")
+        X = X.X
+    X = np.asarray(X)
+    if X.size == 0:
+        return 0.0, 0.0
+    return float(np.abs(X).max()), float(np.ptp(X, axis=0).max())
 
 
 def mean_squared_distance(X: Any) -> float:
@@ -227,14 +256,16 @@ def mean_l1_distance(X: Any) -> float:
     """Mean pairwise L1 distance, exactly, in O(d n log n).
 
     Per feature, the sum of pairwise absolute differences of sorted values ``x_(0..n-1)`` is
-    ``sum_k x_(k) (2k - n + 1)``; the default width of the Laplacian kernel.
+    ``sum_k x_(k) (2k - n + 1)``; the default width of the Laplacian kernel. Returns ``inf``
+    when the sum overflows float64 (``make_kernel`` says so).
     """
     X = check_array(X, min_samples=2)
     n = X.shape[0]
     weights = 2.0 * np.arange(n, dtype=np.float64) - (n - 1)
     total = 0.0
-    for k in range(X.shape[1]):
-        total += float(np.sort(X[:, k].astype(np.float64)) @ weights)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(X.shape[1]):
+            total += float(np.sort(X[:, k].astype(np.float64)) @ weights)
     return 2.0 * total / (n * (n - 1))
 
 
@@ -388,7 +419,9 @@ class _Prepared:
 
         spec = self.spec
         # taller tiles than for E alone: each tile's GEMM repacks the m x r projection
-        tile = max(_tile_rows(self.m, self.d, X.dtype.itemsize), min(1024, (8 << 20) // max(1, self.m * X.dtype.itemsize)))
+        itemsize = X.dtype.itemsize
+        tile = max(_tile_rows(self.m, self.d, itemsize),
+                   min(1024, (8 << 20) // max(1, self.m * itemsize)))
         with _BLAS:
             kx.project_blas(
                 X, self.Zs, self.ZsT, self.zaux, self.shift, spec.code, float(spec.gamma),

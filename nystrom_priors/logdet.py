@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin
-from ._validation import check_option, check_random_state, check_scalar
+from ._validation import check_array, check_option, check_random_state, check_scalar
 from .exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
 from .nystrom import _LandmarkKernelMixin, psd_pinv
 from .side_info import check_pairs, pairs_from_labels
@@ -140,7 +140,8 @@ def distance_bounds(
     G0 : ndarray of shape (n, r)
         Factor rows of the initial kernel.
     pairs : ndarray of shape (k, 3)
-        Rows ``[i, j, +1 | -1]`` (validated).
+        Rows ``[i, j, +1 | -1]``, indices into ``G0``'s rows (validated like the learners'
+        ``pairs``; a duplicated row gets its bound again).
     rule : {"percentile", "relative"}
         ``"percentile"`` (ITML): must-link pairs get the ``percentiles[0]``-th percentile of the
         squared distances between the constrained samples, cannot-link pairs the
@@ -161,7 +162,11 @@ def distance_bounds(
     bounds : ndarray of shape (k,), float64, all > 0 for pairs of distinct rows
     """
     rule = check_option(rule, "bound_rule", _BOUND_RULES)
-    G0 = np.asarray(G0)
+    G0 = check_array(G0, name="G0")
+    with warnings.catch_warnings():  # one bound per given row, duplicates included
+        warnings.simplefilter("ignore", UserWarning)
+        check_pairs(pairs, G0.shape[0])
+    pairs = np.asarray(pairs).astype(np.int64)
     zero_tol = (
         _zero_length_tol(G0.dtype)
         if zero_length is None

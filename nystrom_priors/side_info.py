@@ -59,8 +59,8 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
     Raises
     ------
     ValueError
-        Wrong length, non-finite values, no labeled sample, or fewer than ``min_classes``
-        classes.
+        Wrong length, non-finite or non-integer values, no labeled sample, or fewer than
+        ``min_classes`` classes.
     TypeError
         Non-numeric labels.
     """
@@ -84,6 +84,13 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
         )
     if arr.dtype.kind == "f" and not np.isfinite(arr).all():
         raise ValueError("y contains NaN or infinite values; use -1 for unlabeled samples.")
+    if arr.dtype.kind == "f" and np.any(arr != np.round(arr)):
+        # regression targets passed by mistake would otherwise become one class per value
+        bad = np.flatnonzero(arr != np.round(arr))
+        raise ValueError(
+            f"Unknown label type: continuous. y must hold class labels (integer-valued, -1 for "
+            f"unlabeled); got {bad.size} non-integer value(s), e.g. y[{bad[0]}] = {float(arr[bad[0]])!r}."
+        )
     labeled = arr != -1
     index = np.flatnonzero(labeled)
     if index.size == 0:

@@ -290,6 +290,10 @@ for _name in SUPERVISED:
     case(f"{_name}.labels-nan", (ValueError, r"y contains NaN"))(
         lambda _n=_name: fit(_n, y=np.where(Y == 0, np.nan, Y))
     )
+    case(
+        f"{_name}.labels-continuous",
+        (ValueError, r"Unknown label type: continuous.*14 non-integer value\(s\), e.g. y\[\d+\] = 0.5"),
+    )(lambda _n=_name: fit(_n, y=np.where(Y == 0, 0.5, Y).astype(float)))
     case(f"{_name}.labels-all-unlabeled", _ALL_UNLABELED[_name])(
         lambda _n=_name: fit(_n, y=np.full(40, -1))
     )
@@ -387,6 +391,17 @@ case("knn_graph.n_neighbors-too-many", (ValueError, r"n_neighbors=40 must be < n
 )
 case("distance_bounds.unknown-rule", (ValueError, r"must be one of .*got 'median'"))(
     lambda: _fns().distance_bounds(X @ X.T, PAIRS, rule="median")
+)
+# distance_bounds used to index with whatever it was given (an IndexError for labels passed
+# as pairs, a silent wrap-around for negative indices)
+case("distance_bounds.labels-as-pairs", (ValueError, r"pairs must be an integer array of shape \(k, 3\).*got shape \(40,\)"))(
+    lambda: _fns().distance_bounds(X, Y)
+)
+case("distance_bounds.negative-index", (ValueError, r"pairs\[0\] = \[-1, 3, 1\] references a sample out of range; indices must be in \[0, 39\]"))(
+    lambda: _fns().distance_bounds(X, np.array([[-1, 3, 1]]), rule="relative")
+)
+case("distance_bounds.G0-nan", (ValueError, r"G0 must contain only finite values, got 1 NaN"))(
+    lambda: _fns().distance_bounds(np.where(np.arange(X.size).reshape(X.shape) == 5, np.nan, X), PAIRS)
 )
 case(
     "iter_transform.out-wrong-shape",

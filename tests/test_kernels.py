@@ -1,5 +1,7 @@
 """Kernels and the extrapolation matrix against an independent dense oracle (scipy cdist)."""
 
+import re
+
 import numba
 import numpy as np
 import pytest
@@ -219,3 +221,19 @@ def test_mismatched_features_and_identical_landmarks(rng):
         extrapolate(X, np.ones((4, 3)))
     with pytest.raises(ValueError, match="at least 2 landmarks"):
         extrapolate(X, X[:1])
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_default_width_says_why_it_cannot_be_set(kernel):
+    # identical samples, and samples that differ but whose distances under- or overflow
+    # float64 (the message used to call the former "identical" and the latter say nothing)
+    big = 1e200 if kernel == "rbf" else 1e308  # squared vs L1 distances
+    cases = [(np.ones((4, 3)), r"all 4 samples are identical .*Pass width explicitly"),
+             (np.eye(3) * big, "max \\|x\\| = " + re.escape(f"{big:.3g}") + " the distances overflow .*Rescale X")]
+    if kernel == "rbf":  # the L1 distance of 1e-200 is still a normal float
+        cases.append((np.eye(3) * 1e-200, r"max \|x\| = 1e-200 the distances underflow"))
+    for Z, match in cases:
+        with pytest.raises(ValueError, match=match):
+            make_kernel(kernel, X=Z)
+    with pytest.raises(ValueError, match=r"gamma = 1 / width must be positive and finite .*inf"):
+        make_kernel(kernel, width=1e-320)
