@@ -102,7 +102,7 @@ from ._base import BaseEstimator, FactorTransformMixin
 from ._generalized import lambda_selection as _selection
 from ._generalized.problem import _build_problem
 from ._generalized.psd import _factor, _sym
-from ._generalized.solve import _solve_lam
+from ._generalized.solve import _LAM_RANGE, _solve_lam
 from ._validation import check_option, check_random_state, check_scalar
 from .exceptions import ConvergenceWarning
 from .nystrom import _LandmarkKernelMixin
@@ -126,9 +126,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         As in :class:`Nystrom`; ``width=None`` is the mean pairwise squared distance of ``X``.
     lam : "auto", "nka", float or np.inf, default="auto"
         Trade-off between the prior and the side information. ``np.inf`` returns the Nystrom
-        prior exactly.
+        prior exactly. A number below ``mu_max^2 * eps`` (numerically the lam -> 0 limit) is
+        raised to it with a warning; above ``mu_max^2 / eps``, S0 is returned when its
+        certificate meets ``tol``.
     lam_grid : array-like of float, optional
-        Exponents e of the grid ``mu_max^2 * 10^e``; default ``-12, -11, ..., 0``.
+        Exponents e of the grid ``mu_max^2 * 10^e``; default ``-12, -11, ..., 0``. Within
+        ``|e| <= -log10(eps) = 15.65``.
     solver : {"auto", "apg", "pgd", "newton", "ipm"}, default="auto"
         Preconditioned accelerated projected gradient, the paper's gradient mapping, the
         dual semismooth Newton-CG (fewest eigendecompositions; falls back to APG at tiny lam),
@@ -257,6 +260,13 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         grid = np.arange(-12, 1, dtype=float) if self.lam_grid is None else np.asarray(self.lam_grid, dtype=float)
         if grid.ndim != 1 or grid.size == 0 or not np.isfinite(grid).all():
             raise ValueError(f"lam_grid must be a non-empty 1-D array of finite exponents, got {self.lam_grid!r}.")
+        e_max = -np.log10(_LAM_RANGE)
+        if np.abs(grid).max() > e_max:
+            raise ValueError(
+                f"lam_grid exponents must be in [{-e_max:.2f}, {e_max:.2f}] (mu_max^2 * 10^e within "
+                f"a factor 1 / eps of the data term's scale; beyond it J is numerically its lam -> 0 "
+                f"or lam -> inf limit), got {grid.min():g} to {grid.max():g}."
+            )
         return solver, fixed, np.sort(grid)[::-1], tol, max_iter, cv
 
     # ----- fitting ---------------------------------------------------------------------------
@@ -339,6 +349,16 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
 
         if fixed is not None:
             lam = float(fixed)
+            if lam < _LAM_RANGE * scale:
+                warnings.warn(
+                    f"lam={lam:.3g} is below mu_max^2 * eps = {_LAM_RANGE * scale:.3g} for these "
+                    f"data (lam_scale_ = {scale:.3g}), where the weights lam + mu_i mu_j of J are "
+                    f"within float64 round-off of M's eigenvalues: every smaller lam is the same "
+                    f"problem. Solving at lam={_LAM_RANGE * scale:.3g} (lam_).",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                lam = _LAM_RANGE * scale
             S, it, cert, ok, _ = _solve_lam(prob, lam, **solve_kw)
         else:
             lams = scale * 10.0**grid

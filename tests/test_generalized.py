@@ -381,6 +381,50 @@ def test_huge_lam_is_certified_at_once(rng):
             assert prob.objective(S, lam) - f_cf <= 1e-9 * f_cf
 
 
+@pytest.mark.parametrize("pairs", [False, True])
+def test_prior_gap_bounds_the_true_gap_tightly(rng, pairs):
+    """_prior_gap's ||grad J(S0)||^2 / (4 lam): an upper bound on J(S0) - min J, tight when
+    lam dominates the data term's curvature (here the constraint is inactive: the reference
+    is the closed form, cross-checked by an APG solve)."""
+    prob, *_ = _small_problem(rng, pairs=pairs)
+    for e in (3.0, 5.0):
+        lam = prob.mu_max**2 * 10.0**e
+        S_ref, _it, _c, ok, _ = solve._solve_lam(prob, lam, "apg", tol=1e-14, max_iter=5000)
+        assert ok
+        J0 = prob.objective(prob.S0, lam)
+        true_gap = (J0 - prob.objective(S_ref, lam)) / J0
+        bound = solve._prior_gap(prob, lam)
+        assert true_gap <= bound <= true_gap * (1.0 + 10.0 ** (1.0 - e)), (e, true_gap, bound)
+
+
+@pytest.mark.parametrize("solver", ["auto", "apg", "newton", "pgd", "ipm"])
+def test_lam_far_outside_the_data_scale(rng, solver):
+    """Above mu_max^2 / eps, S0 is optimal to round-off and is returned with its certificate
+    (lam = 1e300 used to overflow the solvers' scaled coordinates: LinAlgError). Below
+    mu_max^2 * eps the problem is numerically the lam -> 0 limit; lam is raised to that
+    floor with a warning (pairs at lam = 1e-50 used to raise FloatingPointError, 1e-300 to
+    run Newton's continuation one decade per stage for minutes)."""
+    X, y, _ = _toy(rng)
+    fit_kw = {"pairs": labels_to_pairs(y, 40, random_state=0)} if solver != "ipm" else {"y": y}
+    if solver == "auto":
+        fit_kw["y"] = y
+    kw = dict(n_landmarks=20, solver=solver, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        huge = GeneralizedNystrom(lam=1e300, **kw).fit(X, **fit_kw)
+    np.testing.assert_array_equal(huge.S_, psd._sym(huge.S0_))  # fit symmetrises S
+    assert huge.n_iter_ == 0 and huge.converged_ and 0.0 <= huge.certificate_ < 1e-200
+    floor = solve._LAM_RANGE * huge.lam_scale_
+    for lam in (1e-300, floor / 10.0):
+        with pytest.warns(UserWarning, match=r"below mu_max\^2 \* eps = .*Solving at lam="):
+            tiny = GeneralizedNystrom(lam=lam, max_iter=5000, **kw).fit(X, **fit_kw)
+        assert tiny.lam_ == floor and tiny.converged_
+    at_floor = GeneralizedNystrom(lam=floor, max_iter=5000, **kw).fit(X, **fit_kw)
+    np.testing.assert_array_equal(tiny.S_, at_floor.S_)
+    with pytest.raises(ValueError, match=r"lam_grid exponents must be in \[-15.65, 15.65\].*got -20 to 0"):
+        GeneralizedNystrom(lam="nka", lam_grid=[-20, 0], **kw).fit(X, **fit_kw)
+
+
 def test_gradient_matches_finite_differences(rng):
     for pairs in (False, True):
         prob, S0, *_ = _small_problem(rng, m=8, l=10, pairs=pairs)

@@ -4,10 +4,19 @@ warm-started lam path."""
 from __future__ import annotations
 
 
+import numpy as np
+
 from .apg import _solve
 from .dual_newton import _solve_newton
 from .ipm import _solve_ipm
 from .problem import _Coords, _Problem, _closed_form_V
+
+# lam / mu_max^2 outside [_LAM_RANGE, 1 / _LAM_RANGE] is numerically the limit problem: below,
+# the weights lam + mu_i mu_j of J differ by less than the round-off of M's eigenvalues
+# (~eps mu_max each); above, S0 is optimal to round-off (see _prior_gap), while the solvers'
+# scaled coordinates overflow (lam = 1e300: LinAlgError) or, below, blow up and the
+# continuation descends one decade per stage (lam = 1e-300: minutes on m = 20)
+_LAM_RANGE = float(np.finfo(np.float64).eps)
 
 # Newton's continuation for cold starts below mu_max^2 * this (see _solve_lam)
 _HOMOTOPY_START = 1e-4
@@ -46,6 +55,15 @@ def _rescale_dual(R, factor: float):
     return tuple(None if r is None else r * factor for r in R)
 
 
+def _prior_gap(prob: "_Problem", lam: float) -> float:
+    """Certified relative gap of S = S0: J is 2 lam-strongly convex and grad J(S0) is the data
+    term's gradient alone, so ``J(S0) - min J <= ||grad J(S0)||^2 / (4 lam)`` (the unconstrained
+    minimum bounds the PSD one). No solver coordinates are formed: finite at any lam."""
+    g = prob.grad(prob.S0, lam)
+    J0 = prob.objective(prob.S0, lam)
+    return float(np.sum(g * g)) / (4.0 * lam) / max(J0, 1e-300)
+
+
 def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: int, S_warm=None, R_warm=None):
     """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
 
@@ -54,8 +72,13 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
     Newton-CG; a cold start below ``_HOMOTOPY_START * mu_max^2`` that does not certify within
     ``_COLD_STEPS`` steps restarts from a continuation down the grid (the iterations of all
     attempts and stages are counted); if it still cannot certify ``tol`` (tiny lam, where the
-    dual is badly scaled) its last primal iterate, always PSD, warm-starts APG.
+    dual is badly scaled) its last primal iterate, always PSD, warm-starts APG. Above
+    ``mu_max^2 / _LAM_RANGE`` S0 itself is returned when ``_prior_gap`` certifies it.
     """
+    if lam * _LAM_RANGE > prob.mu_max**2:
+        gap = _prior_gap(prob, lam)
+        if gap <= tol:
+            return prob.S0, 0, gap, True, None
     if solver == "auto":
         solver = _auto_solver(prob)
     if solver == "newton":
