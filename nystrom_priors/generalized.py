@@ -263,9 +263,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         e_max = -np.log10(_LAM_RANGE)
         if np.abs(grid).max() > e_max:
             raise ValueError(
-                f"lam_grid exponents must be in [{-e_max:.2f}, {e_max:.2f}] (mu_max^2 * 10^e within "
-                f"a factor 1 / eps of the data term's scale; beyond it J is numerically its lam -> 0 "
-                f"or lam -> inf limit), got {grid.min():g} to {grid.max():g}."
+                f"lam_grid exponents must be in [{-e_max:.2f}, {e_max:.2f}] (mu_max^2 * 10^e "
+                f"within a factor 1 / eps of the data term's scale; beyond it J is numerically "
+                f"its lam -> 0 or lam -> inf limit), got {grid.min():g} to {grid.max():g}."
             )
         return solver, fixed, np.sort(grid)[::-1], tol, max_iter, cv
 
@@ -343,7 +343,15 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 "The side information is orthogonal to the landmarks (k(X_labeled, Z) = 0): "
                 "the kernel cannot express it. Use more landmarks or a wider kernel."
             )
-        scale = prob.mu_max**2
+        scale = prob.mu_max * prob.mu_max  # inf, not OverflowError, past float64's range
+        if not np.isfinite(scale * (1.0 / _LAM_RANGE)):
+            raise ValueError(
+                f"The side information's scale mu_max^2 = {scale:.3g} (mu_max: the largest "
+                f"eigenvalue of E^T E over the constrained rows) is beyond float64's working "
+                f"range: the kernel values are too large (max |E| = "
+                f"{np.abs(prob.Mpre).max() ** 0.5:.3g}). Rescale X or the kernel (gamma, coef0, "
+                "degree)."
+            )
         self.lam_scale_ = float(scale)
         solve_kw = dict(solver=solver, tol=tol, max_iter=max_iter)
 

@@ -329,6 +329,15 @@ def _tile_rows(m: int, d: int, itemsize: int) -> int:
     return int(max(8, min(1024, target // max(1, m * itemsize))))
 
 
+def _row_norms(A: np.ndarray) -> np.ndarray:
+    """Euclidean row norms in float64, scaled by each row's max |a| (no under- or overflow)."""
+    A = A.astype(np.float64)
+    top = np.abs(A).max(axis=1, initial=0.0)
+    scaled = np.divide(A, top[:, None], out=np.zeros_like(A), where=top[:, None] > 0)
+    with np.errstate(over="ignore"):  # inf past float64's range; the callers report it
+        return top * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+
+
 class _Prepared:
     """Landmark-side quantities, computed once per call (or once per stream)."""
 
@@ -347,15 +356,68 @@ class _Prepared:
             Zc = Zf.astype(np.float64)
             self.zaux = np.einsum("ij,ij->i", Zc, Zc)
         elif spec.name == "cosine":
-            nrm = np.sqrt(np.einsum("ij,ij->i", Zf.astype(np.float64), Zf.astype(np.float64)))
-            self.zaux = np.divide(1.0, nrm, out=np.zeros_like(nrm), where=nrm > 0)
+            # unit landmarks: <x, z / ||z||> / ||x|| stays in range at any scale of the data
+            nrm = _row_norms(Zf)
+            if not np.isfinite(nrm).all():
+                raise ValueError(
+                    f"k(X, Z) overflows {np.dtype(dtype).name}: the 'cosine' kernel's landmark "
+                    f"norms are not finite at max |z| = {float(np.abs(Zf).max()):.3g}. Rescale X."
+                )
+            Zf = np.ascontiguousarray(
+                np.divide(Zf.astype(np.float64), nrm[:, None], out=np.zeros(Zf.shape),
+                          where=nrm[:, None] > 0),
+                dtype=dtype,
+            )
+            self.zaux = (nrm > 0).astype(np.float64)
         self.Zs = Zf
         self.ZsT = np.ascontiguousarray(Zf.T)
         self.m = Zf.shape[0]
         self.d = d
+        self.z_absmax = float(np.abs(Zf).max(initial=0.0))
+
+    def _may_overflow(self, X: np.ndarray) -> bool:
+        """Whether k(X, Z) can leave X's float range: a bound from max |x| and max |z| only
+        (O(nd), no pass over the n x m output for ordinary data)."""
+        spec = self.spec
+        if spec.name == "laplacian" or X.size == 0:
+            return False  # exp(-distance) is in [0, 1] even when the distance overflows
+        a = max(float(X.max()), -float(X.min())) + float(np.abs(self.shift).max(initial=0.0))
+        top = np.log(float(np.finfo(X.dtype).max)) - np.log(2.0)
+        with np.errstate(divide="ignore"):  # log(0) = -inf: an all-zero side cannot overflow
+            # |<x, z>| <= d a az; squared norms / distances <= d (a + az)^2 (rbf is centred)
+            log_cross = np.log(self.d) + np.log(a) + np.log(self.z_absmax)
+            log_sq = np.log(self.d) + 2.0 * np.log(a + self.z_absmax)
+        if spec.name == "poly":
+            base = np.log(spec.gamma) + log_cross
+            log_t = np.logaddexp(base, np.log(abs(spec.coef0) + 1e-300))
+            return spec.degree * max(log_t, 0.0) >= top
+        return max(log_cross, log_sq) >= top
+
+    def _check_finite(self, X: np.ndarray, out: np.ndarray, what: str) -> None:
+        """Raise if ``out`` holds a non-finite value (only called when ``_may_overflow``)."""
+        with np.errstate(over="ignore", invalid="ignore"):  # inf - inf in the sum: NaN
+            if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
+                return
+        spec = self.spec
+        detail = (f" of degree {spec.degree}, gamma {spec.gamma:.3g}, coef0 {spec.coef0:.3g}"
+                  if spec.name == "poly" else "")
+        hint = ", lower its degree or gamma" if spec.name == "poly" else ""
+        if X.dtype != np.float64:
+            hint += ", or pass float64 data"
+        raise ValueError(
+            f"{what} overflows {X.dtype}: the {spec.name!r} kernel{detail} is not finite at "
+            f"max |x| = {float(np.abs(X).max()):.3g} and max |z| = {self.z_absmax:.3g}. "
+            f"Rescale X{hint}."
+        )
 
     def compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
-        """Fill ``out`` (n, m) with k(X, Z); X validated, same dtype and width as Z."""
+        """Fill ``out`` (n, m) with k(X, Z); X validated, same dtype and width as Z. Raises
+        ValueError if a kernel value overflows X's dtype."""
+        self._compute(X, out, tile, path)
+        if self._may_overflow(X):
+            self._check_finite(X, out, "k(X, Z)")
+
+    def _compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
         from ._numba import _extrapolate as kx
 
         spec = self.spec
@@ -396,9 +458,7 @@ class _Prepared:
                     xaux = np.einsum("ij,ij->i", Xb64, Xb64)
                 elif spec.name == "cosine":
                     np.matmul(Xb, self.Zs.T, out=Eb)
-                    Xb64 = Xb.astype(np.float64)
-                    nrm = np.sqrt(np.einsum("ij,ij->i", Xb64, Xb64))
-                    xaux = np.divide(1.0, nrm, out=np.zeros_like(nrm), where=nrm > 0)
+                    xaux = _row_norms(Xb)
                 else:
                     np.matmul(Xb, self.Zs.T, out=Eb)
                     xaux = np.zeros(Eb.shape[0])
@@ -427,6 +487,8 @@ class _Prepared:
                 X, self.Zs, self.ZsT, self.zaux, self.shift, spec.code, float(spec.gamma),
                 float(spec.coef0), int(spec.degree), P, out, tile,
             )
+        if self._may_overflow(X):
+            self._check_finite(X, out, "k(X, Z) @ projection")
         return True
 
 

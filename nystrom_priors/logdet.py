@@ -527,6 +527,15 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
 
     # -- reporting -----------------------------------------------------------------------
     def _finish(self, n_sweeps: int, status: int, conv, viol, lamnorm, remedy: str) -> None:
+        if not np.isfinite(self.projection_).all():
+            # the projections multiply squared distances together: with a kernel of extreme
+            # scale (poly of high degree: distances ~1e88) they overflow
+            big = float(np.max(np.abs(self.bounds_), initial=0.0))
+            raise ValueError(
+                f"{type(self).__name__}: the Bregman projections overflowed float64 (the learned "
+                f"factor is not finite); the initial kernel's squared distances reach {big:.3g}. "
+                "Rescale X or the kernel (width, kernel_gamma, degree) to a moderate scale."
+            )
         self.n_iter_ = int(n_sweeps)
         self.converged_ = status == 0
         self.infeasible_ = status == 2

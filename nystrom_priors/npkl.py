@@ -97,6 +97,12 @@ def knn_search(
         )
     xn = np.einsum("ij,ij->i", X, X)
     yn = xn if self_search else np.einsum("ij,ij->i", Yq, Yq)
+    for name, A, sq in (("X", X, xn), ("Y", Yq, yn)):
+        if not np.isfinite(sq).all():  # distances would be inf - inf = NaN
+            raise ValueError(
+                f"knn_search: squared norms of {name}'s rows overflow float64 (max |x| = "
+                f"{float(np.abs(A).max()):.3g}); rescale the data."
+            )
     idx = np.empty((Yq.shape[0], k), dtype=np.int64)
     d2 = np.empty((Yq.shape[0], k), dtype=np.float64)
     step = max(1, min(block_rows, (1 << 24) // max(1, X.shape[0])))
@@ -175,6 +181,16 @@ def gaussian_graph(X: Any, *, sigma: float | None = None) -> tuple[np.ndarray, f
     if n < 2:
         raise ValueError("a graph needs at least two samples.")
     D2 = cdist(X, X, "sqeuclidean")
+    if not np.isfinite(D2).all():
+        raise ValueError(
+            f"gaussian_graph: squared distances overflow float64 (max |x| = "
+            f"{float(np.abs(X).max()):.3g}); rescale the data."
+        )
+    if not D2.max() > 0.0 and np.ptp(X, axis=0).max() > 0.0:
+        raise ValueError(
+            f"gaussian_graph: the samples differ, but their squared distances underflow float64 "
+            f"(max |x| = {float(np.abs(X).max()):.3g}); rescale the data."
+        )
     if sigma is None:
         Dn = np.sqrt(D2)
         np.fill_diagonal(Dn, np.inf)

@@ -89,7 +89,8 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
         bad = np.flatnonzero(arr != np.round(arr))
         raise ValueError(
             f"Unknown label type: continuous. y must hold class labels (integer-valued, -1 for "
-            f"unlabeled); got {bad.size} non-integer value(s), e.g. y[{bad[0]}] = {float(arr[bad[0]])!r}."
+            f"unlabeled); got {bad.size} non-integer value(s), e.g. y[{bad[0]}] = "
+            f"{float(arr[bad[0]])!r}."
         )
     labeled = arr != -1
     index = np.flatnonzero(labeled)

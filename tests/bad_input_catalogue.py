@@ -332,6 +332,32 @@ def _fns():
     return npr
 
 
+# kernel values and distances beyond float range: a named error, never silent inf / NaN
+_OVERFLOW = r"overflows float64: the 'poly' kernel of degree 64, gamma 0.25, coef0 1 is not finite"
+case("extrapolate.poly-overflow", (ValueError, r"k\(X, Z\) " + _OVERFLOW + r".*Rescale X, lower its degree or gamma\."))(
+    lambda: _fns().extrapolate(X * 1e3, X[:5] * 1e3, kernel="poly", degree=64)
+)
+case("extrapolate.float32-linear-overflow", (ValueError, r"k\(X, Z\) overflows float32: the 'linear' kernel .*or pass float64 data"))(
+    lambda: _fns().extrapolate((X * 1e20).astype(np.float32), (X[:5] * 1e20).astype(np.float32), kernel="linear")
+)
+case("extrapolate.rbf-distances-overflow", (ValueError, r"k\(X, Z\) overflows float64: the 'rbf' kernel is not finite at max \|x\| = .*e\+300"))(
+    lambda: _fns().extrapolate(X * 1e300, X[:5] * 1e300, width=1.0)
+)
+case("Nystrom.transform-poly-overflow", (ValueError, r"k\(X, Z\)( @ projection)? " + _OVERFLOW))(
+    lambda: fit("Nystrom", kernel="poly", degree=64).transform(X * 1e6)
+)
+case("GeneralizedNystrom.side-information-scale-overflow", (ValueError, r"scale mu_max\^2 = inf .*Rescale X or the kernel"))(
+    lambda: fit("GeneralizedNystrom", X * 3, kernel="poly", degree=64, lam=1.0)
+)
+case("LogDetKernelLearner.projections-overflow", (ValueError, r"the Bregman projections overflowed float64 .*squared distances reach .*e\+\d\d"))(
+    lambda: fit("LogDetKernelLearner", X * 3, kernel="poly", degree=64)
+)
+case("BCDNPKL.knn-distances-overflow", (ValueError, r"squared norms of X's rows overflow float64 \(max \|x\| = .*e\+200\)"))(
+    lambda: fit("BCDNPKL", X * 1e200)
+)
+case("BCDNPKL.dense-graph-distances-underflow", (ValueError, r"the samples differ, but their squared distances underflow float64"))(
+    lambda: fit("BCDNPKL", X * 1e-200, graph="dense")
+)
 case("extrapolate.width-negative", (ValueError, r"width must be in \(0, inf\), got -1.0"))(
     lambda: _fns().extrapolate(X, X[:5], width=-1.0)
 )

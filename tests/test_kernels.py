@@ -6,6 +6,8 @@ import numba
 import numpy as np
 import pytest
 from conftest import naive_kernel, rbf_roundoff_bound
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from scipy.spatial.distance import pdist
 
 import nystrom_priors.kernels as kmod
@@ -237,3 +239,41 @@ def test_default_width_says_why_it_cannot_be_set(kernel):
             make_kernel(kernel, X=Z)
     with pytest.raises(ValueError, match=r"gamma = 1 / width must be positive and finite .*inf"):
         make_kernel(kernel, width=1e-320)
+
+
+@given(
+    kernel=st.sampled_from(["linear", "poly", "rbf", "cosine", "laplacian"]),
+    log_scale=st.floats(-320.0, 308.0),
+    degree=st.integers(1, 64),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 2**16),
+)
+def test_extrapolation_is_finite_or_a_named_overflow(kernel, log_scale, degree, dtype, seed):
+    """At any data scale, E is finite or extrapolate raises the overflow error: the O(nd)
+    bound that skips the check of E must never let an inf or NaN through."""
+    rng = np.random.default_rng(seed)
+    with np.errstate(over="ignore", under="ignore"):
+        X = (rng.normal(size=(12, 3)) * 10.0**log_scale).astype(dtype)
+    assume(np.isfinite(X).all())
+    kw = {"degree": degree} if kernel == "poly" else {}
+    if kernel in ("rbf", "laplacian"):
+        kw["width"] = 1.0
+    try:
+        E = extrapolate(X, X[:4], kernel=kernel, **kw)
+    except ValueError as exc:
+        assert f"k(X, Z) overflows {np.dtype(dtype).name}: the {kernel!r} kernel" in str(exc)
+    else:
+        assert np.isfinite(E).all()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_cosine_kernel_is_scale_free_over_the_float_range(rng, monkeypatch, path):
+    # k(cx, z) = k(x, z) for c > 0: the norms are taken scaled by max |x_k| and the kernel
+    # divides by ||x|| (its reciprocal, and 1/||x|| * 1/||z||, overflowed below 1e-154)
+    monkeypatch.setattr(kmod, "_FORCE_PATH", path)
+    X = rng.normal(size=(30, 5))
+    X[3] = 0.0  # a zero row: zero kernel row
+    ref = naive_kernel(X, X[:7], "cosine")
+    for scale in (1e-300, 1e-160, 1e-150, 1e150, 1e300):
+        E = extrapolate(X * scale, X[:7] * scale, kernel="cosine")
+        np.testing.assert_allclose(E, ref, rtol=0, atol=8 * np.finfo(float).eps)

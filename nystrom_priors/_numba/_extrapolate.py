@@ -128,7 +128,8 @@ def _finish_row(row, xa, zaux, code, gamma, coef0, degree):
     """Apply the kernel's element-wise map to one row of cross terms, in place.
 
     RBF: row holds <x - c, z - c>; ``xa = ||x - c||^2``, ``zaux = ||z - c||^2``.
-    COSINE: row holds <x, z>; ``xa = 1/||x||``, ``zaux = 1/||z||`` (0 for zero vectors).
+    COSINE: row holds <x, z / ||z||> (unit landmarks); ``xa = ||x||``, ``zaux`` 1, or 0 for
+    a zero landmark; zero for a zero x.
     POLY: row holds <x, z>. LINEAR: nothing to do.
     """
     m = row.shape[0]
@@ -139,8 +140,16 @@ def _finish_row(row, xa, zaux, code, gamma, coef0, degree):
                 d = 0.0
             row[j] = _exp_nonpos(-d * gamma)
     elif code == COSINE:
-        for j in range(m):
-            row[j] = row[j] * (xa * zaux[j])
+        if not xa < np.inf:  # ||x|| overflows: NaN, so the caller reports the overflow
+            for j in range(m):
+                row[j] = np.nan
+        elif xa > 1e-300:
+            inv = 1.0 / xa
+            for j in range(m):
+                row[j] = (row[j] * inv) * zaux[j]
+        else:  # 1 / ||x|| overflows for subnormal x: divide (|<x, z>| <= ||x||)
+            for j in range(m):
+                row[j] = (row[j] / xa) * zaux[j] if xa > 0.0 else 0.0
     elif code == POLY:
         for j in range(m):
             t = gamma * row[j] + coef0
@@ -165,7 +174,19 @@ def _row_aux(X, i, shift, code):
         for k in range(d):
             v = np.float64(X[i, k])
             s += v * v
-        return 1.0 / np.sqrt(s) if s > 0.0 else 0.0
+        if 1e-280 < s < 1e280:
+            return np.sqrt(s)
+        # rescaled by max |x_k| where sum x_k^2 under- or overflows
+        top = 0.0
+        for k in range(d):
+            top = max(top, abs(np.float64(X[i, k])))
+        if top == 0.0:
+            return 0.0
+        s = 0.0
+        for k in range(d):
+            v = np.float64(X[i, k]) / top
+            s += v * v
+        return top * np.sqrt(s)
     return 0.0
 
 
