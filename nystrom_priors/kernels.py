@@ -165,17 +165,17 @@ def make_kernel(
             if not b > 0.0 or not np.isfinite(b):
                 scale, spread = _scale_and_spread(X)
                 at = f"at max |x| = {scale:.3g} " if np.isfinite(scale) else ""
+                fix = "Rescale X or pass width explicitly."
                 if b == 0.0 and spread == 0.0:
-                    cause, fix = f"all {X.shape[0]} samples are identical", "P"
+                    cause, fix = f"all {X.shape[0]} samples are identical", "Pass width explicitly."
                 elif b == 0.0:
                     cause = f"{at}the distances underflow" if at else (
                         "the samples are identical or their distances underflow")
-                    fix = "Rescale X or p"
                 else:
-                    cause, fix = f"{at}the distances overflow", "Rescale X or p"
+                    cause = f"{at}the distances overflow"
                 raise ValueError(
                     f"Cannot set the default width of the {name!r} kernel: {cause} (mean "
-                    f"pairwise {what} {b!r} in float64). {fix}ass width explicitly."
+                    f"pairwise {what} {b!r} in float64). {fix}"
                 )
             g = 1.0 / b
         if not np.isfinite(g) or g <= 0.0:
