@@ -394,7 +394,9 @@ class _Prepared:
         return max(log_cross, log_sq) >= top
 
     def _check_finite(self, X: np.ndarray, out: np.ndarray, what: str) -> None:
-        """Raise if ``out`` holds a non-finite value (only called when ``_may_overflow``)."""
+        """Raise if ``out`` holds a non-finite value; looked at only when ``_may_overflow``."""
+        if not self._may_overflow(X):
+            return
         with np.errstate(over="ignore", invalid="ignore"):  # inf - inf in the sum: NaN
             if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
                 return
@@ -414,8 +416,7 @@ class _Prepared:
         """Fill ``out`` (n, m) with k(X, Z); X validated, same dtype and width as Z. Raises
         ValueError if a kernel value overflows X's dtype."""
         self._compute(X, out, tile, path)
-        if self._may_overflow(X):
-            self._check_finite(X, out, "k(X, Z)")
+        self._check_finite(X, out, "k(X, Z)")
 
     def _compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
         from ._numba import _extrapolate as kx
@@ -487,8 +488,7 @@ class _Prepared:
                 X, self.Zs, self.ZsT, self.zaux, self.shift, spec.code, float(spec.gamma),
                 float(spec.coef0), int(spec.degree), P, out, tile,
             )
-        if self._may_overflow(X):
-            self._check_finite(X, out, "k(X, Z) @ projection")
+        self._check_finite(X, out, "k(X, Z) @ projection")
         return True
 
 
