@@ -48,12 +48,13 @@ def _small_problem(rng, m=18, l=25, c=3, d=4, pairs=False):
     return problem._Problem(S0, None, None, E[pts], aa, bb, tt), S0, E[pts], None, (aa, bb, tt)
 
 
-def _cvxpy_optimum(S0, E, Y, lam, mask=None):
+def _cvxpy_optimum(S0, E, Y, lam, mask=None, offset=None):
     cp = pytest.importorskip("cvxpy")
     m = S0.shape[0]
     S = cp.Variable((m, m), PSD=True)
     if mask is None:
-        loss = cp.sum_squares(E @ S @ E.T - Y @ Y.T)
+        target = Y @ Y.T if offset is None else Y @ Y.T - E @ offset @ E.T
+        loss = cp.sum_squares(E @ S @ E.T - target)
     else:
         aa, bb, tt = mask
         K = E @ S @ E.T
@@ -83,6 +84,25 @@ def test_solvers_reach_the_sdp_optimum_labels(rng, exponent, solver):
     f = prob.objective(S, lam)
     # cvxpy's interior point is itself accurate to ~1e-8; ours is certified to 1e-8
     assert (f - f_ref) / f_ref <= 1e-6
+
+
+@pytest.mark.parametrize("solver", ["apg", "newton", "ipm"])
+@pytest.mark.parametrize("n_labels", [10, 25])
+def test_solvers_reach_the_sdp_optimum_with_an_offset(rng, solver, n_labels):
+    """The restricted problems of lam="auto" take the data term at S + D: every solver
+    reaches the SDP optimum of that problem (l = 25 > m: the compressed labels term). The
+    dual Newton once solved it with D = 0 and certified its own optimum (3% above J*)."""
+    _, S0, E, Y, _ = _small_problem(rng, m=18, l=n_labels)
+    B = rng.normal(size=(S0.shape[0], 3))
+    D = 0.1 * B @ B.T
+    prob = problem._Problem(S0, E, Y, offset=D)
+    assert (prob.El.shape[0] < n_labels) == (n_labels > 18)
+    for exponent in (-2.0, -6.0):
+        lam = prob.mu_max**2 * 10**exponent
+        S, it, cert, ok, _ = solve._solve_lam(prob, lam, solver, tol=1e-8, max_iter=3000)
+        assert ok, (it, cert)
+        f_ref = prob.objective(_cvxpy_optimum(S0, E, Y, lam, offset=D), lam)
+        assert abs(prob.objective(S, lam) - f_ref) / f_ref <= 1e-6
 
 
 @pytest.mark.parametrize("exponent", [-8.0, -12.0])

@@ -28,6 +28,7 @@ class _Dual:
     def __init__(self, prob: "_Problem", lam: float):
         self.prob = prob
         self.lam = lam
+        self._targets = None
         # preconditioner on pairs: ~ 1 + K_aa K_bb / lam (Jacobi); the labels block gets an exact
         # Kronecker inverse rebuilt at every Newton step (set_state_precond)
         if prob.has_pairs:
@@ -80,8 +81,17 @@ class _Dual:
         return yl, yp
 
     def targets(self):
-        p = self.prob
-        return (p.Y @ p.Y.T if p.has_labels else None, p.t if p.has_pairs else None)
+        """Targets of the constrained entries. A labels offset D (the restricted problems of
+        lam="auto") moves them: ``E_l (S + D) E_l^T - Y Y^T = A(S) - (Y Y^T - E_l D E_l^T)``."""
+        if self._targets is None:
+            p = self.prob
+            tl = None
+            if p.has_labels:
+                tl = p.Y @ p.Y.T
+                if p.offset is not None:
+                    tl = tl - _sym(p.El @ p.offset @ p.El.T)
+            self._targets = (tl, p.t if p.has_pairs else None)
+        return self._targets
 
     @staticmethod
     def dot(R1, R2) -> float:

@@ -41,7 +41,6 @@ class _Problem:
         self.Y = Y
         self.has_labels = El is not None
         self.has_pairs = Ep is not None
-        self.const = 0.0
         # the data term below is exact for these; El / Y may be swapped for a compressed
         # equivalent (more labels than landmarks), ``loss_shift`` the constant that swap drops
         self.El_labels, self.Y_labels = El, Y
@@ -55,8 +54,6 @@ class _Problem:
             if offset is not None:
                 R -= self.M @ offset @ self.M
             Mpre += self.M
-            counts = Y.sum(axis=0)
-            self.const += float(np.sum(counts**2))
             if El.shape[0] > self.m:
                 self.El, self.Y, self.loss_shift = _compress_labels(El, Y)
         if self.has_pairs:
@@ -66,7 +63,6 @@ class _Problem:
             p = Ep.shape[0]
             self.T = sp.csr_matrix((t, (a, b)), shape=(p, p))
             R += Ep.T @ (self.T @ Ep)
-            self.const += float(np.sum(t**2))
             density = a.size / float(p * p)
             Mpre += np.sqrt(density) * (Ep.T @ Ep)
         self.R = _sym(R)
