@@ -417,6 +417,41 @@ def test_prior_gap_bounds_the_true_gap_tightly(rng, pairs):
         assert true_gap <= bound <= true_gap * (1.0 + 10.0 ** (1.0 - e)), (e, true_gap, bound)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_certificate_is_not_swallowed_by_round_off_of_a_large_prior(seed):
+    """One-dimensional data make W nearly singular, so S0 = W^+ and the working coordinates
+    reach ~1e8. The certificate must still bound the true gap of a point off the optimum:
+    it once subtracted a round-off floor of ~1e2 from every multiplier's gap and reported 0
+    for a warm start 13% above the optimum (that solve then stopped at iteration 0)."""
+    rng = np.random.default_rng(seed)
+    m, l = 23, 24
+    Z, X = rng.normal(size=(m, 1)), rng.normal(size=(l, 1))
+    W, E = extrapolate(Z, Z, width=4.0), extrapolate(X, Z, width=4.0)
+    lw, U = np.linalg.eigh(W)
+    keep = lw > 1e-10 * lw.max()
+    S0 = (U[:, keep] / lw[keep]) @ U[:, keep].T
+    assert np.abs(S0).max() > 1e5  # the regime of the bug
+    prob = problem._Problem(S0, E, np.eye(3)[rng.integers(3, size=l)])
+    lam_prev, lam = prob.mu_max**2, prob.mu_max**2 * 1e-2
+    S_prev, *_ = solve._solve_lam(prob, lam_prev, "newton", tol=1e-12, max_iter=500)
+    # the reference optimum from the dual Newton's own (primal - dual) gap, not this certificate
+    S_ref, _it, gap_ref, ok, _ = solve._solve_lam(prob, lam, "newton", tol=1e-12, max_iter=500)
+    assert ok
+    J_ref = prob.objective(S_ref, lam)
+    co = problem._Coords(prob, lam, precondition=True)
+    for S in (S_prev, 0.5 * (S_prev + S_ref), S0):
+        V = co.to_V(S)
+        w, Uv = np.linalg.eigh(V)
+        V = (Uv * np.maximum(w, 0.0)) @ Uv.T  # feasible, as the solvers' iterates are
+        J = prob.objective(co.to_S(V), lam)
+        true_gap = (J - J_ref) / J
+        cert, _kind = co.certificate(V, co.grad(V))
+        assert cert >= 0.5 * true_gap - 1e-9, (cert, true_gap)
+    for solver in ("apg", "ipm"):
+        S, _it, _c, ok, _ = solve._solve_lam(prob, lam, solver, tol=1e-8, max_iter=3000, S_warm=S_prev)
+        assert ok and (prob.objective(S, lam) - J_ref) / J_ref <= 1e-6
+
+
 @pytest.mark.parametrize("solver", ["auto", "apg", "newton", "pgd", "ipm"])
 def test_lam_far_outside_the_data_scale(rng, solver):
     """Above mu_max^2 / eps, S0 is optimal to round-off and is returned with its certificate
