@@ -421,21 +421,15 @@ def test_prior_gap_bounds_the_true_gap_tightly(rng, pairs):
 def test_certificate_is_not_swallowed_by_round_off_of_a_large_prior(seed):
     """One-dimensional data make W nearly singular, so S0 = W^+ and the working coordinates
     reach ~1e8. The certificate must still bound the true gap of a point off the optimum:
-    it once subtracted a round-off floor of ~1e2 from every multiplier's gap and reported 0
-    for a warm start 13% above the optimum (that solve then stopped at iteration 0)."""
-    rng = np.random.default_rng(seed)
-    m, l = 23, 24
-    Z, X = rng.normal(size=(m, 1)), rng.normal(size=(l, 1))
-    W, E = extrapolate(Z, Z, width=4.0), extrapolate(X, Z, width=4.0)
-    lw, U = np.linalg.eigh(W)
-    keep = lw > 1e-10 * lw.max()
-    S0 = (U[:, keep] / lw[keep]) @ U[:, keep].T
+    it once subtracted one round-off floor (1e2 to 7e3 here, against J ~ 150 to 250) from
+    every multiplier's gap and reported 0 for a warm start 13% above the optimum (that solve
+    then stopped at iteration 0)."""
+    prob, S0, *_ = _small_problem(np.random.default_rng(seed), m=23, l=24, d=1)
     assert np.abs(S0).max() > 1e5  # the regime of the bug
-    prob = problem._Problem(S0, E, np.eye(3)[rng.integers(3, size=l)])
     lam_prev, lam = prob.mu_max**2, prob.mu_max**2 * 1e-2
     S_prev, *_ = solve._solve_lam(prob, lam_prev, "newton", tol=1e-12, max_iter=500)
     # the reference optimum from the dual Newton's own (primal - dual) gap, not this certificate
-    S_ref, _it, gap_ref, ok, _ = solve._solve_lam(prob, lam, "newton", tol=1e-12, max_iter=500)
+    S_ref, _it, _gap, ok, _ = solve._solve_lam(prob, lam, "newton", tol=1e-12, max_iter=500)
     assert ok
     J_ref = prob.objective(S_ref, lam)
     co = problem._Coords(prob, lam, precondition=True)
