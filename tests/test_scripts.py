@@ -79,3 +79,26 @@ def test_zhang_reproduction_writes_table_and_figures(tmp_path):
     for name in ("zhang2012_figure1.png", "zhang2012_kernels.png"):
         png = (tmp_path / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, name
+
+
+def test_zhang_capture_bootstrap_is_paired_over_repeats():
+    """The capture interval resamples whole repeats: when every repeat of a set captures
+    exactly half of its oracle gain, every bootstrap sample does too (an unpaired bootstrap,
+    drawing the columns independently, would spread around 50%); a set whose headroom is 0
+    has no capture and is counted as left out."""
+    from reproduce_zhang2012 import bootstrap_captures, captures
+
+    rng = np.random.default_rng(0)
+    n, grid = 30, 13
+    nys = rng.uniform(0.1, 0.3, n)
+    best = nys - rng.uniform(0.01, 0.05, n)
+    path = np.repeat(best[:, None], grid, axis=1) + rng.uniform(0.0, 0.02, (n, grid))
+    path[:, 4] = best  # the oracle lam is the same grid point in every repeat: fixed = oracle
+    half = dict(nystrom=nys, auto=nys - 0.5 * (nys - best), best=best, path=path)
+    assert np.allclose(captures(half), 0.5)
+    boot, partial = bootstrap_captures([half], n_boot=200)
+    assert np.allclose(boot, 0.5) and partial.tolist() == [0, 0]
+    flat = dict(nystrom=nys, auto=nys, best=nys, path=np.repeat(nys[:, None], grid, axis=1))
+    boot, partial = bootstrap_captures([half, flat], n_boot=50)
+    assert np.allclose(boot, 0.5) and partial.tolist() == [50, 50]
+    assert np.isnan(captures(flat)).all()
