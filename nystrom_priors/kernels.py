@@ -162,7 +162,8 @@ def make_kernel(
             else:
                 b = mean_squared_distance(X) if name == "rbf" else mean_l1_distance(X)
             what = "squared distance" if name == "rbf" else "L1 distance"
-            if not b > 0.0 or not np.isfinite(b):
+            # below 1 / float64 max, gamma = 1 / b would overflow (data at ~1e-155 and less)
+            if not b > 1.0 / np.finfo(np.float64).max or not np.isfinite(b):
                 scale, spread = _scale_and_spread(X)
                 at = f"at max |x| = {scale:.3g} " if np.isfinite(scale) else ""
                 fix = "Rescale X or pass width explicitly."
@@ -171,6 +172,8 @@ def make_kernel(
                 elif b == 0.0:
                     cause = f"{at}the distances underflow" if at else (
                         "the samples are identical or their distances underflow")
+                elif 0.0 < b < np.inf:
+                    cause = f"{at}the distances are so small that 1 / width overflows"
                 else:
                     cause = f"{at}the distances overflow"
                 raise ValueError(

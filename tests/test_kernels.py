@@ -234,6 +234,10 @@ def test_default_width_says_why_it_cannot_be_set(kernel):
              (np.eye(3) * big, "max \\|x\\| = " + re.escape(f"{big:.3g}") + " the distances overflow .*Rescale X")]
     if kernel == "rbf":  # the L1 distance of 1e-200 is still a normal float
         cases.append((np.eye(3) * 1e-200, r"max \|x\| = 1e-200 the distances underflow"))
+        # squared distances ~1e-320 are subnormal but positive: 1 / width overflowed to
+        # gamma = inf, and the message blamed gamma, which the user never passed
+        cases.append((np.eye(3) * 1e-160, r"max \|x\| = 1e-160 the distances are so small that "
+                                          r"1 / width overflows .*Rescale X"))
     for Z, match in cases:
         with pytest.raises(ValueError, match=match):
             make_kernel(kernel, X=Z)
