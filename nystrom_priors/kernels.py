@@ -246,13 +246,18 @@ def mean_squared_distance(X: Any) -> float:
     """
     X = check_array(X, min_samples=2)
     n = X.shape[0]
-    mean = X.mean(axis=0, dtype=np.float64)
+    # in units of 2^e ~ max |x| (exact): the mean and the squares cannot overflow on the way,
+    # and a width beyond float64 comes out as inf, without an overflow warning
+    amax = float(np.abs(X).max())
+    e = int(np.frexp(amax)[1]) if amax > 0.0 else 0
+    mean = np.ldexp(X, -e).mean(axis=0, dtype=np.float64)
     total = 0.0
     step = max(1, (1 << 20) // max(1, X.shape[1]))
     for s in range(0, n, step):
-        D = X[s : s + step].astype(np.float64) - mean
+        D = np.ldexp(X[s : s + step].astype(np.float64), -e) - mean
         total += float(np.einsum("ij,ij->", D, D))
-    return 2.0 * total / (n - 1)
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(2.0 * total / (n - 1), 2 * e))
 
 
 def mean_l1_distance(X: Any) -> float:

@@ -182,15 +182,23 @@ def select_landmarks(
     # origin. Landmarks only need to summarise the density; measured on a 10,000-row sample
     # of a 70,000 x 784 set, m = 1000, one thread: 1.8-1.95x faster than float64, inertia on
     # 20,000 rows the same to 6 digits.
-    # The centred sample is also scaled by a power of two (exact) to max |entry| in [0.5, 1):
-    # float32 holds only |x| < 3.4e38 (squared distances: 1.8e19), and data of any float64
-    # scale, 1e-300 or 1e150, get the same landmarks up to that scale.
-    mean = sample.mean(axis=0, dtype=np.float64)
-    work = sample - mean
-    amax = float(np.abs(work).max(initial=0.0))
-    e = int(np.frexp(amax)[1]) if amax > 0.0 and np.isfinite(amax) else 0
-    work = np.ldexp(work, -e).astype(np.float32)
+    # Powers of two scale (exactly) the sample to max |entry| < 1 before the mean, which
+    # overflowed near float64's max, and the centred sample again before the float32 cast,
+    # which holds only |x| < 3.4e38 (squared distances: 1.8e19) and flushes spreads below
+    # ~1e-38 to 0: data of any float64 scale get the same landmarks up to that scale.
+    e1 = _exponent(sample)
+    scaled = np.ldexp(sample, -e1)
+    mean = scaled.mean(axis=0, dtype=np.float64)
+    work = scaled - mean
+    e2 = _exponent(work)
+    work = np.ldexp(work, -e2).astype(np.float32)
     if method == "kmeans++":
         return sample[np.sort(_kmeanspp(work, m, rng))].copy()
     centers, _, _ = kmeans(work, m, rng=rng, max_iter=max_iter, tol=_LANDMARK_TOL)
-    return np.ascontiguousarray(np.ldexp(centers, e) + mean, dtype=src.dtype)
+    return np.ascontiguousarray(np.ldexp(np.ldexp(centers, e2) + mean, e1), dtype=src.dtype)
+
+
+def _exponent(A: np.ndarray) -> int:
+    """e with max |A| = f 2^e, f in [0.5, 1) (0 for an all-zero A)."""
+    amax = float(np.abs(A).max(initial=0.0))
+    return int(np.frexp(amax)[1]) if amax > 0.0 else 0

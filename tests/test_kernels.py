@@ -238,6 +238,8 @@ def test_default_width_says_why_it_cannot_be_set(kernel):
         # gamma = inf, and the message blamed gamma, which the user never passed
         cases.append((np.eye(3) * 1e-160, r"max \|x\| = 1e-160 the distances are so small that "
                                           r"1 / width overflows .*Rescale X"))
+        # near float64's max the mean of X itself overflowed (a RuntimeWarning, not this error)
+        cases.append((1e308 + np.eye(3) * 1e306, r"max \|x\| = 1.01e\+308 the distances overflow"))
     for Z, match in cases:
         with pytest.raises(ValueError, match=match):
             make_kernel(kernel, X=Z)
@@ -281,3 +283,14 @@ def test_cosine_kernel_is_scale_free_over_the_float_range(rng, monkeypatch, path
     for scale in (1e-300, 1e-160, 1e-150, 1e150, 1e300):
         E = extrapolate(X * scale, X[:7] * scale, kernel="cosine")
         np.testing.assert_allclose(E, ref, rtol=0, atol=8 * np.finfo(float).eps)
+
+
+@pytest.mark.parametrize("exponent", [-600, -500, 500])
+def test_mean_squared_distance_is_exactly_equivariant_to_the_scale(exponent):
+    """msd(2^k X) = 4^k msd(X) bit for bit (it is computed in units of max |x|), as long as
+    the result is a normal float; past float64's range it is inf or 0, without a warning."""
+    X = np.random.default_rng(0).normal(size=(200, 4)) + 3.0
+    b = mean_squared_distance(X)
+    assert mean_squared_distance(np.ldexp(X, exponent)) == np.ldexp(b, 2 * exponent)
+    assert mean_squared_distance(np.ldexp(X, 1015)) == np.inf
+    assert mean_squared_distance(np.ldexp(X, -1060)) == 0.0
