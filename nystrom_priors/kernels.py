@@ -246,18 +246,27 @@ def mean_squared_distance(X: Any) -> float:
     """
     X = check_array(X, min_samples=2)
     n = X.shape[0]
+    step = max(1, (1 << 20) // max(1, X.shape[1]))
+    blocks = [slice(s, s + step) for s in range(0, n, step)]
     # in units of 2^e ~ max |x| (exact): the mean and the squares cannot overflow on the way,
     # and a width beyond float64 comes out as inf, without an overflow warning
-    amax = float(np.abs(X).max())
-    e = int(np.frexp(amax)[1]) if amax > 0.0 else 0
-    mean = np.ldexp(X, -e).mean(axis=0, dtype=np.float64)
+    e = _binary_exponent(max(float(np.abs(X[b]).max()) for b in blocks))
+    if len(blocks) == 1:
+        mean = np.ldexp(X, -e).mean(axis=0, dtype=np.float64)
+    else:
+        mean = sum(np.ldexp(X[b], -e).sum(axis=0, dtype=np.float64) for b in blocks) / n
     total = 0.0
-    step = max(1, (1 << 20) // max(1, X.shape[1]))
-    for s in range(0, n, step):
-        D = np.ldexp(X[s : s + step].astype(np.float64), -e) - mean
+    for b in blocks:
+        D = np.ldexp(X[b].astype(np.float64), -e) - mean
         total += float(np.einsum("ij,ij->", D, D))
     with np.errstate(over="ignore"):
         return float(np.ldexp(2.0 * total / (n - 1), 2 * e))
+
+
+def _binary_exponent(amax: float) -> int:
+    """e with amax = f 2^e, f in [0.5, 1) (0 for amax = 0): scaling by 2^-e is exact and
+    brings amax into [0.5, 1)."""
+    return int(np.frexp(amax)[1]) if amax > 0.0 else 0
 
 
 def mean_l1_distance(X: Any) -> float:

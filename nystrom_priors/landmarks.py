@@ -186,19 +186,16 @@ def select_landmarks(
     # overflowed near float64's max, and the centred sample again before the float32 cast,
     # which holds only |x| < 3.4e38 (squared distances: 1.8e19) and flushes spreads below
     # ~1e-38 to 0: data of any float64 scale get the same landmarks up to that scale.
-    e1 = _exponent(sample)
+    from .kernels import _binary_exponent
+
+    e1 = _binary_exponent(float(np.abs(sample).max(initial=0.0)))
     scaled = np.ldexp(sample, -e1)
     mean = scaled.mean(axis=0, dtype=np.float64)
     work = scaled - mean
-    e2 = _exponent(work)
+    e2 = _binary_exponent(float(np.abs(work).max(initial=0.0)))
     work = np.ldexp(work, -e2).astype(np.float32)
     if method == "kmeans++":
         return sample[np.sort(_kmeanspp(work, m, rng))].copy()
     centers, _, _ = kmeans(work, m, rng=rng, max_iter=max_iter, tol=_LANDMARK_TOL)
     return np.ascontiguousarray(np.ldexp(np.ldexp(centers, e2) + mean, e1), dtype=src.dtype)
 
-
-def _exponent(A: np.ndarray) -> int:
-    """e with max |A| = f 2^e, f in [0.5, 1) (0 for an all-zero A)."""
-    amax = float(np.abs(A).max(initial=0.0))
-    return int(np.frexp(amax)[1]) if amax > 0.0 else 0
