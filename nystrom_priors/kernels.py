@@ -251,10 +251,7 @@ def mean_squared_distance(X: Any) -> float:
     # in units of 2^e ~ max |x| (exact): the mean and the squares cannot overflow on the way,
     # and a width beyond float64 comes out as inf, without an overflow warning
     e = _binary_exponent(max(float(np.abs(X[b]).max()) for b in blocks))
-    if len(blocks) == 1:
-        mean = np.ldexp(X, -e).mean(axis=0, dtype=np.float64)
-    else:
-        mean = sum(np.ldexp(X[b], -e).sum(axis=0, dtype=np.float64) for b in blocks) / n
+    mean = sum(np.ldexp(X[b], -e).sum(axis=0, dtype=np.float64) for b in blocks) / n
     total = 0.0
     for b in blocks:
         D = np.ldexp(X[b].astype(np.float64), -e) - mean

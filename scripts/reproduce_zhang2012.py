@@ -160,8 +160,7 @@ def _interval(samples, partial, level=0.9):
     return f"{100 * lo:.0f} to {100 * hi:.0f}%{note}"
 
 
-def table_row(name, shape, arrs, grid):
-    a = arrs
+def table_row(name, shape, a, grid):
     capture, capture_fixed = captures(a)
     fixed = a["path"].mean(axis=0)
     j_fixed = int(np.argmin(fixed))

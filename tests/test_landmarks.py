@@ -145,8 +145,8 @@ def test_user_landmarks_and_bad_methods(rng):
 def test_landmarks_are_equivariant_to_the_data_scale(rng, method, exponent):
     """Scaling X by 2^k (exact in float64) scales the k-means landmarks by 2^k exactly, far
     outside float32's range, where the clustering runs: at 2^500 the float32 working copy
-    overflowed to inf (every landmark NaN or inf), at 2^-500 and 2^-600 (subnormal in float64)
-    it underflowed to 0 and the clustering saw one point; at 2^1018 (max |x| ~ 1e307) the
+    overflowed to inf (every landmark NaN or inf), at 2^-500 and 2^-600 (below float32's smallest
+    normal) it underflowed to 0 and the clustering saw one point; at 2^1018 (max |x| ~ 1e307) the
     sample's mean overflowed."""
     X = np.concatenate([rng.normal(size=(150, 3)), rng.normal(size=(150, 3)) + 6.0])
     Z = select_landmarks(X, 12, method=method, random_state=0)
