@@ -97,12 +97,26 @@ class RowSource:
                 f"{self.name} has n_samples = {self.n}; the default kernel width needs at least 2 "
                 "samples."
             )
-        if self.lazy:
-            X = self.X.astype(np.float64)
-            mean = X.mean(axis=0).compute()
-            total = float(((X - mean) ** 2).sum().compute())
-        else:
-            from .kernels import mean_squared_distance
+        from .kernels import _binary_exponent, mean_squared_distance
 
+        if not self.lazy:
             return mean_squared_distance(self.X)
-        return 2.0 * total / (self.n - 1)
+        import dask
+        import dask.array as da
+
+        # as in kernels.mean_squared_distance, in units of 2^e ~ max |x|, so that neither the
+        # squares nor the width overflow on the way. The first pass finds e and also sums the
+        # columns in units of 2^512, which cannot overflow (|x| 2^-512 < 2^512) and, once
+        # max |x| >= 2^-400, loses nothing that matters in units of 2^e; below that a scaled
+        # pass recomputes them. (The errstate of the caller does not reach dask's threads.)
+        X = self.X.astype(np.float64)
+        amax, colsum = dask.compute(da.absolute(X).max(), da.ldexp(X, -512).sum(axis=0))
+        e = _binary_exponent(float(amax))
+        if e >= -400:
+            mean = np.ldexp(np.asarray(colsum, dtype=np.float64) / self.n, 512 - e)
+        else:
+            mean = (da.ldexp(X, -e).sum(axis=0) / self.n).compute()
+        D = da.ldexp(X, -e) - mean
+        total = float((D * D).sum().compute())
+        with np.errstate(over="ignore"):
+            return float(np.ldexp(2.0 * total / (self.n - 1), 2 * e))

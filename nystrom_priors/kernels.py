@@ -270,17 +270,19 @@ def mean_l1_distance(X: Any) -> float:
     """Mean pairwise L1 distance, exactly, in O(d n log n).
 
     Per feature, the sum of pairwise absolute differences of sorted values ``x_(0..n-1)`` is
-    ``sum_k x_(k) (2k - n + 1)``; the default width of the Laplacian kernel. Returns ``inf``
-    when the sum overflows float64 (``make_kernel`` says so).
+    ``sum_k x_(k) (2k - n + 1)``; the default width of the Laplacian kernel. Computed in units
+    of 2^e ~ max |x| (exact), so the weighted sums (up to n^2 max |x|) cannot overflow while
+    the mean itself is a float; returns ``inf`` when it is not (``make_kernel`` says so).
     """
     X = check_array(X, min_samples=2)
     n = X.shape[0]
     weights = 2.0 * np.arange(n, dtype=np.float64) - (n - 1)
+    e = _binary_exponent(max(float(X.max()), -float(X.min())))  # no n x d |X| copy
     total = 0.0
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(X.shape[1]):
-            total += float(np.sort(X[:, k].astype(np.float64)) @ weights)
-    return 2.0 * total / (n * (n - 1))
+    for k in range(X.shape[1]):
+        total += float(np.sort(np.ldexp(X[:, k].astype(np.float64), -e)) @ weights)
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(2.0 * total / (n * (n - 1)), e))
 
 
 class _SingleThreadedBlas:

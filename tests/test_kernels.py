@@ -1,6 +1,7 @@
 """Kernels and the extrapolation matrix against an independent dense oracle (scipy cdist)."""
 
 import re
+import warnings
 
 import numba
 import numpy as np
@@ -184,6 +185,20 @@ def test_mean_squared_distance_is_exact(rng):
 def test_mean_l1_distance_is_exact(rng):
     X = rng.normal(size=(157, 5))
     assert mean_l1_distance(X) == pytest.approx(pdist(X, "cityblock").mean(), rel=1e-12)
+
+
+@pytest.mark.parametrize("exponent", [-1060, -1000, 0, 1000, 1014])
+def test_mean_l1_distance_is_exactly_equivariant_to_the_scale(exponent):
+    """mean_l1(2^k X) = 2^k mean_l1(X) bit for bit: the weighted sums of sorted values (up to
+    n^2 max |x|) are formed in units of max |x|, so they no longer overflow at 2^1014 while the
+    mean is a float; past float64's range the mean is inf, without a warning."""
+    X = np.random.default_rng(0).normal(size=(200, 40))
+    b = mean_l1_distance(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert mean_l1_distance(np.ldexp(X, exponent)) == np.ldexp(b, exponent)
+        assert mean_l1_distance(np.ldexp(X, 1021)) == np.inf  # 45 x 2^1021 > float64 max
+
 
 
 def test_gamma_is_inverse_width(rng):

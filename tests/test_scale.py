@@ -161,3 +161,26 @@ def test_dask_fit_refuses_non_finite():
     X[17, 1] = np.nan
     with pytest.raises(ValueError, match="finite"):
         npr.Nystrom(n_landmarks=10).fit(da.from_array(X, chunks=100))
+
+
+@pytest.mark.parametrize("exponent", [-510, -300, 0, 300, 507])
+def test_dask_mean_squared_distance_matches_in_memory_at_any_scale(exponent):
+    """The lazy width pass works in units of max |x| like the in-memory one: the same value
+    (up to dask's summation order) wherever the width is a normal float, also at 2^507, where
+    the sum of the raw squares (n/2 times the width) overflows; inf past float64's range,
+    without a warning."""
+    da = pytest.importorskip("dask.array")
+    from nystrom_priors._rows import RowSource
+    from nystrom_priors.kernels import mean_squared_distance
+
+    X = np.ldexp(np.random.default_rng(3).normal(size=(900, 4)) + 3.0, exponent)
+    Xd = da.from_array(X, chunks=(250, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ref = mean_squared_distance(X)
+        got = RowSource(Xd).mean_squared_distance()
+        assert 0.0 < ref < np.inf
+        assert abs(got - ref) <= 1e-13 * ref
+        # ~2^1021.6 x 900 rows: the raw column sums overflow (a scaled pass recomputes them)
+        big = RowSource(da.ldexp(Xd, 1020 - exponent)).mean_squared_distance()
+    assert big == np.inf
