@@ -88,6 +88,12 @@ along the path from large to small lam.
     skipped: the first split stops its path once the loss has risen well past its minimum
     (``_path_exhausted``), the second races the first (``_race_keep``).
 
+    Pairs only (no labels): the folds deal the constrained *samples* into groups and hold out
+    the pairs with an end in a group, refit S on the other pairs and score the learned
+    kernel's cosine ``K_ij / sqrt(K_ii K_jj)`` on the held-out pairs by its squared error to
+    their targets 1 (must-link) / 0 (cannot-link) (``_cv_losses_pairs``). Holding out pairs
+    instead leaks through transitivity and picked the smallest lam.
+
 The solvers and the lam selection live in ``nystrom_priors/_generalized/``, one module each.
 """
 
@@ -146,7 +152,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         cross-validation path of ``lam="auto"`` solves each fold to a certified 1e-3 gap
         (at most 300 iterations per lam): enough to rank the lam values.
     cv : int, default=5
-        Folds for ``lam="auto"`` (capped by the smallest class size).
+        Folds for ``lam="auto"`` (capped by the smallest class size; pairs only: by the
+        number of constrained samples).
     random_state : None, int or Generator
         Landmarks and cross-validation folds.
     verbose : bool or int, default=0
@@ -167,12 +174,14 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         lam values searched (empty when lam is fixed).
     criterion_path_ : ndarray of shape (g,)
         Selection criterion along the path: mean held-out hinge loss per sample of the
-        cross-validated linear SVM ("auto") or eq. (12) ("nka"). With "auto", small lam that
+        cross-validated linear SVM ("auto"; pairs only: the held-out pairs' squared error)
+        or eq. (12) ("nka"). With "auto", small lam that
         cannot win are not scored on every split: NaN where the first CV split stopped its
         path (its mean loss rose > 20% above its best on two consecutive lam), the first
         split's mean where only the second split skipped them.
     cv_error_path_ : ndarray of shape (g,)
-        ``lam="auto"``: mean held-out 0/1 error rate of the same SVMs (empty otherwise).
+        ``lam="auto"``: mean held-out 0/1 error rate of the same SVMs (pairs only: of the
+        held-out pairs classified by cosine > 1/2); empty otherwise.
     lam_scale_ : float
         ``mu_max^2``, the scale of the data term the lambda grid is relative to (NaN when no
         side information was given).
@@ -383,19 +392,30 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 lam = float(lams[best])
                 S, it, cert, ok = sols[best]
             else:
-                if labels is None or labels.n_classes < 2:
+                on_pairs = labels is None
+                if not on_pairs and labels.n_classes < 2:
                     raise ValueError(
-                        "lam='auto' cross-validates a classifier and needs labels of at least "
-                        "two classes; pass lam='nka' or a number for pairs-only fits."
+                        "lam='auto' cross-validates a classifier on the labels and needs labeled "
+                        "samples of at least two classes (these are all one class); pass "
+                        "lam='nka' or a number."
                     )
-                n_folds = int(min(cv, np.bincount(labels.codes).min()))
+                if on_pairs:
+                    n_folds = int(min(cv, np.unique(pairs_arr[:, :2]).size))
+                else:
+                    n_folds = int(min(cv, np.bincount(labels.codes).min()))
                 with Progress(
-                    self.verbose, _selection._CV_SPLITS * n_folds * lams.size, "GeneralizedNystrom lambda path (CV)", "fit"
+                    self.verbose, _selection._CV_SPLITS * max(n_folds, 0) * lams.size,
+                    "GeneralizedNystrom lambda path (CV)", "fit"
                 ) as pr:
-                    losses, errors = _selection._cv_losses(
-                        S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw, pr,
-                        (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_),
-                    )
+                    if on_pairs:
+                        losses, errors = _selection._cv_losses_pairs(
+                            S0, pairs_arr, E_of, lams, cv, rng, solve_kw, pr
+                        )
+                    else:
+                        losses, errors = _selection._cv_losses(
+                            S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw, pr,
+                            (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_),
+                        )
                     best = _selection._cv_choice(losses)
                     pr.close(f"lam={lams[best]:.3g} (smallest smoothed CV loss)")
                 self.criterion_path_ = _selection._nanmean_columns(losses)

@@ -301,8 +301,13 @@ for _name in SUPERVISED:
 
 case(
     "GeneralizedNystrom.labels-single-class-auto-lam",
-    (ValueError, r"lam='auto' .*needs labels of at least two classes; pass lam='nka' or a number"),
+    (ValueError, r"lam='auto' .*needs labeled samples of at least two classes .*pass lam='nka' or a number"),
 )(lambda: fit("GeneralizedNystrom", y=np.where(Y == 0, 0, -1)))
+case(
+    "GeneralizedNystrom.pairs-one-sign-auto-lam",
+    (ValueError, r"needs at least two must-link and two cannot-link pairs; got 3 must-link and 0 "
+                 r"cannot-link\. Pass lam='nka' or a number"),
+)(lambda: make("GeneralizedNystrom").fit(X, pairs=[[0, 1, 1], [2, 3, 1], [4, 5, 1]]))
 case("GeneralizedNystrom.labels-single-class-fixed-lam", WARN("UserWarning", r"one class"))(
     lambda: fit("GeneralizedNystrom", y=np.where(Y == 0, 0, -1), lam=1.0).transform(X)
 )

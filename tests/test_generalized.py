@@ -940,8 +940,46 @@ def test_pairs_only_fit_and_mixed(rng):
     assert np.isfinite(auto.criterion_path_[0]) and np.isfinite(auto.transform(X)).all()
     labels_only = GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, y)
     assert not np.allclose(auto.criterion_path_[:3], labels_only.criterion_path_[:3])  # pairs count
-    with pytest.raises(ValueError, match="needs labels of at least two classes"):
-        GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, pairs=pairs)
+    # pairs only: cross-validated over held-out samples (_cv_losses_pairs)
+    alone = GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, pairs=pairs)
+    assert alone.lam_ in alone.lam_path_ and alone.criterion_path_.shape == alone.lam_path_.shape
+    scored = ~np.isnan(alone.cv_error_path_)
+    assert scored[0] and np.all((alone.cv_error_path_[scored] >= 0) & (alone.cv_error_path_[scored] <= 1))
+    assert alone.lam_ == alone.lam_path_[np.nanargmin(_selection_smoothed(alone.criterion_path_))]
+
+
+def _selection_smoothed(path):
+    from nystrom_priors._generalized.lambda_selection import _smoothed_mean
+
+    return _smoothed_mean(path[None, :])
+
+
+def test_pair_folds_hold_out_samples_not_pairs():
+    """Fold f of lam='auto' on pairs trains on the pairs with no end in a group of samples and
+    holds out the others: no held-out pair is predictable from training pairs among the same
+    samples alone (the transitivity leak of splitting the pairs)."""
+    from nystrom_priors._generalized.lambda_selection import _sample_folds
+
+    rng = np.random.default_rng(0)
+    n_pts, k = 37, 5
+    ia, ib = rng.integers(0, n_pts, 400), rng.integers(0, n_pts, 400)
+    keep = ia != ib
+    ia, ib = ia[keep], ib[keep]
+    folds = _sample_folds(ia, ib, n_pts, k, np.random.default_rng(1))
+    assert len(folds) == k
+    groups = []
+    for held in folds:
+        train_pts = np.union1d(ia[~held], ib[~held])
+        group = np.setdiff1d(np.union1d(ia[held], ib[held]), train_pts)
+        # every held-out pair touches a sample absent from training, and only those are held out
+        assert np.all(np.isin(ia[held], group) | np.isin(ib[held], group))
+        assert not np.any(np.isin(ia[~held], group) | np.isin(ib[~held], group))
+        groups.append(group)
+    # the groups partition the samples into near-equal parts; a pair is held out once or twice
+    assert np.array_equal(np.sort(np.concatenate(groups)), np.arange(n_pts))
+    assert max(g.size for g in groups) - min(g.size for g in groups) <= 1
+    times = np.sum(folds, axis=0)
+    assert times.min() >= 1 and times.max() <= 2
 
 
 def test_convergence_warning_names_max_iter(rng):
