@@ -404,7 +404,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 else:
                     n_folds = int(min(cv, np.bincount(labels.codes).min()))
                 with Progress(
-                    self.verbose, _selection._CV_SPLITS * max(n_folds, 0) * lams.size,
+                    self.verbose, _selection._CV_SPLITS * n_folds * lams.size,
                     "GeneralizedNystrom lambda path (CV)", "fit"
                 ) as pr:
                     if on_pairs:

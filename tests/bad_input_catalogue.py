@@ -301,7 +301,8 @@ for _name in SUPERVISED:
 
 case(
     "GeneralizedNystrom.labels-single-class-auto-lam",
-    (ValueError, r"lam='auto' .*needs labeled samples of at least two classes .*pass lam='nka' or a number"),
+    (ValueError, r"lam='auto' .*needs labeled samples of at least two classes .*pass lam='nka' "
+                 r"or a number"),
 )(lambda: fit("GeneralizedNystrom", y=np.where(Y == 0, 0, -1)))
 case(
     "GeneralizedNystrom.pairs-one-sign-auto-lam",

@@ -944,7 +944,8 @@ def test_pairs_only_fit_and_mixed(rng):
     alone = GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, pairs=pairs)
     assert alone.lam_ in alone.lam_path_ and alone.criterion_path_.shape == alone.lam_path_.shape
     scored = ~np.isnan(alone.cv_error_path_)
-    assert scored[0] and np.all((alone.cv_error_path_[scored] >= 0) & (alone.cv_error_path_[scored] <= 1))
+    errors = alone.cv_error_path_[scored]
+    assert scored[0] and np.all((errors >= 0) & (errors <= 1))
     assert alone.lam_ == alone.lam_path_[np.nanargmin(_selection_smoothed(alone.criterion_path_))]
 
 
