@@ -409,7 +409,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 ) as pr:
                     if on_pairs:
                         losses, errors = _selection._cv_losses_pairs(
-                            S0, pairs_arr, E_of, lams, cv, rng, solve_kw, pr
+                            S0, pairs_arr, E_of, lams, cv, rng, solve_kw, pr, prob.mu_max
                         )
                     else:
                         losses, errors = _selection._cv_losses(

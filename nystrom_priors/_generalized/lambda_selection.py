@@ -208,7 +208,7 @@ def _drive_folds(splits, fold_scores, lams, progress):
     return losses, errors, unconverged
 
 
-def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress):
+def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max):
     """Held-out losses and errors along lams for a pairs-only fit, like ``_cv_losses``.
 
     The folds split the constrained *samples* (``cv`` random groups): fold f trains on the
@@ -219,7 +219,7 @@ def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress):
     that fits the training pairs, and the rule picked the smallest lam of the grid. Measured
     on german, 500 pairs among 100 samples, 20 repeats: SVM error 40.4% against Nystrom's
     34.0%.) S is refitted on the training pairs along the path (grid exponents on the fold's
-    own ``mu_max^2``), and the held-out pairs are scored by the learned kernel's cosine
+    own ``mu_max^2``, against the full problem's ``mu_max``), and the held-out pairs are scored by the learned kernel's cosine
     ``c_ij = K_ij / sqrt(K_ii K_jj)`` against the targets ``t_ij`` = 1 (must-link) / 0
     (cannot-link) of J (whose K*_ii = 1): the loss is ``mean (c_ij - t_ij)^2``, the error
     the fraction of held-out pairs on the wrong side of c = 1/2. Measured against two
@@ -244,7 +244,6 @@ def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress):
         )
     E_pts = E_of(pts)  # every fold's rows, read once
     E_local = lambda rows: E_pts[np.searchsorted(pts, rows)]  # noqa: E731
-    top_all = _build_problem(S0, None, pairs, E_local).mu_max
     ia, ib = np.searchsorted(pts, pairs[:, 0]), np.searchsorted(pts, pairs[:, 1])
     fold_kw = dict(solve_kw, tol=max(solve_kw["tol"], _CV_TOL),
                    max_iter=min(solve_kw["max_iter"], 300))
@@ -260,7 +259,7 @@ def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress):
             while True:
                 yield np.nan, np.nan, 0
         prob = _build_problem(S0, None, pairs[train], E_local)
-        fold_lams = lams * (prob.mu_max / top_all) ** 2 if prob.mu_max > 0 else lams
+        fold_lams = lams * (prob.mu_max / mu_max) ** 2 if prob.mu_max > 0 else lams
         for _lam, S, *_rest in _solve_path(prob, fold_lams, fold_kw):
             G = E_pts[held] @ _factor(S)
             norms = np.sqrt(np.einsum("ij,ij->i", G, G))
