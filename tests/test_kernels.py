@@ -197,8 +197,13 @@ def test_mean_l1_distance_is_exactly_equivariant_to_the_scale(exponent):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert mean_l1_distance(np.ldexp(X, exponent)) == np.ldexp(b, exponent)
-        assert mean_l1_distance(np.ldexp(X, 1021)) == np.inf  # 45 x 2^1021 > float64 max
 
+
+def test_mean_l1_distance_past_float64_is_inf_without_a_warning():
+    X = np.random.default_rng(0).normal(size=(200, 40))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert mean_l1_distance(np.ldexp(X, 1021)) == np.inf  # 45 x 2^1021 > float64 max
 
 
 def test_gamma_is_inverse_width(rng):
