@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .apg import _solve
+from .barrier_dual import _solve_barrier_dual
 from .dual_newton import _solve_newton
 from .ipm import _solve_ipm
 from .problem import _Coords, _Problem, _closed_form_V
@@ -95,17 +96,8 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
         first_cap = min(cap, _COLD_STEPS) if cold_small else cap
         S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=first_cap)
         if cold_small and not ok:
-            lam_k = _HOMOTOPY_START * prob.mu_max**2
-            R_warm = None
-            while lam_k > 10.0 * lam:
-                _S, R_warm, it_k, _c, _ok = _solve_newton(prob, lam_k, R_warm, tol=0.1, max_iter=cap)
-                it += it_k
-                R_warm = _rescale_dual(R_warm, 0.1)
-                lam_k *= 0.1
-            if R_warm is not None:
-                R_warm = _rescale_dual(R_warm, lam / lam_k)
-            S, R, it_n, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=cap)
-            it += it_n
+            S, R, it_b, cert, ok = _solve_barrier_dual(prob, lam, None, tol=tol, max_iter=cap)
+            it += it_b
         if ok:
             return S, it, cert, True, R
         coords = _Coords(prob, lam, True)
