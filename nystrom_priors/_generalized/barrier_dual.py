@@ -43,9 +43,10 @@ from .psd import _sym
 
 
 def _smoothed_plus(x: np.ndarray, kappa: float) -> tuple[np.ndarray, np.ndarray]:
-    """s(x) = (x + r) / 2 with r = sqrt(x^2 + 4 kappa); for x < 0 as 2 kappa / (r - x), which
-    keeps the digits the subtraction would cancel (s ~ kappa / |x| there)."""
-    r = np.sqrt(x * x + 4.0 * kappa)
+    """s(x) = (x + r) / 2 with r = sqrt(x^2 + 4 kappa) (as a hypot: no overflow of x^2); for
+    x < 0 as 2 kappa / (r - x), which keeps the digits the subtraction would cancel (s ~ kappa
+    / |x| there)."""
+    r = np.hypot(x, 2.0 * np.sqrt(kappa))
     neg = x < 0
     s = 0.5 * (x + r)
     s[neg] = 2.0 * kappa / (r[neg] - x[neg])

@@ -1,4 +1,4 @@
-"""J at one lam (solver choice, warm starts, Newton's continuation, fallbacks) and along a
+"""J at one lam (solver choice, warm starts, Newton's cold starts, fallbacks) and along a
 warm-started lam path."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from .problem import _Coords, _Problem, _closed_form_V
 # continuation descends one decade per stage (lam = 1e-300: minutes on m = 20)
 _LAM_RANGE = float(np.finfo(np.float64).eps)
 
-# Newton's continuation for cold starts below mu_max^2 * this (see _solve_lam)
+# Newton's cold starts below mu_max^2 * this get the barrier dual / continuation (_solve_lam)
 _HOMOTOPY_START = 1e-4
 # ... after this many cold steps: one step solves the dual exactly when the PSD constraint is
-# inactive; otherwise a cold start rarely beats the continuation (see _solve_lam)
+# inactive; otherwise a cold start rarely beats the barrier dual (see _solve_lam)
 _COLD_STEPS = 1
 
 
@@ -71,9 +71,10 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
     ``"auto"`` resolves through ``_auto_solver``; ``"ipm"`` (labels only) runs ``_solve_ipm``
     and, should its line search stall, APG from its last iterate. ``"newton"`` runs the dual semismooth
     Newton-CG; a cold start below ``_HOMOTOPY_START * mu_max^2`` that does not certify within
-    ``_COLD_STEPS`` steps restarts from a continuation down the grid (the iterations of all
-    attempts and stages are counted); if it still cannot certify ``tol`` (tiny lam, where the
-    dual is badly scaled) its last primal iterate, always PSD, warm-starts APG. Above
+    ``_COLD_STEPS`` steps continues with the barrier-smoothed dual Newton (``barrier_dual.py``;
+    labels) or a lam continuation down the grid (pairs), the iterations of all attempts and
+    stages counted; if it still cannot certify ``tol`` its last primal iterate, always PSD,
+    warm-starts APG. Above
     ``mu_max^2 / _LAM_RANGE`` S0 itself is returned when ``_prior_gap`` certifies it.
     """
     if lam * _LAM_RANGE > prob.mu_max**2:
@@ -86,18 +87,33 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
         cap = min(max_iter, 100)
         cold_small = R_warm is None and lam < _HOMOTOPY_START * prob.mu_max**2
         # a cold start at small lam converges in one step when the PSD constraint is inactive
-        # there (MNIST-sized synthetic, m = 1000, 1e-6); otherwise it mostly stalls (digits,
-        # m = 400, 1e-6 gap at mu_max^2 * 1e-10: 100 steps without progress); where it does
-        # converge (in 6-14 steps) the continuation needs only 3-6 steps more. So it gets
-        # _COLD_STEPS, then the grid is descended from mu_max^2 * 1e-4 by factors of 10, each
-        # stage to a loose 0.1 gap. Measured, Table-1 digits m = 180 / splice m = 319 / digits
-        # m = 400, 1e-6 gap at mu_max^2 * 1e-10: 87 / 53 / 67 steps in all with one cold step,
-        # 101 / 67 / 81 with 15 (scripts/bench_generalized.py --cold-steps)
+        # there (MNIST-sized synthetic, m = 1000, 1e-6); otherwise the semismooth steps mostly
+        # stall (digits, m = 400, 1e-6 gap at mu_max^2 * 1e-10: 100 steps without progress). So
+        # it gets _COLD_STEPS, then the barrier dual, whose steps do not grow as lam shrinks:
+        # Table-1 german / digits / splice and digits m = 400 at mu_max^2 * 1e-12, 41 / 56 / 39
+        # / 49 steps where the lam continuation this replaced (descending the grid from
+        # mu_max^2 * 1e-4, each stage to a 0.1 gap) took 90 / 169 / 112 / 1356; in time 0.43-1.04x
+        # the continuation's from 1e-10 down (0.25x at 1e-12 on digits m = 400), 0.71-2.4x at
+        # 1e-8, where splice needs 20 steps against 12 (bench_generalized.py --small-lam)
         first_cap = min(cap, _COLD_STEPS) if cold_small else cap
         S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=first_cap)
-        if cold_small and not ok:
+        if cold_small and not ok and not prob.has_pairs:
             S, R, it_b, cert, ok = _solve_barrier_dual(prob, lam, None, tol=tol, max_iter=cap)
             it += it_b
+        elif cold_small and not ok:
+            # pairs: the barrier dual's CG (Jacobi preconditioner on the pairs) stalls below
+            # mu_max^2 * 1e-8 (measured, m = 15, 40 pairs); the lam continuation stays
+            lam_k = _HOMOTOPY_START * prob.mu_max**2
+            R_warm = None
+            while lam_k > 10.0 * lam:
+                _S, R_warm, it_k, _c, _ok = _solve_newton(prob, lam_k, R_warm, tol=0.1, max_iter=cap)
+                it += it_k
+                R_warm = _rescale_dual(R_warm, 0.1)
+                lam_k *= 0.1
+            if R_warm is not None:
+                R_warm = _rescale_dual(R_warm, lam / lam_k)
+            S, R, it_n, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=cap)
+            it += it_n
         if ok:
             return S, it, cert, True, R
         coords = _Coords(prob, lam, True)
