@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dual_newton import _Dual
+from .dual_newton import _Dual, _newton_cg
 from .problem import _Problem
 from .psd import _sym
 
@@ -120,18 +120,7 @@ class _BarrierDual(_Dual):
 
     def hess_apply(self, st, Omega, H):
         """(I + A P_tau'(X) A* / lam) H (the Loewner matrix has no zero block here)."""
-        p = self.prob
-        PL, PP = st["PL"], st["PP"]
-        M = np.zeros((p.m, p.m))
-        if p.has_labels:
-            M += PL.T @ H[0] @ PL
-        if p.has_pairs:
-            import scipy.sparse as sp
-
-            Hs = sp.csr_matrix((H[1], (p.a, p.b)), shape=p.T.shape)
-            M += PP.T @ (Hs @ PP)
-        yl, yp = self.forward_factored(PL, PP, Omega * _sym(M))
-        return tuple(None if h is None else h + v / self.lam for h, v in zip(H, (yl, yp)))
+        return self._general_hess_apply(st, Omega, H)
 
 
 def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_iter: int,
@@ -162,23 +151,7 @@ def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_
         Omega = dual.omega(st)
         dual.set_state_precond(st)
         # preconditioned CG on (I + A P' A* / lam) H = g to a 1% residual
-        H = tuple(None if v is None else np.zeros_like(v) for v in g)
-        r, z = g, dual.precond(g)
-        pdir, rz = z, dual.dot(g, z)
-        for _k in range(cg_max):
-            Ap = dual.hess_apply(st, Omega, pdir)
-            pAp = dual.dot(pdir, Ap)
-            if not pAp > 0.0:  # g (hence the direction) is 0 to round-off
-                break
-            alpha = rz / pAp
-            H = dual.axpy(alpha, pdir, H)
-            r = dual.axpy(-alpha, Ap, r)
-            if np.sqrt(dual.dot(r, r)) <= 0.01 * gnorm:
-                break
-            z = dual.precond(r)
-            rz_new = dual.dot(r, z)
-            pdir = dual.axpy(rz_new / rz, pdir, z)
-            rz = rz_new
+        H, _k = _newton_cg(dual, st, Omega, g, 0.01 * gnorm, cg_max)
         it += 1
         slope = 2.0 * dual.dot(g, H)  # <grad d_tau, H> > 0: ascent
         if not slope > 0.0:

@@ -135,10 +135,14 @@ class _Dual:
 
     def hess_apply(self, st, Omega, H):
         """(I + A P'(X) A* / lam) H."""
+        if not self.prob.has_pairs:
+            return (H[0] + self._labels_hess(st, Omega, H[0]) / self.lam, None)
+        return self._general_hess_apply(st, Omega, H)
+
+    def _general_hess_apply(self, st, Omega, H):
+        """(I + A P'(X) A* / lam) H for any Loewner matrix Omega (no block structure used)."""
         p = self.prob
         PL, PP = st["PL"], st["PP"]
-        if not p.has_pairs:
-            return (H[0] + self._labels_hess(st, Omega, H[0]) / self.lam, None)
         M = np.zeros((p.m, p.m))
         if p.has_labels:
             M += PL.T @ H[0] @ PL
@@ -185,6 +189,32 @@ def _loewner_omega(x: np.ndarray) -> np.ndarray:
     return om
 
 
+def _newton_cg(dual: "_Dual", st, Omega, g, cg_tol: float, cg_max: int):
+    """Preconditioned CG for ``(I + A P'(X) A* / lam) H = g`` to a residual ``cg_tol``;
+    returns (H, index of the last CG iteration)."""
+    H = tuple(None if v is None else np.zeros_like(v) for v in g)
+    r = g
+    z = dual.precond(r)
+    pdir = z
+    rz = dual.dot(r, z)
+    k = 0
+    for k in range(cg_max):
+        Ap = dual.hess_apply(st, Omega, pdir)
+        pAp = dual.dot(pdir, Ap)
+        if not pAp > 0.0:  # breakdown: g (hence the direction) is 0 to round-off
+            break
+        alpha = rz / pAp
+        H = dual.axpy(alpha, pdir, H)
+        r = dual.axpy(-alpha, Ap, r)
+        if np.sqrt(dual.dot(r, r)) <= cg_tol:
+            break
+        z = dual.precond(r)
+        rz_new = dual.dot(r, z)
+        pdir = dual.axpy(rz_new / rz, pdir, z)
+        rz = rz_new
+    return H, k
+
+
 def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int, cg_max: int = 200):
     """Semismooth Newton-CG on the dual; returns (S, R, n_iter, relative gap, converged)."""
     dual = _Dual(prob, lam)
@@ -203,26 +233,7 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
         Omega = _loewner_omega(st["x"])
         dual.set_state_precond(st)
         # inexact Newton: preconditioned CG to a relative residual min(0.1, sqrt(|g|))
-        H = tuple(None if v is None else np.zeros_like(v) for v in g)
-        r = g
-        z = dual.precond(r)
-        pdir = z
-        rz = dual.dot(r, z)
-        cg_tol = min(0.1, np.sqrt(gnorm)) * gnorm
-        for k in range(cg_max):
-            Ap = dual.hess_apply(st, Omega, pdir)
-            pAp = dual.dot(pdir, Ap)
-            if not pAp > 0.0:  # breakdown: g (hence the direction) is 0 to round-off
-                break
-            alpha = rz / pAp
-            H = dual.axpy(alpha, pdir, H)
-            r = dual.axpy(-alpha, Ap, r)
-            if np.sqrt(dual.dot(r, r)) <= cg_tol:
-                break
-            z = dual.precond(r)
-            rz_new = dual.dot(r, z)
-            pdir = dual.axpy(rz_new / rz, pdir, z)
-            rz = rz_new
+        H, k = _newton_cg(dual, st, Omega, g, min(0.1, np.sqrt(gnorm)) * gnorm, cg_max)
         capped = capped + 1 if k == cg_max - 1 else 0
         if capped >= 3:
             # measured (german, m = 100, 80 labels, lam = mu_max^2 * 1e-12): from here on every
