@@ -459,16 +459,8 @@ def _continuation_reference(prob, lam, tol=1e-6, max_iter=5000):
 
     S, R, it, cert, ok = dual_newton._solve_newton(prob, lam, None, tol=tol, max_iter=1)
     if not ok:
-        lam_k, R_warm = solve._HOMOTOPY_START * prob.mu_max**2, None
-        while lam_k > 10.0 * lam:
-            _S, R_warm, it_k, _c, _ok = dual_newton._solve_newton(prob, lam_k, R_warm, tol=0.1, max_iter=100)
-            it += it_k
-            R_warm = solve._rescale_dual(R_warm, 0.1)
-            lam_k *= 0.1
-        if R_warm is not None:
-            R_warm = solve._rescale_dual(R_warm, lam / lam_k)
-        S, R, it_n, cert, ok = dual_newton._solve_newton(prob, lam, R_warm, tol=tol, max_iter=100)
-        it += it_n
+        S, R, it_c, cert, ok = solve._newton_continuation(prob, lam, tol=tol, cap=100)
+        it += it_c
     if not ok:
         co = problem._Coords(prob, lam, True)
         _V, it2, cert, ok = apg._solve(co, co.to_V(S), accelerate=True, armijo=False, tol=tol, max_iter=max_iter)

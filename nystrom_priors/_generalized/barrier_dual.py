@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dual_newton import _Dual, _newton_cg
+from .dual_newton import _armijo_ascent, _Dual, _newton_cg
 from .problem import _Problem
 from .psd import _sym
 
@@ -158,17 +158,10 @@ def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_
             break
         # Newton decrement of d_tau / tau (self-concordant scaling)
         decrement = np.sqrt(slope / (2.0 * lam * dual.kappa))
-        step, accepted = 1.0, False
-        for _ in range(40):
-            cand = dual.axpy(step, H, R)
-            st_new = dual.state(cand)
-            if np.isfinite(st_new["d"]) and st_new["d"] >= st["d"] + 1e-4 * step * slope:
-                accepted = True
-                break
-            step *= 0.5
-        if not accepted:
+        found = _armijo_ascent(dual, R, st, H, slope, 40)
+        if found is None:
             break  # no ascent at this precision: the caller's fallback finishes
-        R, st = cand, st_new
+        R, st = found
         if decrement < center:
             dual.kappa = next_kappa(st, dual.kappa * shrink)
             st = dual.state(R)

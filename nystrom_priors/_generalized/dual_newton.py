@@ -215,6 +215,19 @@ def _newton_cg(dual: "_Dual", st, Omega, g, cg_tol: float, cg_max: int):
     return H, k
 
 
+def _armijo_ascent(dual: "_Dual", R, st, H, slope: float, tries: int):
+    """Backtracking from step 1 along H until ``d`` rises by 1e-4 * step * slope; returns
+    (R + step H, its state) or None when ``tries`` halvings find no such step."""
+    step = 1.0
+    for _ in range(tries):
+        cand = dual.axpy(step, H, R)
+        st_new = dual.state(cand)
+        if np.isfinite(st_new["d"]) and st_new["d"] >= st["d"] + 1e-4 * step * slope:
+            return cand, st_new
+        step *= 0.5
+    return None
+
+
 def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int, cg_max: int = 200):
     """Semismooth Newton-CG on the dual; returns (S, R, n_iter, relative gap, converged)."""
     dual = _Dual(prob, lam)
@@ -241,18 +254,10 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
             break
         # Armijo line search on the concave dual (ascent along H; <grad, H> = 2 <g, H> > 0)
         slope = 2.0 * dual.dot(g, H)
-        step = 1.0
-        accepted = False
-        for _ in range(30):
-            cand = dual.axpy(step, H, R)
-            st_new = dual.state(cand)
-            if np.isfinite(st_new["d"]) and st_new["d"] >= st["d"] + 1e-4 * step * slope:
-                accepted = True
-                break
-            step *= 0.5
-        if not accepted or slope <= 0.0:
+        found = _armijo_ascent(dual, R, st, H, slope, 30)
+        if found is None or slope <= 0.0:
             break  # no ascent possible at this precision: hand over to the caller's fallback
-        R, st = cand, st_new
+        R, st = found
     S, J = dual.primal(st)
     gap = max(J - st["d"], 0.0) / max(J, 1e-300)
     return S, R, it, gap, gap <= tol

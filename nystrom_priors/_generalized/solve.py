@@ -65,6 +65,23 @@ def _prior_gap(prob: "_Problem", lam: float) -> float:
     return float(np.sum(g * g)) / (4.0 * lam) / max(J0, 1e-300)
 
 
+def _newton_continuation(prob: "_Problem", lam: float, *, tol: float, cap: int):
+    """Semismooth Newton down the grid from ``_HOMOTOPY_START * mu_max^2`` by factors of 10,
+    each stage to a 0.1 gap and warm-starting the next, then to ``tol`` at lam; returns (S, R,
+    steps of all stages, gap, converged). The cold starts of pairs problems use it."""
+    lam_k = _HOMOTOPY_START * prob.mu_max**2
+    R_warm, it = None, 0
+    while lam_k > 10.0 * lam:
+        _S, R_warm, it_k, _c, _ok = _solve_newton(prob, lam_k, R_warm, tol=0.1, max_iter=cap)
+        it += it_k
+        R_warm = _rescale_dual(R_warm, 0.1)
+        lam_k *= 0.1
+    if R_warm is not None:
+        R_warm = _rescale_dual(R_warm, lam / lam_k)
+    S, R, it_n, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=cap)
+    return S, R, it + it_n, cert, ok
+
+
 def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: int, S_warm=None, R_warm=None):
     """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
 
@@ -103,17 +120,8 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
         elif cold_small and not ok:
             # pairs: the barrier dual's CG (Jacobi preconditioner on the pairs) stalls below
             # mu_max^2 * 1e-8 (measured, m = 15, 40 pairs); the lam continuation stays
-            lam_k = _HOMOTOPY_START * prob.mu_max**2
-            R_warm = None
-            while lam_k > 10.0 * lam:
-                _S, R_warm, it_k, _c, _ok = _solve_newton(prob, lam_k, R_warm, tol=0.1, max_iter=cap)
-                it += it_k
-                R_warm = _rescale_dual(R_warm, 0.1)
-                lam_k *= 0.1
-            if R_warm is not None:
-                R_warm = _rescale_dual(R_warm, lam / lam_k)
-            S, R, it_n, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=cap)
-            it += it_n
+            S, R, it_c, cert, ok = _newton_continuation(prob, lam, tol=tol, cap=cap)
+            it += it_c
         if ok:
             return S, it, cert, True, R
         coords = _Coords(prob, lam, True)
