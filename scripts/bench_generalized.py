@@ -451,21 +451,56 @@ def cold_steps(lines: list[str], names, exps) -> None:
     ]
 
 
+def _newton_continuation(prob, lam, *, tol: float, cap: int):
+    """The semismooth Newton down the grid from ``solve._HOMOTOPY_START * mu_max^2`` by factors of
+    10, each stage to a 0.1 gap and warm-starting the next, then to ``tol`` at lam; returns (S,
+    R, steps of all stages, gap, converged). The library's cold starts used it before the
+    barrier dual (labels until 2dd81d9, pairs until the barrier dual's Lagrangian-form d)."""
+    from nystrom_priors._generalized import dual_newton, solve
+
+    lam_k = solve._HOMOTOPY_START * prob.mu_max**2
+    R_warm, it = None, 0
+    while lam_k > 10.0 * lam:
+        _S, R_warm, it_k, _c, _ok = dual_newton._solve_newton(prob, lam_k, R_warm, tol=0.1, max_iter=cap)
+        it += it_k
+        R_warm = solve._rescale_dual(R_warm, 0.1)
+        lam_k *= 0.1
+    if R_warm is not None:
+        R_warm = solve._rescale_dual(R_warm, lam / lam_k)
+    S, R, it_n, cert, ok = dual_newton._solve_newton(prob, lam, R_warm, tol=tol, max_iter=cap)
+    return S, R, it + it_n, cert, ok
+
+
 def _continuation_reference(prob, lam, tol=1e-6, max_iter=5000):
-    """The cold small-lam Newton of the previous version (before ``barrier_dual.py``): one cold
-    step, then the semismooth Newton down the grid from mu_max^2 * 1e-4 by factors of 10, each
-    stage to a 0.1 gap, and APG from its last iterate if the final stage cannot certify."""
-    from nystrom_priors._generalized import apg, dual_newton, problem, solve
+    """The cold small-lam Newton of the previous versions (before ``barrier_dual.py``): one cold
+    step, then ``_newton_continuation``, and APG from its last iterate if the final stage cannot
+    certify."""
+    from nystrom_priors._generalized import apg, dual_newton, problem
 
     S, R, it, cert, ok = dual_newton._solve_newton(prob, lam, None, tol=tol, max_iter=1)
     if not ok:
-        S, R, it_c, cert, ok = solve._newton_continuation(prob, lam, tol=tol, cap=100)
+        S, R, it_c, cert, ok = _newton_continuation(prob, lam, tol=tol, cap=100)
         it += it_c
     if not ok:
         co = problem._Coords(prob, lam, True)
         _V, it2, cert, ok = apg._solve(co, co.to_V(S), accelerate=True, armijo=False, tol=tol, max_iter=max_iter)
         it += it2
     return it, ok
+
+
+def _pairs_problem(X, y, m, n_pairs):
+    """The pairs-only ``_Problem`` of a default fit: k-means landmarks, prior W^+, ``n_pairs``
+    must-link / cannot-link pairs drawn from all labels (``labels_to_pairs``, seed 0)."""
+    import nystrom_priors as npr
+    from nystrom_priors._generalized.problem import _build_problem
+    from nystrom_priors.side_info import check_pairs, labels_to_pairs
+
+    pairs = labels_to_pairs(y, n_pairs, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gn = npr.GeneralizedNystrom(n_landmarks=m, lam=np.inf, random_state=0).fit(X, pairs=pairs)
+    E = gn._features_block(X).astype(np.float64)
+    return _build_problem(gn.S0_, None, check_pairs(pairs, X.shape[0]), lambda r: E[r])
 
 
 def small_lam(lines: list[str], names, exps) -> None:
@@ -479,6 +514,10 @@ def small_lam(lines: list[str], names, exps) -> None:
     for name in names:
         if name == "digits400":
             title, prob = "sklearn digits, m = 400, 100 random labels", _digits400()
+        elif name.endswith("-pairs"):
+            X, y = load(name[: -len("-pairs")])
+            m = protocol_split(X, y, 0, 100)[3]
+            title, prob = f"{name[:-6]}, m = {m}, 500 pairs of all labels", _pairs_problem(X, y, m, 500)
         else:
             X, y = load(name)
             _lab, _unl, yy, m = protocol_split(X, y, 0, 100)
@@ -491,9 +530,11 @@ def small_lam(lines: list[str], names, exps) -> None:
             t = time.perf_counter()
             it_c, ok_c = _continuation_reference(prob, lam)
             t_c = time.perf_counter() - t
-            it_i, t_i, _cg = _iterations(prob, e, "ipm", 0)
+            it_i, t_i = (np.nan, np.nan) if prob.has_pairs else _iterations(prob, e, "ipm", 0)[:2]
             cells = [f"{i if ok else np.inf:.0f} ({sec:.2f} s)" for i, ok, sec in
                      ((it_d, ok_d, t_d), (it_c, ok_c, t_c), (it_i, np.isfinite(it_i), t_i))]
+            if prob.has_pairs:
+                cells[2] = "(labels only)"
             print(title, e, cells, flush=True)
             rows.append(f"| {title} | {e} | " + " | ".join(cells) + f" | {t_c / t_d:.2f}x |")
     lines += [
@@ -627,8 +668,9 @@ def main(argv=None) -> int:
         ),
         "svm_form": lambda: svm_form(lines, blob_cases),
         "small_lam": lambda: small_lam(
-            lines, *((["german", "digits"], [-8, -12]) if args.quick
-                     else (["german", "digits", "splice", "digits400"], [-8, -10, -11, -12]))
+            lines, *((["german", "digits", "german-pairs"], [-8, -12]) if args.quick
+                     else (["german", "digits", "splice", "digits400", "german-pairs", "digits-pairs"],
+                           [-8, -10, -11, -12]))
         ),
         "certificate": lambda: certificate_shortcut(lines, blob_cases),
         "partial_projection": lambda: partial_projection(

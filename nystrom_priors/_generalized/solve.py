@@ -16,10 +16,10 @@ from .problem import _Coords, _Problem, _closed_form_V
 # the weights lam + mu_i mu_j of J differ by less than the round-off of M's eigenvalues
 # (~eps mu_max each); above, S0 is optimal to round-off (see _prior_gap), while the solvers'
 # scaled coordinates overflow (lam = 1e300: LinAlgError) or, below, blow up and the
-# continuation descends one decade per stage (lam = 1e-300: minutes on m = 20)
+# Newton's former lam continuation descended one decade per stage (lam = 1e-300: minutes, m = 20)
 _LAM_RANGE = float(np.finfo(np.float64).eps)
 
-# Newton's cold starts below mu_max^2 * this get the barrier dual / continuation (_solve_lam)
+# Newton's cold starts below mu_max^2 * this get the barrier-smoothed dual Newton (_solve_lam)
 _HOMOTOPY_START = 1e-4
 # ... after this many cold steps: one step solves the dual exactly when the PSD constraint is
 # inactive; otherwise a cold start rarely beats the barrier dual (see _solve_lam)
@@ -65,33 +65,15 @@ def _prior_gap(prob: "_Problem", lam: float) -> float:
     return float(np.sum(g * g)) / (4.0 * lam) / max(J0, 1e-300)
 
 
-def _newton_continuation(prob: "_Problem", lam: float, *, tol: float, cap: int):
-    """Semismooth Newton down the grid from ``_HOMOTOPY_START * mu_max^2`` by factors of 10,
-    each stage to a 0.1 gap and warm-starting the next, then to ``tol`` at lam; returns (S, R,
-    steps of all stages, gap, converged). The cold starts of pairs problems use it."""
-    lam_k = _HOMOTOPY_START * prob.mu_max**2
-    R_warm, it = None, 0
-    while lam_k > 10.0 * lam:
-        _S, R_warm, it_k, _c, _ok = _solve_newton(prob, lam_k, R_warm, tol=0.1, max_iter=cap)
-        it += it_k
-        R_warm = _rescale_dual(R_warm, 0.1)
-        lam_k *= 0.1
-    if R_warm is not None:
-        R_warm = _rescale_dual(R_warm, lam / lam_k)
-    S, R, it_n, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=cap)
-    return S, R, it + it_n, cert, ok
-
-
 def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: int, S_warm=None, R_warm=None):
     """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
 
     ``"auto"`` resolves through ``_auto_solver``; ``"ipm"`` (labels only) runs ``_solve_ipm``
     and, should its line search stall, APG from its last iterate. ``"newton"`` runs the dual semismooth
     Newton-CG; a cold start below ``_HOMOTOPY_START * mu_max^2`` that does not certify within
-    ``_COLD_STEPS`` steps continues with the barrier-smoothed dual Newton (``barrier_dual.py``;
-    labels) or a lam continuation down the grid (pairs), the iterations of all attempts and
-    stages counted; if it still cannot certify ``tol`` its last primal iterate, always PSD,
-    warm-starts APG. Above
+    ``_COLD_STEPS`` steps continues with the barrier-smoothed dual Newton (``barrier_dual.py``),
+    the iterations of both counted; if it still cannot certify ``tol`` its last primal iterate,
+    always PSD, warm-starts APG. Above
     ``mu_max^2 / _LAM_RANGE`` S0 itself is returned when ``_prior_gap`` certifies it.
     """
     if lam * _LAM_RANGE > prob.mu_max**2:
@@ -114,14 +96,9 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
         # 1e-8, where splice needs 20 steps against 12 (bench_generalized.py --small-lam)
         first_cap = min(cap, _COLD_STEPS) if cold_small else cap
         S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=first_cap)
-        if cold_small and not ok and not prob.has_pairs:
+        if cold_small and not ok:
             S, R, it_b, cert, ok = _solve_barrier_dual(prob, lam, None, tol=tol, max_iter=cap)
             it += it_b
-        elif cold_small and not ok:
-            # pairs: the barrier dual's CG (Jacobi preconditioner on the pairs) stalls below
-            # mu_max^2 * 1e-8 (measured, m = 15, 40 pairs); the lam continuation stays
-            S, R, it_c, cert, ok = _newton_continuation(prob, lam, tol=tol, cap=cap)
-            it += it_c
         if ok:
             return S, it, cert, True, R
         coords = _Coords(prob, lam, True)
