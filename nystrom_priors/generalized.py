@@ -49,11 +49,11 @@ Solvers
     gap. Typically 5-50 Newton steps (one m x m eigendecomposition each) where APG needs
     hundreds to thousands. A cold start below mu_max^2 * 1e-4 that one step does not solve
     continues on the dual of the log-barrier problem ``J(S) - tau log det S`` with tau driven
-    to 0 (``_generalized/barrier_dual.py``; labels): that dual is smooth and self-concordant,
-    so its steps do not grow as lam shrinks (Table-1 data and digits m = 400 at mu_max^2 *
-    1e-12: 39-56 steps, where the semismooth Newton's lam continuation took 90-1356). Pairs
-    keep the continuation. Should a solve still not certify, its last primal iterate goes to
-    APG.
+    to 0 (``_generalized/barrier_dual.py``): that dual is smooth and self-concordant, so its
+    steps do not grow as lam shrinks (labels and pairs; results/bench_generalized.md section
+    9). Both duals are evaluated in Lagrangian form, which stays exact where ``lam ||X||^2``
+    would cancel at small lam. Should a solve still not certify, its last primal iterate goes
+    to APG.
 ``"ipm"`` (labels only)
     Primal log-barrier path following with Newton-CG steps (``_generalized/ipm.py``). Its step
     count depends on the length of the barrier path, hardly on lam: at most 60 steps on the

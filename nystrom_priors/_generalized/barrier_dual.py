@@ -12,11 +12,16 @@ J smooths the projection into the spectral function
 (the minimiser of ``lam (s - x)^2 - tau log s``), and the dual of the barrier problem,
 
     d_tau(R) = lam ||S0||^2 - lam ||X||^2 + sum_i [lam (s_i - x_i)^2 - tau log s_i]
-               - 2 <R, t> - ||R||^2,
+               - 2 <R, t> - ||R||^2
+             = L(S_tau, R) - tau log det S_tau,   S_tau = Q s(x) Q^T,
 
 is smooth and self-concordant (the conjugate of a self-concordant function, composed with a linear
 map, plus a quadratic), so damped Newton needs a number of steps per barrier weight that does not
-depend on lam. Its gradient is ``2 (A(S_tau(R)) - t - R)`` with ``S_tau = Q s(x) Q^T`` and its
+depend on lam. Both it and the unsmoothed ``d(R) = L(P_psd(X), R)`` are evaluated through the
+Lagrangian ``L(S, R) = lam ||S - S0||^2 + 2 <R, A(S) - t> - ||R||^2`` (``_Dual.lagrangian``): the
+first line's terms grow like ``||A* R||^2 / lam`` and cancel, which at ``mu_max^2 * 1e-12`` on m =
+15 with 40 pairs stalled the line search (steps of 1e-11, the gap stuck at 0.75) and put d above
+J(S*), i.e. a false certificate. Its gradient is ``2 (A(S_tau(R)) - t - R)`` with ``S_tau = Q s(x) Q^T`` and its
 Hessian ``-2 (I + A P_tau'(X) A* / lam)``, where the Loewner matrix of ``s`` has the
 cancellation-free divided differences ``(1 + (x_i + x_j) / (r_i + r_j)) / 2``, ``r = sqrt(x^2 +
 4 kappa)``. The CG runs in the dual's space, like the semismooth Newton's (l^2 entries for l labels,
@@ -27,10 +32,10 @@ feasible, and the smaller of their J minus the unsmoothed ``d(R)`` bounds the ga
 problem is centred (Newton decrement below 1/2), kappa falls to ``min(kappa / 10, 0.01 gap /
 (2 lam m))``: the certified gap, not the barrier's own ``m tau``, sets the pace, so a start where the
 PSD constraint is nearly inactive (Pi_psd(X) already close) does not walk the whole barrier path.
-Measured, cold starts to a 1e-6 gap (Table-1 data, 100 labels, one thread, the semismooth Newton
-with its lam continuation in the same run): german m = 100 at ``mu_max^2 * 1e-8 / 1e-10 / 1e-12``
-19 / 37 / 40 steps (Newton 35 / 74 / 90), digits m = 180 21 / 30 / 55 (48 / 87 / 169), splice m =
-319 19 / 31 / 38 (12 / 53 / 112).
+The CG stops at a 10% residual on labels (the Kronecker preconditioner is nearly exact there)
+and at 1% with pairs (Jacobi) or after a backtracked step. Measured, cold starts to a 1e-6 gap in
+results/bench_generalized.md section 9 (``bench_generalized.py --small-lam``), against the
+semismooth Newton's lam continuation in the same run.
 """
 
 from __future__ import annotations
@@ -140,9 +145,11 @@ def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_
         # against 1% (section 9's labels problems at mu_max^2 * 1e-8 / 1e-10 / 1e-12): up to 14
         # more steps (splice at 1e-12: 53 against 39) but half the CG products and 1.1-1.8x less
         # time, except splice at 1e-8 (0.6-0.7x: 20 steps either way, more products). With
-        # pairs, whose Jacobi preconditioner is rougher, and after a backtracked step 1%: at 10%
-        # the loose directions of m = 15, 40 pairs cycled (gap back to 1 each time the stage
-        # nearly centred; 200 steps without certifying 1e-8 at mu_max^2 * 1e-14)
+        # pairs (Jacobi preconditioner) and after a backtracked step 1%: at 10% everywhere the
+        # m = 15, 40 pairs problems of the tests cycled (the gap back to 1 each time a barrier
+        # stage nearly centred: 200 steps without certifying 1e-8 at mu_max^2 * 1e-14), and
+        # with the backtracking rule alone took 89-106 steps to 1e-6 at 1e-12 against 67-76;
+        # on german / digits with 500 pairs 10% would be 1.7-2.6x faster
         eta = 0.1 if last_step == 1.0 and not prob.has_pairs else 0.01
         H, _k = _newton_cg(dual, st, Omega, g, eta * gnorm, cg_max)
         it += 1

@@ -89,11 +89,12 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
         # there (MNIST-sized synthetic, m = 1000, 1e-6); otherwise the semismooth steps mostly
         # stall (digits, m = 400, 1e-6 gap at mu_max^2 * 1e-10: 100 steps without progress). So
         # it gets _COLD_STEPS, then the barrier dual, whose steps do not grow as lam shrinks:
-        # Table-1 german / digits / splice and digits m = 400 at mu_max^2 * 1e-12, 41 / 56 / 39
-        # / 49 steps where the lam continuation this replaced (descending the grid from
-        # mu_max^2 * 1e-4, each stage to a 0.1 gap) took 90 / 169 / 112 / 1356; in time 0.43-1.04x
-        # the continuation's from 1e-10 down (0.25x at 1e-12 on digits m = 400), 0.71-2.4x at
-        # 1e-8, where splice needs 20 steps against 12 (bench_generalized.py --small-lam)
+        # Table-1 german / digits / splice and digits m = 400 at mu_max^2 * 1e-12, 45 / 52 / 55
+        # / 59 steps where the lam continuation this replaced (descending the grid from
+        # mu_max^2 * 1e-4, each stage to a 0.1 gap) took 90 / 169 / 112 / 1356, 1.06-4.95x
+        # faster except splice at 1e-8 (0.33x, 16 steps against 12). On pairs (german / digits,
+        # 500 pairs) 0.36-0.74x the continuation's speed, which did not certify the tests' small
+        # pairs problems (bench_generalized.py --small-lam, results section 9)
         first_cap = min(cap, _COLD_STEPS) if cold_small else cap
         S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=first_cap)
         if cold_small and not ok:
