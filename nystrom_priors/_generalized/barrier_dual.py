@@ -73,21 +73,16 @@ class _BarrierDual(_Dual):
         s, r = _smoothed_plus(x, self.kappa)
         PL = p.El @ Q if p.has_labels else None
         PP = p.Ep @ Q if p.has_pairs else None
-        d0, S0, _y, J0 = self.lagrangian(R, Q, PL, PP, np.maximum(x, 0.0))
-        L, S, y, J = self.lagrangian(R, Q, PL, PP, s)
+        d0, S_plus, _y, J_plus = self.lagrangian(R, Q, PL, PP, np.maximum(x, 0.0))
+        L, S_tau, y, J_tau = self.lagrangian(R, Q, PL, PP, s)
         with np.errstate(divide="ignore"):
             log_s = float(np.sum(np.log(s)))
         t = self.targets()
         g = tuple(None if yy is None else yy - tt - rr for yy, tt, rr in zip(y, t, R))
         # the better of the two feasible points S_tau = Q s Q^T and P_psd(X) certifies the gap
-        best = (S, J) if J < J0 else (S0, J0)
+        best = (S_tau, J_tau) if J_tau < J_plus else (S_plus, J_plus)
         return dict(x=x, Q=Q, s=s, r=r, PL=PL, PP=PP, d=L - 2.0 * lam * self.kappa * log_s, d0=d0,
                     g=g, best=best)
-
-    @staticmethod
-    def best_primal(st) -> tuple[np.ndarray, float]:
-        """The better of the two feasible points S_tau = Q s Q^T and P_psd(X), with its J."""
-        return st["best"]
 
     @staticmethod
     def omega(st) -> np.ndarray:
@@ -124,7 +119,7 @@ def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_
     R = dual.zeros() if R0 is None else R0
 
     def next_kappa(st, kappa):
-        _S, J = dual.best_primal(st)
+        _S, J = st["best"]
         return min(kappa, max(gap_fraction * max(J - st["d0"], 0.0) / (2.0 * lam * prob.m), 1e-300))
 
     st = dual.state(R)
@@ -133,7 +128,7 @@ def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_
     it, gap, S = 0, np.inf, None
     last_step = 1.0
     while True:
-        S, J = dual.best_primal(st)
+        S, J = st["best"]
         gap = max(J - st["d0"], 0.0) / max(J, 1e-300)
         if gap <= tol or it >= max_iter:
             break
