@@ -455,7 +455,8 @@ def _newton_continuation(prob, lam, *, tol: float, cap: int):
     """The semismooth Newton down the grid from ``solve._HOMOTOPY_START * mu_max^2`` by factors of
     10, each stage to a 0.1 gap and warm-starting the next, then to ``tol`` at lam; returns (S,
     R, steps of all stages, gap, converged). The library's cold starts used it before the
-    barrier dual (labels until 2dd81d9, pairs until the barrier dual's Lagrangian-form d)."""
+    barrier dual (labels until 2dd81d9, pairs until c067cec); it runs on today's ``_Dual``
+    (Lagrangian-form d, exact pairs Jacobi), so it is that algorithm, not that code."""
     from nystrom_priors._generalized import dual_newton, solve
 
     lam_k = solve._HOMOTOPY_START * prob.mu_max**2

@@ -44,8 +44,9 @@ class _Dual:
         """The pairs' diagonal of ``I + A P'(X) A* / lam``: for the entry (a, b), with u, v the
         rows a, b of ``E_p Q``, ``A* e_ab = Q sym(u v^T) Q^T`` and the diagonal is
         ``1 + ((u o u)^T Omega (v o v) + (u o v)^T Omega (u o v)) / (2 lam)``, O(|pairs| m^2).
-        It replaced ``1 + |E_a|^2 |E_b|^2 / lam`` (Omega = 1, first term only): 17% fewer CG
-        products for the semismooth Newton (german, m = 100, 500 pairs, mu_max^2 * 1e-12)."""
+        It replaced ``1 + |E_a|^2 |E_b|^2 / lam`` (Omega = 1, first term only): 16% fewer CG
+        products for the semismooth Newton's continuation (german, m = 100, 500 pairs, cold at
+        mu_max^2 * 1e-10 / 1e-12: 636 / 1046 against 763 / 1250)."""
         p = self.prob
         if not p.has_pairs:
             return
