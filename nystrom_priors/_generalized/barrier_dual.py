@@ -47,6 +47,11 @@ from .problem import _Problem
 from .psd import _sym
 
 
+# the barrier Newton steps' relative CG residual: labels after a full step / otherwise (below)
+_CG_LABELS = 0.1
+_CG_CAREFUL = 0.01
+
+
 def _smoothed_plus(x: np.ndarray, kappa: float) -> tuple[np.ndarray, np.ndarray]:
     """s(x) = (x + r) / 2 with r = sqrt(x^2 + 4 kappa) (as a hypot: no overflow of x^2); for
     x < 0 as 2 kappa / (r - x), which keeps the digits the subtraction would cancel (s ~ kappa
@@ -145,7 +150,7 @@ def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_
         # stage nearly centred: 200 steps without certifying 1e-8 at mu_max^2 * 1e-14), and
         # with the backtracking rule alone took 89-106 steps to 1e-6 at 1e-12 against 67-76;
         # on german / digits with 500 pairs 10% would be 1.7-2.6x faster
-        eta = 0.1 if last_step == 1.0 and not prob.has_pairs else 0.01
+        eta = _CG_LABELS if last_step == 1.0 and not prob.has_pairs else _CG_CAREFUL
         H, _k = _newton_cg(dual, st, Omega, g, eta * gnorm, cg_max)
         it += 1
         slope = 2.0 * dual.dot(g, H)  # <grad d_tau, H> > 0: ascent
