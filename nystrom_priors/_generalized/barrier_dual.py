@@ -149,7 +149,9 @@ def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_
         # m = 15, 40 pairs problems of the tests cycled (the gap back to 1 each time a barrier
         # stage nearly centred: 200 steps without certifying 1e-8 at mu_max^2 * 1e-14), and
         # with the backtracking rule alone took 89-106 steps to 1e-6 at 1e-12 against 67-76;
-        # on german / digits with 500 pairs 10% would be 1.7-2.6x faster
+        # on german / digits with 500 pairs 10% would be 1.7-2.6x faster. From 1e-5 to 1e-7
+        # (bench_generalized.py --cg-residual, section 10) 10% ties 1% except at 1e-6 on
+        # digits m = 180 / 400 (0.73x / 0.91x)
         eta = _CG_LABELS if last_step == 1.0 and not prob.has_pairs else _CG_CAREFUL
         H, _k = _newton_cg(dual, st, Omega, g, eta * gnorm, cg_max)
         it += 1
