@@ -245,11 +245,13 @@ def report(sets, command, n_pairs=None):
         if pairs else ""
     )
     return [
-        "# Zhang et al. 2012, Table 1 protocol" + (f", {n_pairs} pairs instead of labels" if pairs else ""),
+        "# Zhang et al. 2012, Table 1 protocol"
+        + (f", {n_pairs} pairs instead of labels" if pairs else ""),
         "",
         f"Command: `{command}`. Error (%) on the unlabeled samples, mean ± std over "
         f"{'/'.join(map(str, n_rep))} repeats; 100 labels evenly over classes; linear SVM (C=1) on "
-        "the factor rows; m = 10% of n; k-means landmarks shared by all columns of a repeat. " + side,
+        "the factor rows; m = 10% of n; k-means landmarks shared by all columns of a repeat. "
+        + side,
         "",
         "| data | n x d, m | Nyström | eq. 12 (`nka`) | default (`auto`) | best λ of grid per repeat (oracle) "
         "| best fixed λ of grid | gain captured by default: oracle / fixed "
@@ -284,11 +286,13 @@ def auc_table(sets, n_pairs):
         rows.append(
             f"| {name} | {100 * a['auc_nystrom'].mean():.2f} | {100 * a['auc_nka'].mean():.2f} "
             f"| **{100 * a['auc_auto'].mean():.2f}** | {100 * fixed[j]:.2f} (e={grid[j]:.0f}) "
-            f"| {100 * diff.mean():+.2f} ± {100 * se:.2f} ({int(np.sum(diff < 0))} / {int(np.sum(diff > 0))}) |"
+            f"| {100 * diff.mean():+.2f} ± {100 * se:.2f} "
+            f"({int(np.sum(diff < 0))} / {int(np.sum(diff > 0))}) |"
         )
     return [
         "",
-        f"## The pairs' own task: 1 − AUC (%) of the learned kernel's cosine on {_AUC_PAIRS} fresh pairs",
+        "## The pairs' own task: 1 − AUC (%) of the learned kernel's cosine on "
+        f"{_AUC_PAIRS} fresh pairs",
         "",
         "Pairs of unlabeled samples drawn at random in every repeat (no constraint touches them), "
         "scored by `K_ij / √(K_ii K_jj)` for \"same class\"; mean over the repeats.",
@@ -313,17 +317,20 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     n_pairs = args.pairs
     tag = "" if n_pairs is None else f"_pairs{n_pairs}"
-    md = os.path.join(args.out, "reproduce_zhang2012" + ("_pairs" if n_pairs is not None else "") + ".md")
+    def md_path(n_pairs):
+        name = "reproduce_zhang2012" + ("" if n_pairs is None else "_pairs") + ".md"
+        return os.path.join(args.out, name)
+
+    md = md_path(n_pairs)
     if args.from_npz:
         sets = {}
         for f in args.from_npz:
             with np.load(f) as z:
                 sets[str(z["name"])] = (tuple(z["shape"]), {k: z[k] for k in _SAVED + _SAVED_PAIRS
                                                             if k in z}, z["grid"])
-                saved_pairs = int(z["n_pairs"]) if "n_pairs" in z and int(z["n_pairs"]) > 0 else None
-        if saved_pairs != n_pairs:
-            n_pairs = saved_pairs
-            md = os.path.join(args.out, "reproduce_zhang2012" + ("_pairs" if n_pairs else "") + ".md")
+                saved = int(z["n_pairs"]) if "n_pairs" in z else -1
+                n_pairs = saved if saved > 0 else None
+        md = md_path(n_pairs)
         lines = report(sets, "python scripts/reproduce_zhang2012.py --from-npz " + " ".join(
             os.path.basename(f) for f in args.from_npz), n_pairs)
         with open(md, "w") as fh:
@@ -340,10 +347,11 @@ def main(argv=None) -> int:
         elapsed = time.perf_counter() - t
         arrs = {k: np.array([r[k] for r in reps]) for k in _SAVED + _SAVED_PAIRS if k in reps[0]}
         grid = reps[0]["grid"]
-        np.savez(os.path.join(args.out, f"zhang2012{tag}_{name}.npz"), name=name, shape=X.shape, grid=grid,
-                 n_pairs=-1 if n_pairs is None else n_pairs, **arrs)
+        np.savez(os.path.join(args.out, f"zhang2012{tag}_{name}.npz"), name=name, shape=X.shape,
+                 grid=grid, n_pairs=-1 if n_pairs is None else n_pairs, **arrs)
         sets[name] = (X.shape, arrs, grid)
-        print(table_row(name, X.shape, arrs, grid, n_pairs is not None), f"({elapsed:.0f} s)", flush=True)
+        row = table_row(name, X.shape, arrs, grid, n_pairs is not None)
+        print(row, f"({elapsed:.0f} s)", flush=True)
         curves[name] = reps
     command = f"python scripts/reproduce_zhang2012.py --repeats {args.repeats}" + (
         "" if n_pairs is None else f" --pairs {n_pairs}")
@@ -351,8 +359,10 @@ def main(argv=None) -> int:
     with open(md, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     pairs = n_pairs is not None
-    save_figure(os.path.join(args.out, f"zhang2012{tag}_figure1.png"), lambda plt: draw_paths(plt, curves, pairs))
-    save_figure(os.path.join(args.out, f"zhang2012{tag}_kernels.png"), lambda plt: draw_models(plt, curves))
+    save_figure(os.path.join(args.out, f"zhang2012{tag}_figure1.png"),
+                lambda plt: draw_paths(plt, curves, pairs))
+    save_figure(os.path.join(args.out, f"zhang2012{tag}_kernels.png"),
+                lambda plt: draw_models(plt, curves))
     print("\n".join(lines))
     return 0
 
@@ -367,7 +377,7 @@ def _scored_mean(paths):
 def draw_paths(plt, curves, pairs=False):
     """Mean test error, CV criterion and eq.-12 criterion along the lam grid (paper's Fig. 1)."""
     cv_error = "CV error on held-out pairs" if pairs else "CV 0/1 error on labels"
-    cv_loss = "CV squared cosine error (auto's criterion)" if pairs else "CV hinge loss (auto's criterion)"
+    cv_loss = f"CV {'squared cosine error' if pairs else 'hinge loss'} (auto's criterion)"
     fig, axes = plt.subplots(2, len(curves), figsize=(4 * len(curves), 6), squeeze=False)
     for k, (name, reps) in enumerate(curves.items()):
         grid = reps[0]["grid"]
