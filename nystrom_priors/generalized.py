@@ -95,9 +95,10 @@ along the path from large to small lam.
 
     Pairs only (no labels): the folds deal the constrained *samples* into groups and hold out
     the pairs with an end in a group, refit S on the other pairs and score the learned
-    kernel's cosine ``K_ij / sqrt(K_ii K_jj)`` on the held-out pairs by its squared error to
-    their targets 1 (must-link) / 0 (cannot-link) (``_cv_losses_pairs``). Holding out pairs
-    instead leaks through transitivity and picked the smallest lam.
+    kernel's cosine ``K_ij / sqrt(K_ii K_jj)`` on the pairs with both ends in the group by its
+    squared error to their targets 1 (must-link) / 0 (cannot-link) (``_cv_losses_pairs``).
+    Holding out pairs instead leaks through transitivity and picked the smallest lam;
+    scoring the pairs with one end among the training samples too picked too small a lam.
 
 The solvers and the lam selection live in ``nystrom_priors/_generalized/``, one module each.
 """
@@ -179,14 +180,14 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         lam values searched (empty when lam is fixed).
     criterion_path_ : ndarray of shape (g,)
         Selection criterion along the path: mean held-out hinge loss per sample of the
-        cross-validated linear SVM ("auto"; pairs only: the held-out pairs' squared error)
+        cross-validated linear SVM ("auto"; pairs only: the scored held-out pairs' squared error)
         or eq. (12) ("nka"). With "auto", small lam that
         cannot win are not scored on every split: NaN where the first CV split stopped its
         path (its mean loss rose > 20% above its best on two consecutive lam), the first
         split's mean where only the second split skipped them.
     cv_error_path_ : ndarray of shape (g,)
         ``lam="auto"``: mean held-out 0/1 error rate of the same SVMs (pairs only: of the
-        held-out pairs classified by cosine > 1/2); empty otherwise.
+        scored held-out pairs classified by cosine > 1/2); empty otherwise.
     lam_scale_ : float
         ``mu_max^2``, the scale of the data term the lambda grid is relative to (NaN when no
         side information was given).

@@ -1083,18 +1083,28 @@ def test_pair_folds_hold_out_samples_not_pairs():
     folds = _sample_folds(ia, ib, n_pts, k, np.random.default_rng(1))
     assert len(folds) == k
     groups = []
-    for held in folds:
+    for held, scored in folds:
         train_pts = np.union1d(ia[~held], ib[~held])
         group = np.setdiff1d(np.union1d(ia[held], ib[held]), train_pts)
         # every held-out pair touches a sample absent from training, and only those are held out
         assert np.all(np.isin(ia[held], group) | np.isin(ib[held], group))
         assert not np.any(np.isin(ia[~held], group) | np.isin(ib[~held], group))
+        # the scored pairs are exactly the pairs inside the group: both samples unseen
+        assert np.array_equal(scored, np.isin(ia, group) & np.isin(ib, group))
+        assert scored.any()
         groups.append(group)
     # the groups partition the samples into near-equal parts; a pair is held out once or twice
+    # and scored at most once
     assert np.array_equal(np.sort(np.concatenate(groups)), np.arange(n_pts))
     assert max(g.size for g in groups) - min(g.size for g in groups) <= 1
-    times = np.sum(folds, axis=0)
+    times = np.sum([held for held, _ in folds], axis=0)
     assert times.min() >= 1 and times.max() <= 2
+    assert np.sum([scored for _, scored in folds], axis=0).max() == 1
+
+    # three pairs cannot lie inside all five groups: a group with no pair inside it makes the
+    # split score every held-out pair (else that fold would have nothing to score)
+    sparse = _sample_folds(np.array([0, 2, 4]), np.array([1, 3, 5]), 20, k, rng)
+    assert all(np.array_equal(held, scored) for held, scored in sparse)
 
 
 def test_convergence_warning_names_max_iter(rng):
