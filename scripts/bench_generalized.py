@@ -504,25 +504,31 @@ def _pairs_problem(X, y, m, n_pairs):
     return _build_problem(gn.S0_, None, check_pairs(pairs, X.shape[0]), lambda r: E[r])
 
 
+def _named_problem(name: str):
+    """(title, problem) of sections 9 and 10: "digits400", a Table-1 data set (repeat 0's
+    labels and landmarks) or "<data set>-pairs" (500 pairs of all its labels)."""
+    from datasets import load
+    from reproduce_zhang2012 import protocol_split
+
+    if name == "digits400":
+        return "sklearn digits, m = 400, 100 random labels", _digits400()
+    if name.endswith("-pairs"):
+        X, y = load(name[: -len("-pairs")])
+        m = protocol_split(X, y, 0, 100)[3]
+        return f"{name[:-6]}, m = {m}, 500 pairs of all labels", _pairs_problem(X, y, m, 500)
+    X, y = load(name)
+    _lab, _unl, yy, m = protocol_split(X, y, 0, 100)
+    return f"{name} (Table-1 protocol, repeat 0), m = {m}", _labels_problem(X, yy, m)
+
+
 def small_lam(lines: list[str], names, exps) -> None:
     """Cold solves at small lam: the default (Newton's cold step, then the barrier-smoothed dual
     Newton), the previous lam continuation and the primal barrier method, in one process."""
     from nystrom_priors._generalized import solve
-    from datasets import load
-    from reproduce_zhang2012 import protocol_split
 
     rows = []
     for name in names:
-        if name == "digits400":
-            title, prob = "sklearn digits, m = 400, 100 random labels", _digits400()
-        elif name.endswith("-pairs"):
-            X, y = load(name[: -len("-pairs")])
-            m = protocol_split(X, y, 0, 100)[3]
-            title, prob = f"{name[:-6]}, m = {m}, 500 pairs of all labels", _pairs_problem(X, y, m, 500)
-        else:
-            X, y = load(name)
-            _lab, _unl, yy, m = protocol_split(X, y, 0, 100)
-            title, prob = f"{name} (Table-1 protocol, repeat 0), m = {m}", _labels_problem(X, yy, m)
+        title, prob = _named_problem(name)
         for e in exps:
             lam = prob.mu_max**2 * 10.0**e
             t = time.perf_counter()
@@ -557,19 +563,12 @@ def cg_residual(lines: list[str], names, exps, etas=(0.1, 0.03, 0.01), rounds: i
     """Cold solves at small lam (the default Newton) with the barrier dual's labels CG residual
     ``_CG_LABELS`` at each of ``etas``, alternating in one process (best of ``rounds``)."""
     from nystrom_priors._generalized import barrier_dual, solve
-    from datasets import load
-    from reproduce_zhang2012 import protocol_split
 
     default = barrier_dual._CG_LABELS
     rows = []
     try:
         for name in names:
-            if name == "digits400":
-                title, prob = "sklearn digits, m = 400, 100 random labels", _digits400()
-            else:
-                X, y = load(name)
-                _lab, _unl, yy, m = protocol_split(X, y, 0, 100)
-                title, prob = f"{name} (Table-1 protocol, repeat 0), m = {m}", _labels_problem(X, yy, m)
+            title, prob = _named_problem(name)
             for e in exps:
                 lam = prob.mu_max**2 * 10.0**e
                 res = {eta: [] for eta in etas}
