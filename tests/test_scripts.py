@@ -81,6 +81,42 @@ def test_zhang_reproduction_writes_table_and_figures(tmp_path):
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, name
 
 
+@pytest.mark.slow_without_jit  # runs scripts in subprocesses (not measured)
+def test_zhang_pairs_reproduction_writes_both_tables(tmp_path):
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "nystrom_priors", "reproduce", "zhang2012", "--repeats", "1",
+         "--datasets", "digits49", "--pairs", "200", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    text = (tmp_path / "reproduce_zhang2012_pairs.md").read_text()
+    assert "200 pairs instead of labels" in text and "| digits49 (usps49) | 361x64, m=36 |" in text
+    assert "1 − AUC (%)" in text and "\n| digits49 | " in text
+    assert not (tmp_path / "reproduce_zhang2012.md").exists()  # the labels table is not touched
+    with np.load(tmp_path / "zhang2012_pairs200_digits49.npz") as z:
+        assert int(z["n_pairs"]) == 200 and z["auc_path"].shape == (1, z["grid"].size)
+
+
+def test_zhang_pair_auc_error_matches_sklearn():
+    """The pairs' AUC (rank form, ties averaged) against scikit-learn's roc_auc_score on the
+    cosine of the factor rows, with many ties (the rows repeat five distinct vectors)."""
+    from sklearn.metrics import roc_auc_score
+
+    from reproduce_zhang2012 import pair_auc_error
+
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(5, 4))[rng.integers(0, 5, 60)]
+    y = rng.integers(0, 3, 60)
+    ends = rng.integers(0, 60, size=(2, 500))
+    ends = ends[:, ends[0] != ends[1]]
+    A, B = G[ends[0]], G[ends[1]]
+    cos = np.sum(A * B, axis=1) / np.sqrt(np.sum(A * A, axis=1) * np.sum(B * B, axis=1))
+    same = y[ends[0]] == y[ends[1]]
+    assert np.isclose(pair_auc_error(G, y, ends), 1.0 - roc_auc_score(same, cos), rtol=0, atol=1e-12)
+
+
 def test_zhang_capture_bootstrap_is_paired_over_repeats():
     """The capture interval resamples whole repeats: when every repeat of a set captures
     exactly half of its oracle gain, every bootstrap sample does too (an unpaired bootstrap,
