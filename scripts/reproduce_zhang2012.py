@@ -73,10 +73,9 @@ def pair_auc_error(G, y, ends):
     constraint touched."""
     from scipy.stats import rankdata
 
-    A, B = G[ends[0]], G[ends[1]]
-    num = np.einsum("ij,ij->i", A, B)
-    den = np.sqrt(np.einsum("ij,ij->i", A, A) * np.einsum("ij,ij->i", B, B))
-    cos = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+    from nystrom_priors._generalized.lambda_selection import _pair_cosines
+
+    cos = _pair_cosines(G, ends[0], ends[1])
     same = y[ends[0]] == y[ends[1]]
     n_pos, n_neg = int(same.sum()), int((~same).sum())
     ranks = rankdata(cos)  # ties averaged

@@ -226,7 +226,7 @@ def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max)
     pairs, and the rule picked the smallest lam of the grid. Measured on german, 500 pairs
     among 100 samples, 20 repeats: SVM error 40.4% against Nystrom's 34.0%.) S is refitted on
     the training pairs along the path (grid exponents on the fold's own ``mu_max^2``, against
-    the full problem's ``mu_max``), and the scored pairs are scored by the learned kernel's
+    the full problem's ``mu_max``), and the scored pairs are judged by the learned kernel's
     cosine ``c_ij = K_ij / sqrt(K_ii K_jj)`` against the targets ``t_ij`` = 1 (must-link) / 0
     (cannot-link) of J (whose K*_ii = 1): the loss is ``mean (c_ij - t_ij)^2``, the error
     the fraction of them on the wrong side of c = 1/2. Measured (when every held-out pair
@@ -269,11 +269,7 @@ def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max)
         prob = _build_problem(S0, None, pairs[train], E_local)
         fold_lams = lams * (prob.mu_max / mu_max) ** 2 if prob.mu_max > 0 else lams
         for _lam, S, *_rest in _solve_path(prob, fold_lams, fold_kw):
-            G = E_pts[held] @ _factor(S)
-            norms = np.sqrt(np.einsum("ij,ij->i", G, G))
-            den = norms[a] * norms[b]
-            dots = np.einsum("ij,ij->i", G[a], G[b])
-            cos = np.divide(dots, den, out=np.zeros_like(dots), where=den > 0)
+            cos = _pair_cosines(E_pts[held] @ _factor(S), a, b)
             loss = float(np.mean((cos - target) ** 2))
             yield loss, float(np.mean((cos > 0.5) != (target > 0))), 0
 
@@ -285,6 +281,15 @@ def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max)
             "training pairs left. Pass lam='nka' or a number."
         )
     return losses, errors
+
+
+def _pair_cosines(G, a, b) -> np.ndarray:
+    """The cosines ``K_ab / sqrt(K_aa K_bb)`` of the kernel ``K = G G^T`` at the pairs (a, b)
+    of rows of G (0 where a row is 0)."""
+    norms = np.sqrt(np.einsum("ij,ij->i", G, G))
+    den = norms[a] * norms[b]
+    dots = np.einsum("ij,ij->i", G[a], G[b])
+    return np.divide(dots, den, out=np.zeros_like(dots), where=den > 0)
 
 
 def _sample_folds(ia, ib, n_points, k, rng) -> list[tuple[np.ndarray, np.ndarray]]:
