@@ -320,21 +320,20 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     n_pairs = args.pairs
-    tag = "" if n_pairs is None else f"_pairs{n_pairs}"
-    def md_path(n_pairs):
-        name = "reproduce_zhang2012" + ("" if n_pairs is None else "_pairs") + ".md"
-        return os.path.join(args.out, name)
-
-    md = md_path(n_pairs)
     if args.from_npz:
-        sets = {}
+        sets, counts = {}, set()
         for f in args.from_npz:
             with np.load(f) as z:
                 sets[str(z["name"])] = (tuple(z["shape"]), {k: z[k] for k in _SAVED + _SAVED_PAIRS
                                                             if k in z}, z["grid"])
-                saved = int(z["n_pairs"]) if "n_pairs" in z else -1
-                n_pairs = saved if saved > 0 else None
-        md = md_path(n_pairs)
+                counts.add(int(z["n_pairs"]) if "n_pairs" in z else -1)  # -1: labels
+        if len(counts) > 1:
+            parser.error(f"--from-npz got files of labels and pairs runs (pairs counts {counts})")
+        saved = counts.pop()
+        n_pairs = saved if saved > 0 else None
+    tag = "" if n_pairs is None else f"_pairs{n_pairs}"
+    md = os.path.join(args.out, f"reproduce_zhang2012{'' if n_pairs is None else '_pairs'}.md")
+    if args.from_npz:
         lines = report(sets, "python scripts/reproduce_zhang2012.py --from-npz " + " ".join(
             os.path.basename(f) for f in args.from_npz), n_pairs)
         with open(md, "w") as fh:
