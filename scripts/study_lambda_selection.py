@@ -97,12 +97,34 @@ def fold_criteria(Etr, Ete, S, ytr, yte, codes_tr, codes_te, n_classes):
     return np.array([r01, rsq, s01, shinge, ncm01, margin, align, ssq])
 
 
+def guarded_choice(losses: np.ndarray, anchor: int, n_se: float) -> int:
+    """``anchor`` (eq. (12)'s choice) unless the CV losses reject it, else the CV choice.
+
+    Rejected when unscored (the path stopped or raced before it) or when its smoothed held-out
+    loss exceeds the CV choice's by more than ``n_se`` standard errors of the per-fold
+    differences (each fold's row smoothed like lam="auto"'s mean; folds scoring both only).
+    """
+    from nystrom_priors._generalized.lambda_selection import _cv_choice, _smoothed_mean
+
+    best = _cv_choice(losses)
+    if anchor == best:
+        return best
+    rows = np.vstack([_smoothed_mean(row[None, :]) for row in losses])
+    d = rows[:, anchor] - rows[:, best]
+    d = d[~np.isnan(d)]
+    if d.size < 2:
+        return best
+    return anchor if d.mean() <= n_se * d.std(ddof=1) / np.sqrt(d.size) else best
+
+
 def one_repeat(X, y, rep, n_splits=4, n_labels=100):
     import nystrom_priors as npr
     from nystrom_priors._generalized.lambda_selection import _stratified_folds
     from nystrom_priors._generalized.problem import _build_problem
     from nystrom_priors._generalized.psd import _factor
+    from nystrom_priors._generalized.lambda_selection import _path_nka
     from nystrom_priors._generalized.solve import _solve_path
+    from nystrom_priors._progress import Progress
     from nystrom_priors.side_info import check_labels
 
     sys.path.insert(0, os.path.dirname(__file__))
@@ -118,7 +140,10 @@ def one_repeat(X, y, rep, n_splits=4, n_labels=100):
     grid = np.arange(0, -13, -1.0)
     lams = prob.mu_max**2 * 10.0**grid
     kw = dict(solver="newton", tol=1e-6, max_iter=2000)
-    test = np.array([svm_error(E @ _factor(S), y, lab, unl) for _, S, *_ in _solve_path(prob, lams, kw)])
+    # the path of lam="nka": eq. (12) per lam (its argmax is the nka choice) and the solutions
+    with Progress(0, lams.size, "nka path") as pr:
+        nka, sols = _path_nka(prob, lams, labels, kw, pr)
+    test = np.array([svm_error(E @ _factor(S), y, lab, unl) for S, *_ in sols])
     El = E[labels.index]
     ylab = y[labels.index]
     crit = np.zeros((n_splits, 5, grid.size, len(CRITERIA)))
@@ -132,21 +157,21 @@ def one_repeat(X, y, rep, n_splits=4, n_labels=100):
             for j, (_, S, *_r) in enumerate(_solve_path(p, lam_f, fold_kw)):
                 crit[s, f, j] = fold_criteria(El[tr], El[te], S, ylab[tr], ylab[te], labels.codes[tr],
                                               labels.codes[te], labels.n_classes)
-    return dict(test=test, nys=nys, crit=crit, grid=grid)
+    return dict(test=test, nys=nys, crit=crit, grid=grid, nka=nka)
 
 
-def collect(names, repeats, out):
+def collect(names, repeats, out, first=0):
     os.makedirs(out, exist_ok=True)
     warnings.simplefilter("ignore")
     for name in names:
         X, y = load(name)
         reps = []
-        for r in range(repeats):
+        for r in range(first, first + repeats):
             reps.append(one_repeat(X, y, r))
             print(name, r, flush=True)
         np.savez(os.path.join(out, f"{name}.npz"), test=np.array([d["test"] for d in reps]),
                  nys=np.array([d["nys"] for d in reps]), crit=np.array([d["crit"] for d in reps]),
-                 grid=reps[0]["grid"])
+                 grid=reps[0]["grid"], nka=np.array([d["nka"] for d in reps]))
 
 
 def analyse(out, names):
@@ -160,12 +185,12 @@ def analyse(out, names):
 
     for crit_i, crit in enumerate(CRITERIA[:n_crit]):
         for splits in (1, 2, 4):
-            def rule(C, crit_i=crit_i, crit=crit, splits=splits):
+            def rule(C, nka, crit_i=crit_i, crit=crit, splits=splits):
                 c = C[:splits, :, :, crit_i].reshape(-1, C.shape[2])
                 return argbest(c.mean(0), crit)
             rules[f"{crit}/argmin/{splits}split"] = rule
 
-            def rule_smooth(C, crit_i=crit_i, crit=crit, splits=splits):
+            def rule_smooth(C, nka, crit_i=crit_i, crit=crit, splits=splits):
                 c = C[:splits, :, :, crit_i].reshape(-1, C.shape[2]).mean(0)
                 cs = np.convolve(np.pad(c, 1, mode="edge"), np.ones(3) / 3, mode="valid")
                 return argbest(cs, crit)
@@ -175,7 +200,7 @@ def analyse(out, names):
     # is within k standard errors of the minimum, SE over the folds of all splits used)
     for splits in (2, 4):
         for k in (0.25, 0.5, 1.0):
-            def rule_1se(C, splits=splits, k=k):
+            def rule_1se(C, nka, splits=splits, k=k):
                 c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
                 mean, se = c.mean(0), c.std(0, ddof=1) / np.sqrt(c.shape[0])
                 j = int(np.argmin(mean))
@@ -188,7 +213,7 @@ def analyse(out, names):
 
     skipped, skipped_first = [], []
 
-    def rule_race(C):
+    def race_losses(C, record=False):
         n_lams = C.shape[2]
         first = C[0, :, :, hinge].copy()
         stop = n_lams
@@ -198,12 +223,24 @@ def analyse(out, names):
                 break
         first[:, stop:] = np.nan
         keep = min(stop, lambda_selection._race_keep(first[:, :stop]))
-        skipped_first.append(n_lams - stop)
-        skipped.append(n_lams - keep)
+        if record:
+            skipped_first.append(n_lams - stop)
+            skipped.append(n_lams - keep)
         both = np.vstack([first, np.where(np.arange(n_lams) < keep, C[1, :, :, hinge], np.nan)])
-        return lambda_selection._cv_choice(both)
-    rules["svmhinge/smooth3/race"] = rule_race
-    header = "| rule | " + " | ".join(names) + " | mean capture | worst vs Nystrom |"
+        return both
+
+    def rule_race(C, nka, record=False):
+        return lambda_selection._cv_choice(race_losses(C, record))
+    rules["svmhinge/smooth3/race"] = lambda C, nka: rule_race(C, nka, record=True)
+    # eq. (12) alone (lam="nka"), and eq. (12) guarded by the shipped CV (_guarded_choice):
+    # its lam unless the held-out hinge loss there is k SE above the CV choice
+    if all("nka" in d for d in data.values()):
+        rules["nka"] = lambda C, nka: int(np.argmax(nka))
+        for k in (0.5, 1.0, 2.0):
+            def rule_guard(C, nka, k=k):
+                return guarded_choice(race_losses(C), int(np.argmax(nka)), k)
+            rules[f"nka|race {k:g}se"] = rule_guard
+    header = "| rule | " + " | ".join(names) + " | mean capture: oracle / fixed | worst vs Nystrom |"
     print(header)
     print("|" + " --- |" * (len(names) + 3))
     for n, d in data.items():
@@ -211,17 +248,36 @@ def analyse(out, names):
               f"best fixed lam {100 * d['test'].mean(0).min():.2f} at e={d['grid'][np.argmin(d['test'].mean(0))]:.0f}")
     scored = []
     for rname, rule in rules.items():
-        caps, worst, cells = [], np.inf, []
+        caps, caps_fixed, worst, cells = [], [], np.inf, []
         for n, d in data.items():
-            chosen = np.array([d["test"][r, rule(d["crit"][r])] for r in range(d["test"].shape[0])])
+            chosen = np.array([d["test"][r, rule(d["crit"][r], d["nka"][r] if "nka" in d else None)]
+                               for r in range(d["test"].shape[0])])
             gain_best = d["nys"].mean() - d["test"].min(1).mean()
             cap = (d["nys"].mean() - chosen.mean()) / gain_best
             caps.append(cap)
+            gain_fixed = d["nys"].mean() - d["test"].mean(0).min()
+            if gain_fixed > 0:  # a set whose best fixed lam does not beat Nystrom has no capture
+                caps_fixed.append((d["nys"].mean() - chosen.mean()) / gain_fixed)
             worst = min(worst, d["nys"].mean() - chosen.mean())
             cells.append(f"{100 * chosen.mean():.2f} ({100 * cap:.0f}%)")
-        scored.append((np.mean(caps), f"| {rname} | " + " | ".join(cells) + f" | {100 * np.mean(caps):.0f}% | {100 * worst:+.2f} |"))
+        scored.append((np.mean(caps), f"| {rname} | " + " | ".join(cells) + f" | {100 * np.mean(caps):.0f}% / {100 * np.mean(caps_fixed):.0f}% | {100 * worst:+.2f} |"))
     for _, line in sorted(scored, reverse=True):
         print(line)
+    # the shipped rule's dependence on the fold draw: run on each pair of the four splits
+    fixed_caps = []
+    for pair in ((0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (1, 2)):
+        cells, caps = [], []
+        for d in data.values():
+            T = d["test"]
+            chosen = np.array([T[r, rule_race(d["crit"][r][list(pair)], None)] for r in range(T.shape[0])])
+            gain_fixed = d["nys"].mean() - T.mean(0).min()
+            if gain_fixed > 0:
+                caps.append((d["nys"].mean() - chosen.mean()) / gain_fixed)
+            cells.append(f"{100 * chosen.mean():.2f}")
+        fixed_caps.append(np.mean(caps))
+        print(f"# svmhinge/smooth3/race on splits {pair}: {' / '.join(cells)}, "
+              f"capture of the best fixed lam's gain {100 * np.mean(caps):.0f}%")
+    print(f"# mean over the six split pairs: {100 * np.mean(fixed_caps):.0f}%")
     if skipped:
         print(f"# svmhinge/smooth3/race: the first split skips {np.mean(skipped_first):.1f} lam, "
               f"the second {np.mean(skipped):.1f} lam on average")
@@ -232,11 +288,13 @@ def main(argv=None):
     ap.add_argument("--collect", action="store_true")
     ap.add_argument("--analyse", action="store_true")
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--first-repeat", type=int, default=0,
+                    help="collect repeats first..first+repeats-1 (fresh repeats to check a rule)")
     ap.add_argument("--datasets", nargs="+", default=["german", "splice", "digits49", "digits27", "digits"])
     ap.add_argument("--out", default="/tmp/lamstudy")
     a = ap.parse_args(argv)
     if a.collect:
-        collect(a.datasets, a.repeats, a.out)
+        collect(a.datasets, a.repeats, a.out, a.first_repeat)
     if a.analyse:
         analyse(a.out, a.datasets)
 
