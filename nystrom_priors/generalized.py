@@ -80,7 +80,8 @@ along the path from large to small lam.
     fold's own scale ``mu_max^2``: fewer labels, a smaller data term), a squared-hinge linear
     SVM (C = 1, intercept; the classifier of the paper's protocol) is trained on the factor
     rows of the training fold, and its hinge loss on the held-out fold is recorded.
-    The lam minimising the mean loss, smoothed over neighbouring grid points, is chosen. A
+    The lam minimising the mean loss is chosen (``_cv_choice``: smoothing over neighbouring
+    grid points, tried before, moved the choice off the minimum of asymmetric basins). A
     continuous loss instead of the 0/1 error: with ~100 labels a handful of held-out
     mistakes decide a 0/1 curve, and the one-standard-error rule then falls back to the
     prior where the learned kernel is clearly better. When the labeled rows of a training
@@ -96,7 +97,8 @@ along the path from large to small lam.
     Pairs only (no labels): the folds deal the constrained *samples* into groups and hold out
     the pairs with an end in a group, refit S on the other pairs and score the learned
     kernel's cosine ``K_ij / sqrt(K_ii K_jj)`` on the pairs with both ends in the group by its
-    squared error to their targets 1 (must-link) / 0 (cannot-link) (``_cv_losses_pairs``).
+    squared error to their targets 1 (must-link) / 0 (cannot-link) (``_cv_losses_pairs``);
+    the lam minimising that mean loss smoothed over neighbouring grid points is chosen.
     Holding out pairs instead leaks through transitivity and picked the smallest lam;
     scoring the pairs with one end among the training samples too picked too small a lam.
 
@@ -422,8 +424,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                             S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw, pr,
                             (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_),
                         )
-                    best = _selection._cv_choice(losses)
-                    pr.close(f"lam={lams[best]:.3g} (smallest smoothed CV loss)")
+                    best = _selection._cv_choice(losses, smooth=on_pairs)
+                    pr.close(f"lam={lams[best]:.3g} (smallest CV loss)")
                 self.criterion_path_ = _selection._nanmean_columns(losses)
                 self.cv_error_path_ = _selection._nanmean_columns(errors)
                 lam = float(lams[best])

@@ -97,19 +97,20 @@ def fold_criteria(Etr, Ete, S, ytr, yte, codes_tr, codes_te, n_classes):
     return np.array([r01, rsq, s01, shinge, ncm01, margin, align, ssq])
 
 
-def guarded_choice(losses: np.ndarray, anchor: int, n_se: float) -> int:
+def guarded_choice(losses: np.ndarray, anchor: int, n_se: float, smooth: bool) -> int:
     """``anchor`` (eq. (12)'s choice) unless the CV losses reject it, else the CV choice.
 
-    Rejected when unscored (the path stopped or raced before it) or when its smoothed held-out
-    loss exceeds the CV choice's by more than ``n_se`` standard errors of the per-fold
-    differences (each fold's row smoothed like lam="auto"'s mean; folds scoring both only).
+    Rejected when unscored (the path stopped or raced before it) or when its held-out loss
+    exceeds the CV choice's by more than ``n_se`` standard errors of the per-fold differences
+    (``smooth``: each fold's row smoothed like the smoothed CV rule's mean; folds scoring both
+    only).
     """
     from nystrom_priors._generalized.lambda_selection import _cv_choice, _smoothed_mean
 
-    best = _cv_choice(losses)
+    best = _cv_choice(losses, smooth)
     if anchor == best:
         return best
-    rows = np.vstack([_smoothed_mean(row[None, :]) for row in losses])
+    rows = np.vstack([_smoothed_mean(row[None, :]) for row in losses]) if smooth else losses
     d = rows[:, anchor] - rows[:, best]
     d = d[~np.isnan(d)]
     if d.size < 2:
@@ -206,14 +207,15 @@ def analyse(out, names):
                 j = int(np.argmin(mean))
                 return int(np.flatnonzero(mean <= mean[j] + k * se[j]).min())  # grid descends
             rules[f"svmhinge/{k:g}se/{splits}split"] = rule_1se
-    # lam="auto" as shipped: 2 splits; the first stops its path once the loss has risen past
-    # its basin (GeneralizedNystrom's _path_exhausted), the second races the first
-    # (_race_keep); its choice should equal svmhinge/smooth3/2split
+    # lam="auto": 2 splits; the first stops its path once the loss has risen past its basin
+    # (GeneralizedNystrom's _path_exhausted), the second races the first (_race_keep); the
+    # choice should equal svmhinge/<smooth3|argmin>/2split. Shipped: argmin on labels
+    # (smooth3 before, and still on pairs)
     from nystrom_priors._generalized import lambda_selection
 
     skipped, skipped_first = [], []
 
-    def race_losses(C, record=False):
+    def race_losses(C, record=False, smooth=True):
         n_lams = C.shape[2]
         first = C[0, :, :, hinge].copy()
         stop = n_lams
@@ -222,24 +224,27 @@ def analyse(out, names):
                 stop = j + 1
                 break
         first[:, stop:] = np.nan
-        keep = min(stop, lambda_selection._race_keep(first[:, :stop]))
+        keep = min(stop, lambda_selection._race_keep(first[:, :stop], smooth))
         if record:
             skipped_first.append(n_lams - stop)
             skipped.append(n_lams - keep)
         both = np.vstack([first, np.where(np.arange(n_lams) < keep, C[1, :, :, hinge], np.nan)])
         return both
 
-    def rule_race(C, nka, record=False):
-        return lambda_selection._cv_choice(race_losses(C, record))
-    rules["svmhinge/smooth3/race"] = lambda C, nka: rule_race(C, nka, record=True)
-    # eq. (12) alone (lam="nka"), and eq. (12) guarded by the shipped CV (_guarded_choice):
-    # its lam unless the held-out hinge loss there is k SE above the CV choice
+    def rule_race(C, nka, record=False, smooth=True):
+        return lambda_selection._cv_choice(race_losses(C, record, smooth), smooth)
+    rules["svmhinge/smooth3/race"] = rule_race
+    # lam="auto" on labels as shipped now: the same race on the plain mean, plain argmin
+    rules["svmhinge/argmin/race"] = lambda C, nka: rule_race(C, nka, record=True, smooth=False)
+    # eq. (12) alone (lam="nka"), and eq. (12) guarded by either raced CV rule
+    # (guarded_choice): its lam unless the held-out hinge loss there is k SE above the CV choice
     if all("nka" in d for d in data.values()):
         rules["nka"] = lambda C, nka: int(np.argmax(nka))
         for k in (0.5, 1.0, 2.0):
-            def rule_guard(C, nka, k=k):
-                return guarded_choice(race_losses(C), int(np.argmax(nka)), k)
-            rules[f"nka|race {k:g}se"] = rule_guard
+            for smooth, name in ((True, "smooth3"), (False, "argmin")):
+                def rule_guard(C, nka, k=k, smooth=smooth):
+                    return guarded_choice(race_losses(C, smooth=smooth), int(np.argmax(nka)), k, smooth)
+                rules[f"nka|{name}/race {k:g}se"] = rule_guard
     header = "| rule | " + " | ".join(names) + " | mean capture: oracle / fixed | worst vs Nystrom |"
     print(header)
     print("|" + " --- |" * (len(names) + 3))
@@ -263,23 +268,33 @@ def analyse(out, names):
         scored.append((np.mean(caps), f"| {rname} | " + " | ".join(cells) + f" | {100 * np.mean(caps):.0f}% / {100 * np.mean(caps_fixed):.0f}% | {100 * worst:+.2f} |"))
     for _, line in sorted(scored, reverse=True):
         print(line)
-    # the shipped rule's dependence on the fold draw: run on each pair of the four splits
-    fixed_caps = []
-    for pair in ((0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (1, 2)):
-        cells, caps = [], []
-        for d in data.values():
-            T = d["test"]
-            chosen = np.array([T[r, rule_race(d["crit"][r][list(pair)], None)] for r in range(T.shape[0])])
-            gain_fixed = d["nys"].mean() - T.mean(0).min()
-            if gain_fixed > 0:
-                caps.append((d["nys"].mean() - chosen.mean()) / gain_fixed)
-            cells.append(f"{100 * chosen.mean():.2f}")
-        fixed_caps.append(np.mean(caps))
-        print(f"# svmhinge/smooth3/race on splits {pair}: {' / '.join(cells)}, "
-              f"capture of the best fixed lam's gain {100 * np.mean(caps):.0f}%")
-    print(f"# mean over the six split pairs: {100 * np.mean(fixed_caps):.0f}%")
+    # the rules' dependence on the fold draw: each run on every pair of the four splits, and
+    # whether racing changes the plain argmin's choice (against both splits' whole paths)
+    for smooth, name in ((True, "smooth3"), (False, "argmin")):
+        fixed_caps, same, total = [], 0, 0
+        for pair in ((0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (1, 2)):
+            cells, caps = [], []
+            for d in data.values():
+                T = d["test"]
+                picks = [rule_race(d["crit"][r][list(pair)], None, smooth=smooth) for r in range(T.shape[0])]
+                chosen = T[np.arange(T.shape[0]), picks]
+                if not smooth:
+                    full = [int(np.argmin(d["crit"][r][list(pair), :, :, hinge].mean(axis=(0, 1))))
+                            for r in range(T.shape[0])]
+                    same += int(np.sum(np.array(picks) == np.array(full)))
+                    total += T.shape[0]
+                gain_fixed = d["nys"].mean() - T.mean(0).min()
+                if gain_fixed > 0:
+                    caps.append((d["nys"].mean() - chosen.mean()) / gain_fixed)
+                cells.append(f"{100 * chosen.mean():.2f}")
+            fixed_caps.append(np.mean(caps))
+            print(f"# svmhinge/{name}/race on splits {pair}: {' / '.join(cells)}, "
+                  f"capture of the best fixed lam's gain {100 * np.mean(caps):.0f}%")
+        print(f"# svmhinge/{name}/race, mean over the six split pairs: {100 * np.mean(fixed_caps):.0f}%")
+        if not smooth:
+            print(f"# svmhinge/argmin/race picks the whole paths' argmin in {same} of {total} cases")
     if skipped:
-        print(f"# svmhinge/smooth3/race: the first split skips {np.mean(skipped_first):.1f} lam, "
+        print(f"# svmhinge/argmin/race: the first split skips {np.mean(skipped_first):.1f} lam, "
               f"the second {np.mean(skipped):.1f} lam on average")
 
 

@@ -680,7 +680,8 @@ def test_lam_selection_exposes_the_path(rng, rule):
     if rule == "nka":
         assert model.criterion_path_[k] == model.criterion_path_.max()
     else:
-        # the smoothed-argmin rule on the recorded mean held-out hinge loss
+        # the argmin of the recorded mean held-out hinge loss
+        assert k == int(np.nanargmin(model.criterion_path_))
         assert k == selection._cv_choice(model.criterion_path_[None, :])
         # lam skipped by the early stops are NaN, and only as a tail of the path
         scored = int(np.count_nonzero(~np.isnan(model.criterion_path_)))
@@ -762,9 +763,12 @@ def test_race_keep_stops_where_no_lam_can_win():
     losses = np.array([[1.0, 0.8, 0.6, 0.6, 0.65, 0.9, 1.2, 1.5]] * 3)
     smooth = selection._smoothed_mean(losses)
     last = int(np.flatnonzero(smooth <= 1.2 * smooth.min()).max())
-    assert selection._race_keep(losses) == last + 2 < losses.shape[1]
+    assert selection._race_keep(losses, smooth=True) == last + 2 < losses.shape[1]
+    # plain mean (labels): through the last lam within 20% of the minimum (index 4)
+    assert selection._race_keep(losses) == 5
     # a second basin within the margin at the end keeps the whole path
     losses[:, -3:] = 0.62
+    assert selection._race_keep(losses, smooth=True) == losses.shape[1]
     assert selection._race_keep(losses) == losses.shape[1]
     # NaN entries (skipped by an earlier race) are left out of the mean
     ragged = np.vstack([losses[:1], np.r_[losses[0, :4], [np.nan] * 4][None]])
@@ -777,7 +781,8 @@ def test_race_keep_stops_where_no_lam_can_win():
         smooth = selection._smoothed_mean(stopped)
     np.testing.assert_allclose(smooth[:6], selection._smoothed_mean(losses[:, :6]))
     assert np.isnan(smooth[6:]).all()
-    assert selection._race_keep(stopped[:, :6]) <= 6
+    assert selection._race_keep(stopped[:, :6], smooth=True) <= 6
+    assert selection._cv_choice(stopped, smooth=True) == selection._cv_choice(losses[:, :6], smooth=True)
     assert selection._cv_choice(stopped) == selection._cv_choice(losses[:, :6])
 
 
@@ -799,7 +804,9 @@ def test_later_cv_splits_race_the_tail(monkeypatch):
     X, y, _ = _toy(np.random.default_rng(0), n=300, d=8, classes=4, n_labels=60)
     seen = []
     real_choice = selection._cv_choice
-    monkeypatch.setattr(selection, "_cv_choice", lambda L: seen.append(L.copy()) or real_choice(L))
+    monkeypatch.setattr(
+        selection, "_cv_choice", lambda L, smooth=False: seen.append(L.copy()) or real_choice(L, smooth)
+    )
     raced = GeneralizedNystrom(n_landmarks=40, random_state=0).fit(X, y)
     race = selection._CV_RACE
     monkeypatch.setattr(selection, "_CV_RACE", np.inf)
@@ -822,19 +829,28 @@ def test_later_cv_splits_race_the_tail(monkeypatch):
     assert raced.lam_ == full.lam_
 
 
-def test_cv_choice_smooths_over_neighbouring_lam():
-    # an isolated dip (index 1) loses against a broad basin (indices 3-5)
+def test_cv_choice_plain_for_labels_smoothed_for_pairs():
+    # smoothed (pairs), an isolated dip (index 1) loses against a broad basin (indices 3-5);
+    # the plain mean (labels) keeps the dip
     losses = np.array([[1.0, 0.50, 1.0, 0.62, 0.60, 0.62, 1.0]] * 2)
     assert int(np.argmin(losses.mean(0))) == 1
-    assert selection._cv_choice(losses) == 4
+    assert selection._cv_choice(losses, smooth=True) == 4
+    assert selection._cv_choice(losses) == 1
+    # an asymmetric basin: smoothing moves the choice to the flat side, the plain mean not
+    basin = np.array([[0.50, 0.40, 0.30, 0.25, 0.80, 1.5]] * 2)
+    assert selection._cv_choice(basin) == 3
+    assert selection._cv_choice(basin, smooth=True) == 2
+    # the plain choice ignores NaN tails (unscored lam) and breaks ties toward the larger lam
+    assert selection._cv_choice(np.array([[0.3, 0.2, 0.2, np.nan]])) == 1
     rng = np.random.default_rng(0)
     for _ in range(50):  # against an explicit moving average, ends repeated
         L = rng.random((4, 9))
         mean = L.mean(0)
         padded = np.concatenate([[mean[0]], mean, [mean[-1]]])
         smooth = [(padded[i] + padded[i + 1] + padded[i + 2]) / 3 for i in range(mean.size)]
-        assert selection._cv_choice(L) == int(np.argmin(smooth))
-    assert selection._cv_choice(np.array([[0.3, 0.2]])) == 1
+        assert selection._cv_choice(L, smooth=True) == int(np.argmin(smooth))
+        assert selection._cv_choice(L) == int(np.argmin(mean))
+    assert selection._cv_choice(np.array([[0.3, 0.2]]), smooth=True) == 1
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 10])
