@@ -782,7 +782,8 @@ def test_race_keep_stops_where_no_lam_can_win():
     np.testing.assert_allclose(smooth[:6], selection._smoothed_mean(losses[:, :6]))
     assert np.isnan(smooth[6:]).all()
     assert selection._race_keep(stopped[:, :6], smooth=True) <= 6
-    assert selection._cv_choice(stopped, smooth=True) == selection._cv_choice(losses[:, :6], smooth=True)
+    smoothed_choice = selection._cv_choice(losses[:, :6], smooth=True)
+    assert selection._cv_choice(stopped, smooth=True) == smoothed_choice
     assert selection._cv_choice(stopped) == selection._cv_choice(losses[:, :6])
 
 
@@ -804,9 +805,11 @@ def test_later_cv_splits_race_the_tail(monkeypatch):
     X, y, _ = _toy(np.random.default_rng(0), n=300, d=8, classes=4, n_labels=60)
     seen = []
     real_choice = selection._cv_choice
-    monkeypatch.setattr(
-        selection, "_cv_choice", lambda L, smooth=False: seen.append(L.copy()) or real_choice(L, smooth)
-    )
+    def recording_choice(L, smooth=False):
+        seen.append(L.copy())
+        return real_choice(L, smooth)
+
+    monkeypatch.setattr(selection, "_cv_choice", recording_choice)
     raced = GeneralizedNystrom(n_landmarks=40, random_state=0).fit(X, y)
     race = selection._CV_RACE
     monkeypatch.setattr(selection, "_CV_RACE", np.inf)
