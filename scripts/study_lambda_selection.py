@@ -14,8 +14,14 @@ reproduce_zhang2012.py) this records, along the lam grid:
 `--collect` writes one .npz per data set; `--analyse` scores selection rules on them: the gain
 captured = (Nystrom - chosen) / (Nystrom - oracle), mean errors over repeats.
 
+With ``--pairs N`` it records instead lam="auto"'s own pairs cross-validation (four splits,
+whole paths) for the repeats of ``reproduce_zhang2012.py --pairs N``, and ``--analyse``
+compares the smoothed and the plain argmin on it, scored by that reproduction's saved paths.
+
 Run:  python scripts/study_lambda_selection.py --collect --repeats 10 --out /tmp/lamstudy
       python scripts/study_lambda_selection.py --analyse --out /tmp/lamstudy
+      python scripts/study_lambda_selection.py --pairs 500 --collect --repeats 30 --out /tmp/lsp
+      python scripts/study_lambda_selection.py --pairs 500 --analyse --out /tmp/lsp
 """
 
 from __future__ import annotations
@@ -159,6 +165,87 @@ def one_repeat(X, y, rep, n_splits=4, n_labels=100):
                 crit[s, f, j] = fold_criteria(El[tr], El[te], S, ylab[tr], ylab[te], labels.codes[tr],
                                               labels.codes[te], labels.n_classes)
     return dict(test=test, nys=nys, crit=crit, grid=grid, nka=nka)
+
+
+def pairs_cv_losses(X, y, rep, n_pairs, n_splits=4, n_labels=100):
+    """lam="auto"'s held-out pair losses (``n_splits`` splits, whole paths: no early stop, no
+    race) and its choice, for repeat ``rep`` of ``reproduce_zhang2012.py --pairs n_pairs``.
+
+    The fit is lam="auto" itself with more splits and racing off; the first two splits are
+    the ones the two-split fit draws (same generator, drawn in order), so the smoothed
+    choice on them reproduces the reproduction's own ``e_auto``.
+    """
+    import nystrom_priors as npr
+    from nystrom_priors._generalized import lambda_selection
+    from nystrom_priors.side_info import labels_to_pairs
+
+    from reproduce_zhang2012 import protocol_split
+
+    _lab, _unl, yy, m = protocol_split(X, y, rep, n_labels)
+    pairs = labels_to_pairs(yy, n_pairs, random_state=2000 + rep)
+    seen = []
+    real = (lambda_selection._CV_SPLITS, lambda_selection._CV_RACE, lambda_selection._cv_choice)
+
+    def recording_choice(losses, smooth=False):
+        seen.append(losses.copy())
+        return real[2](losses, smooth)
+
+    lambda_selection._CV_SPLITS, lambda_selection._CV_RACE = n_splits, np.inf
+    lambda_selection._cv_choice = recording_choice
+    try:
+        npr.GeneralizedNystrom(n_landmarks=m, lam="auto", random_state=rep).fit(X, pairs=pairs)
+    finally:
+        lambda_selection._CV_SPLITS, lambda_selection._CV_RACE, lambda_selection._cv_choice = real
+    (losses,) = seen
+    return losses.reshape(n_splits, -1, losses.shape[1])
+
+
+def collect_pairs(names, repeats, out, n_pairs, first=0):
+    os.makedirs(out, exist_ok=True)
+    warnings.simplefilter("ignore")
+    for name in names:
+        X, y = load(name)
+        cv = []
+        for r in range(first, first + repeats):
+            cv.append(pairs_cv_losses(X, y, r, n_pairs))
+            print(name, r, flush=True)
+        np.savez(os.path.join(out, f"{name}_pairs{n_pairs}.npz"), cv=np.array(cv),
+                 first=first, n_pairs=n_pairs)
+
+
+def analyse_pairs(out, names, n_pairs, results):
+    """Smoothed (shipped for pairs) against plain argmin on the pairs CV losses, scored by the
+    pairs reproduction's saved paths (``results/zhang2012_pairs<N>_<name>.npz``): the fresh
+    pairs' AUC error and the labels' SVM error, averaged over the six pairs of the four
+    splits. Checks first that the smoothed rule on splits 0-1 reproduces the saved e_auto."""
+    from nystrom_priors._generalized.lambda_selection import _cv_choice
+
+    print("| rule | " + " | ".join(names) + " | capture of the best fixed lam's AUC gain |")
+    print("|" + " --- |" * (len(names) + 2))
+    split_pairs = ((0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (1, 2))
+    rows = {True: [], False: []}
+    for name in names:
+        cv = np.load(os.path.join(out, f"{name}_pairs{n_pairs}.npz"))["cv"]
+        rz = np.load(os.path.join(results, f"zhang2012_pairs{n_pairs}_{name}.npz"))
+        n = cv.shape[0]
+        grid = rz["grid"]
+        picks0 = [_cv_choice(cv[r, :2].reshape(-1, grid.size), True) for r in range(n)]
+        same = int(np.sum(grid[picks0] == rz["e_auto"][:n]))
+        print(f"# {name}: the smoothed rule on splits 0-1 picks the saved e_auto in {same} of {n}")
+        auc, svm = rz["auc_path"][:n], rz["path"][:n]
+        for smooth in (True, False):
+            a, e = [], []
+            for sp in split_pairs:
+                picks = [_cv_choice(cv[r, list(sp)].reshape(-1, grid.size), smooth) for r in range(n)]
+                a.append(auc[np.arange(n), picks].mean())
+                e.append(svm[np.arange(n), picks].mean())
+            nys_auc = rz["auc_nystrom"][:n].mean()
+            gain = nys_auc - auc.mean(0).min()
+            rows[smooth].append((100 * np.mean(a), 100 * np.mean(e), (nys_auc - np.mean(a)) / gain if gain > 0 else np.nan))
+    for smooth, label in ((True, "smoothed (shipped)"), (False, "plain argmin")):
+        cells = [f"AUC {a:.2f} / SVM {e:.2f}" for a, e, _c in rows[smooth]]
+        caps = [c for *_r, c in rows[smooth] if np.isfinite(c)]
+        print(f"| {label} | " + " | ".join(cells) + f" | {100 * np.mean(caps):.0f}% |")
 
 
 def collect(names, repeats, out, first=0):
@@ -307,7 +394,18 @@ def main(argv=None):
                     help="collect repeats first..first+repeats-1 (fresh repeats to check a rule)")
     ap.add_argument("--datasets", nargs="+", default=["german", "splice", "digits49", "digits27", "digits"])
     ap.add_argument("--out", default="/tmp/lamstudy")
+    ap.add_argument("--pairs", type=int, default=None, metavar="N",
+                    help="pairs only: collect / analyse lam='auto''s pairs CV (N pairs per repeat, "
+                         "as reproduce_zhang2012.py --pairs N)")
+    ap.add_argument("--results", default=os.path.join(os.path.dirname(__file__), "..", "results"),
+                    help="with --pairs --analyse: where the pairs reproduction's npz files are")
     a = ap.parse_args(argv)
+    if a.pairs is not None:
+        if a.collect:
+            collect_pairs(a.datasets, a.repeats, a.out, a.pairs, a.first_repeat)
+        if a.analyse:
+            analyse_pairs(a.out, a.datasets, a.pairs, a.results)
+        return
     if a.collect:
         collect(a.datasets, a.repeats, a.out, a.first_repeat)
     if a.analyse:
