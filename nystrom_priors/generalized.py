@@ -98,7 +98,7 @@ along the path from large to small lam.
     the pairs with an end in a group, refit S on the other pairs and score the learned
     kernel's cosine ``K_ij / sqrt(K_ii K_jj)`` on the pairs with both ends in the group by its
     squared error to their targets 1 (must-link) / 0 (cannot-link) (``_cv_losses_pairs``);
-    the lam minimising that mean loss smoothed over neighbouring grid points is chosen.
+    the lam minimising that mean loss is chosen.
     Holding out pairs instead leaks through transitivity and picked the smallest lam;
     scoring the pairs with one end among the training samples too picked too small a lam.
 
@@ -424,7 +424,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                             S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw, pr,
                             (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_),
                         )
-                    best = _selection._cv_choice(losses, smooth=on_pairs)
+                    best = _selection._cv_choice(losses)
                     pr.close(f"lam={lams[best]:.3g} (smallest CV loss)")
                 self.criterion_path_ = _selection._nanmean_columns(losses)
                 self.cv_error_path_ = _selection._nanmean_columns(errors)

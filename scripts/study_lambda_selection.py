@@ -103,6 +103,39 @@ def fold_criteria(Etr, Ete, S, ytr, yte, codes_tr, codes_te, n_classes):
     return np.array([r01, rsq, s01, shinge, ncm01, margin, align, ssq])
 
 
+def smoothed_mean(losses: np.ndarray) -> np.ndarray:
+    """NaN-mean over folds, then a 3-point moving average over the grid (ends repeated) on
+    the scored prefix of the path: the smoothing lam="auto" used until 3d139c3."""
+    from nystrom_priors._generalized.lambda_selection import _nanmean_columns
+
+    mean = _nanmean_columns(losses)
+    scored = int(np.count_nonzero(~np.isnan(mean)))
+    if scored < 3:
+        return mean
+    out = np.full_like(mean, np.nan)
+    out[:scored] = np.convolve(np.pad(mean[:scored], 1, mode="edge"), np.ones(3) / 3.0, mode="valid")
+    return out
+
+
+def cv_choice(losses: np.ndarray, smooth: bool) -> int:
+    """lam="auto"'s choice (plain argmin of the mean loss) or, ``smooth``, the former one."""
+    from nystrom_priors._generalized.lambda_selection import _cv_choice
+
+    return int(np.nanargmin(smoothed_mean(losses))) if smooth else _cv_choice(losses)
+
+
+def race_keep(losses: np.ndarray, smooth: bool) -> int:
+    """lam="auto"'s race (``_race_keep``) or, ``smooth``, the former one on the smoothed mean
+    (one lam more, for the smoothing)."""
+    from nystrom_priors._generalized.lambda_selection import _CV_RACE, _race_keep
+
+    if not smooth:
+        return _race_keep(losses)
+    mean = smoothed_mean(losses)
+    contending = np.flatnonzero(mean <= (1.0 + _CV_RACE) * np.nanmin(mean))
+    return int(min(mean.size, contending.max() + 2))
+
+
 def guarded_choice(losses: np.ndarray, anchor: int, n_se: float, smooth: bool) -> int:
     """``anchor`` (eq. (12)'s choice) unless the CV losses reject it, else the CV choice.
 
@@ -111,12 +144,10 @@ def guarded_choice(losses: np.ndarray, anchor: int, n_se: float, smooth: bool) -
     (``smooth``: each fold's row smoothed like the smoothed CV rule's mean; folds scoring both
     only).
     """
-    from nystrom_priors._generalized.lambda_selection import _cv_choice, _smoothed_mean
-
-    best = _cv_choice(losses, smooth)
+    best = cv_choice(losses, smooth)
     if anchor == best:
         return best
-    rows = np.vstack([_smoothed_mean(row[None, :]) for row in losses]) if smooth else losses
+    rows = np.vstack([smoothed_mean(row[None, :]) for row in losses]) if smooth else losses
     d = rows[:, anchor] - rows[:, best]
     d = d[~np.isnan(d)]
     if d.size < 2:
@@ -186,9 +217,9 @@ def pairs_cv_losses(X, y, rep, n_pairs, n_splits=4, n_labels=100):
     seen = []
     real = (lambda_selection._CV_SPLITS, lambda_selection._CV_RACE, lambda_selection._cv_choice)
 
-    def recording_choice(losses, smooth=False):
+    def recording_choice(losses):
         seen.append(losses.copy())
-        return real[2](losses, smooth)
+        return real[2](losses)
 
     lambda_selection._CV_SPLITS, lambda_selection._CV_RACE = n_splits, np.inf
     lambda_selection._cv_choice = recording_choice
@@ -218,8 +249,6 @@ def analyse_pairs(out, names, n_pairs, results):
     pairs reproduction's saved paths (``results/zhang2012_pairs<N>_<name>.npz``): the fresh
     pairs' AUC error and the labels' SVM error, averaged over the six pairs of the four
     splits. Checks first that the smoothed rule on splits 0-1 reproduces the saved e_auto."""
-    from nystrom_priors._generalized.lambda_selection import _cv_choice
-
     print("| rule | " + " | ".join(names) + " | capture of the best fixed lam's AUC gain |")
     print("|" + " --- |" * (len(names) + 2))
     split_pairs = ((0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (1, 2))
@@ -229,20 +258,21 @@ def analyse_pairs(out, names, n_pairs, results):
         rz = np.load(os.path.join(results, f"zhang2012_pairs{n_pairs}_{name}.npz"))
         n = cv.shape[0]
         grid = rz["grid"]
-        picks0 = [_cv_choice(cv[r, :2].reshape(-1, grid.size), True) for r in range(n)]
+        # the reproduction's lam="auto" ran the shipped rule (raced) on splits 0-1
+        picks0 = [cv_choice(cv[r, :2].reshape(-1, grid.size), smooth=False) for r in range(n)]
         same = int(np.sum(grid[picks0] == rz["e_auto"][:n]))
-        print(f"# {name}: the smoothed rule on splits 0-1 picks the saved e_auto in {same} of {n}")
+        print(f"# {name}: the plain argmin on splits 0-1 picks the saved e_auto in {same} of {n}")
         auc, svm = rz["auc_path"][:n], rz["path"][:n]
         for smooth in (True, False):
             a, e = [], []
             for sp in split_pairs:
-                picks = [_cv_choice(cv[r, list(sp)].reshape(-1, grid.size), smooth) for r in range(n)]
+                picks = [cv_choice(cv[r, list(sp)].reshape(-1, grid.size), smooth) for r in range(n)]
                 a.append(auc[np.arange(n), picks].mean())
                 e.append(svm[np.arange(n), picks].mean())
             nys_auc = rz["auc_nystrom"][:n].mean()
             gain = nys_auc - auc.mean(0).min()
             rows[smooth].append((100 * np.mean(a), 100 * np.mean(e), (nys_auc - np.mean(a)) / gain if gain > 0 else np.nan))
-    for smooth, label in ((True, "smoothed (shipped)"), (False, "plain argmin")):
+    for smooth, label in ((True, "smoothed (before 3d139c3)"), (False, "plain argmin (shipped)")):
         cells = [f"AUC {a:.2f} / SVM {e:.2f}" for a, e, _c in rows[smooth]]
         caps = [c for *_r, c in rows[smooth] if np.isfinite(c)]
         print(f"| {label} | " + " | ".join(cells) + f" | {100 * np.mean(caps):.0f}% |")
@@ -311,7 +341,7 @@ def analyse(out, names):
                 stop = j + 1
                 break
         first[:, stop:] = np.nan
-        keep = min(stop, lambda_selection._race_keep(first[:, :stop], smooth))
+        keep = min(stop, race_keep(first[:, :stop], smooth))
         if record:
             skipped_first.append(n_lams - stop)
             skipped.append(n_lams - keep)
@@ -319,7 +349,7 @@ def analyse(out, names):
         return both
 
     def rule_race(C, nka, record=False, smooth=True):
-        return lambda_selection._cv_choice(race_losses(C, record, smooth), smooth)
+        return cv_choice(race_losses(C, record, smooth), smooth)
     rules["svmhinge/smooth3/race"] = rule_race
     # lam="auto" on labels as shipped now: the same race on the plain mean, plain argmin
     rules["svmhinge/argmin/race"] = lambda C, nka: rule_race(C, nka, record=True, smooth=False)

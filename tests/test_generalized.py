@@ -759,31 +759,24 @@ def test_cv_folds_search_the_grid_on_their_own_scale(rng, monkeypatch):
 
 
 def test_race_keep_stops_where_no_lam_can_win():
-    # smoothed mean: rises > 20% above its minimum (index 2) from index 5 on
+    # the mean rises > 20% above its minimum (0.6) after index 4
     losses = np.array([[1.0, 0.8, 0.6, 0.6, 0.65, 0.9, 1.2, 1.5]] * 3)
-    smooth = selection._smoothed_mean(losses)
-    last = int(np.flatnonzero(smooth <= 1.2 * smooth.min()).max())
-    assert selection._race_keep(losses, smooth=True) == last + 2 < losses.shape[1]
-    # plain mean (labels): through the last lam within 20% of the minimum (index 4)
     assert selection._race_keep(losses) == 5
     # a second basin within the margin at the end keeps the whole path
     losses[:, -3:] = 0.62
-    assert selection._race_keep(losses, smooth=True) == losses.shape[1]
     assert selection._race_keep(losses) == losses.shape[1]
     # NaN entries (skipped by an earlier race) are left out of the mean
     ragged = np.vstack([losses[:1], np.r_[losses[0, :4], [np.nan] * 4][None]])
-    np.testing.assert_allclose(selection._smoothed_mean(ragged), selection._smoothed_mean(losses[:1]))
-    # a path stopped early: the scored prefix is smoothed on its own, the tail stays NaN
+    np.testing.assert_allclose(selection._nanmean_columns(ragged), losses[0])
+    assert selection._race_keep(ragged) == selection._race_keep(losses[:1])
+    # a path stopped early: the tail stays NaN and is never chosen
     stopped = losses.copy()
     stopped[:, 6:] = np.nan
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no empty-slice RuntimeWarning
-        smooth = selection._smoothed_mean(stopped)
-    np.testing.assert_allclose(smooth[:6], selection._smoothed_mean(losses[:, :6]))
-    assert np.isnan(smooth[6:]).all()
-    assert selection._race_keep(stopped[:, :6], smooth=True) <= 6
-    smoothed_choice = selection._cv_choice(losses[:, :6], smooth=True)
-    assert selection._cv_choice(stopped, smooth=True) == smoothed_choice
+        mean = selection._nanmean_columns(stopped)
+    assert np.isnan(mean[6:]).all()
+    assert selection._race_keep(stopped[:, :6]) <= 6
     assert selection._cv_choice(stopped) == selection._cv_choice(losses[:, :6])
 
 
@@ -805,9 +798,9 @@ def test_later_cv_splits_race_the_tail(monkeypatch):
     X, y, _ = _toy(np.random.default_rng(0), n=300, d=8, classes=4, n_labels=60)
     seen = []
     real_choice = selection._cv_choice
-    def recording_choice(L, smooth=False):
+    def recording_choice(L):
         seen.append(L.copy())
-        return real_choice(L, smooth)
+        return real_choice(L)
 
     monkeypatch.setattr(selection, "_cv_choice", recording_choice)
     raced = GeneralizedNystrom(n_landmarks=40, random_state=0).fit(X, y)
@@ -832,28 +825,22 @@ def test_later_cv_splits_race_the_tail(monkeypatch):
     assert raced.lam_ == full.lam_
 
 
-def test_cv_choice_plain_for_labels_smoothed_for_pairs():
-    # smoothed (pairs), an isolated dip (index 1) loses against a broad basin (indices 3-5);
-    # the plain mean (labels) keeps the dip
+def test_cv_choice_is_the_argmin_of_the_mean_loss():
+    # an isolated dip (index 1) wins: no smoothing over neighbouring lam
     losses = np.array([[1.0, 0.50, 1.0, 0.62, 0.60, 0.62, 1.0]] * 2)
-    assert int(np.argmin(losses.mean(0))) == 1
-    assert selection._cv_choice(losses, smooth=True) == 4
     assert selection._cv_choice(losses) == 1
-    # an asymmetric basin: smoothing moves the choice to the flat side, the plain mean not
+    # an asymmetric basin: the minimum itself (a 3-point moving average would pick index 2)
     basin = np.array([[0.50, 0.40, 0.30, 0.25, 0.80, 1.5]] * 2)
     assert selection._cv_choice(basin) == 3
-    assert selection._cv_choice(basin, smooth=True) == 2
-    # the plain choice ignores NaN tails (unscored lam) and breaks ties toward the larger lam
+    # NaN tails (unscored lam) are never chosen; ties go to the larger lam (the first)
     assert selection._cv_choice(np.array([[0.3, 0.2, 0.2, np.nan]])) == 1
     rng = np.random.default_rng(0)
-    for _ in range(50):  # against an explicit moving average, ends repeated
+    for _ in range(50):  # the mean over folds, NaN entries of a raced split left out
         L = rng.random((4, 9))
-        mean = L.mean(0)
-        padded = np.concatenate([[mean[0]], mean, [mean[-1]]])
-        smooth = [(padded[i] + padded[i + 1] + padded[i + 2]) / 3 for i in range(mean.size)]
-        assert selection._cv_choice(L, smooth=True) == int(np.argmin(smooth))
+        assert selection._cv_choice(L) == int(np.argmin(L.mean(0)))
+        L[2:, 6:] = np.nan
+        mean = np.r_[L[:, :6].mean(0), L[:2, 6:].mean(0)]
         assert selection._cv_choice(L) == int(np.argmin(mean))
-    assert selection._cv_choice(np.array([[0.3, 0.2]]), smooth=True) == 1
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 10])
@@ -1079,13 +1066,7 @@ def test_pairs_only_fit_and_mixed(rng):
     scored = ~np.isnan(alone.cv_error_path_)
     errors = alone.cv_error_path_[scored]
     assert scored[0] and np.all((errors >= 0) & (errors <= 1))
-    assert alone.lam_ == alone.lam_path_[np.nanargmin(_selection_smoothed(alone.criterion_path_))]
-
-
-def _selection_smoothed(path):
-    from nystrom_priors._generalized.lambda_selection import _smoothed_mean
-
-    return _smoothed_mean(path[None, :])
+    assert alone.lam_ == alone.lam_path_[np.nanargmin(alone.criterion_path_)]
 
 
 def test_pair_folds_hold_out_samples_not_pairs():

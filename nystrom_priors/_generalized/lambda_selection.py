@@ -63,8 +63,8 @@ def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, prior
     above the best so far (``_path_exhausted``); later splits stop where the mean loss of
     the earlier splits stays more than ``_CV_RACE`` above its minimum (racing, see
     ``_race_keep``). Both skip small lam, the most expensive solves, that cannot win.
-    Skipped entries are NaN; the path is the NaN-mean over folds, and the choice its plain
-    argmin (``_cv_choice`` with ``smooth=False``).
+    Skipped entries are NaN; the path is the NaN-mean over folds, and the choice its argmin
+    (``_cv_choice``).
     """
     from .._linear_svm import ovr_heldout_loss_linear
     from .._numba._svm import ovr_heldout_loss
@@ -150,7 +150,7 @@ def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, prior
             loss, err, unconv = scores
             yield loss / test.size, err / test.size, unconv
 
-    losses, errors, svm_unconverged = _drive_folds(splits, fold_scores, lams, progress, False)
+    losses, errors, svm_unconverged = _drive_folds(splits, fold_scores, lams, progress)
     if svm_unconverged:
         warnings.warn(
             f"{svm_unconverged} of the held-out linear SVMs of lam='auto' stopped after "
@@ -162,16 +162,15 @@ def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, prior
     return losses, errors
 
 
-def _drive_folds(splits, fold_scores, lams, progress, smooth):
+def _drive_folds(splits, fold_scores, lams, progress):
     """Run the folds' lazy paths ``fold_scores(test)`` (yielding (loss, error, unconverged)
     per lam) split after split; returns the (n_splits * k, n_lams) losses and errors (NaN where
     skipped) and the summed unconverged count.
 
     The folds of a split advance together, one lam at a time. The first split stops its path
     once the mean loss of the last ``_CV_PATIENCE`` lam is more than ``_CV_RACE`` above the
-    best so far (``_path_exhausted``); later splits stop where the (``smooth``: smoothed) mean
-    loss of the earlier splits stays more than ``_CV_RACE`` above its minimum (racing,
-    ``_race_keep``).
+    best so far (``_path_exhausted``); later splits stop where the mean loss of the earlier
+    splits stays more than ``_CV_RACE`` above its minimum (racing, ``_race_keep``).
     """
     # The folds are independent. With threadpoolctl, BLAS is limited to one thread (which
     # also helps serially: the fold problems are small, p ~ 2 l) and the folds run on
@@ -206,7 +205,7 @@ def _drive_folds(splits, fold_scores, lams, progress, smooth):
                     break
             for path in paths:
                 path.close()
-            n_keep = min(n_keep, _race_keep(losses[: (s + 1) * k, :n_keep], smooth))
+            n_keep = min(n_keep, _race_keep(losses[: (s + 1) * k, :n_keep]))
     return losses, errors, unconverged
 
 
@@ -275,7 +274,7 @@ def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max)
             loss = float(np.mean((cos - target) ** 2))
             yield loss, float(np.mean((cos > 0.5) != (target > 0))), 0
 
-    losses, errors, _ = _drive_folds(splits, fold_scores, lams, progress, True)
+    losses, errors, _ = _drive_folds(splits, fold_scores, lams, progress)
     if np.all(np.isnan(losses)):
         raise ValueError(
             f"lam='auto' could not score any fold: with {pairs.shape[0]} pairs over {pts.size} "
@@ -343,26 +342,25 @@ def _reduced_fold(S0, prior, El, codes, n_classes, UtEl=None):
     return _Problem(C, El @ V, Y, offset=D), C, V
 
 
-def _cv_choice(losses: np.ndarray, smooth: bool = False) -> int:
-    """Index of the lam minimising the mean held-out loss (``smooth``: smoothed over
-    neighbouring lam, ``_smoothed_mean``).
+def _cv_choice(losses: np.ndarray) -> int:
+    """Index of the lam minimising the mean held-out loss (NaN-mean over folds).
 
-    Labels use the plain mean. Smoothing damps fold noise but shifts the minimum of an
-    asymmetric basin toward its flat side: on splice the loss rises steeply below the best
-    lam, and the smoothed rule picked mu_max^2 * 10^-9 in 13 of 60 repeats where the plain
-    one kept 10^-8 in all 60 (study folds, splits 0-1). Measured on 60 repeats of the Table-1 protocol (5 sets,
-    ``scripts/study_lambda_selection.py``, averaged over the fold draws of 2 of 4 splits):
-    test error splice 8.56% against 8.86%, german 32.63% against 32.73%, digits 7.22%
-    against 7.17%; gain captured against the best fixed lam of the grid 74% against 69%
-    (against the per-repeat oracle 54% either way). On the 30 of those repeats collected
-    after the rule was picked on the other 30 the gain is smaller: 75% against 73% (splice
-    8.53% against 8.78%, digits 7.07% against 7.03%). Pairs keep the smoothed choice: it was
-    measured on pairs (``reproduce_zhang2012.py --pairs``), the plain one was not.
-    Ties go to the larger lam (closer to the prior). Unscored lam (NaN columns, a tail of
-    the path) are never chosen.
+    Until 3d139c3 the mean was first smoothed by a 3-point moving average over the grid.
+    Smoothing damps fold noise but shifts the minimum of an asymmetric basin toward its flat
+    side: on splice the loss rises steeply below the best lam, and the smoothed rule picked
+    mu_max^2 * 10^-9 in 13 of 60 repeats where the plain one kept 10^-8 in all 60. Measured
+    on 60 repeats of the Table-1 protocol (5 sets, ``scripts/study_lambda_selection.py``,
+    averaged over the fold draws of 2 of 4 splits): test error splice 8.56% against 8.86%,
+    german 32.63% against 32.73%, digits 7.22% against 7.17%; gain captured against the best
+    fixed lam of the grid 74% against 69% (against the per-repeat oracle 54% either way). On
+    the 30 of those repeats collected after the rule was picked on the other 30 the gain is
+    smaller: 75% against 73% (splice 8.53% against 8.78%, digits 7.07% against 7.03%). On
+    pairs (500 among the 100 labeled samples, 30 repeats, ``--pairs 500`` of the same script)
+    the fresh pairs' AUC error: splice -0.28 +- 0.06 points, german -0.19 +- 0.08, the digit
+    sets within +-0.02; the labels' SVM error: splice -0.49 +- 0.10. Ties go to the larger lam
+    (closer to the prior). Unscored lam (NaN columns, a tail of the path) are never chosen.
     """
-    mean = _smoothed_mean(losses) if smooth else _nanmean_columns(losses)
-    return int(np.nanargmin(mean))
+    return int(np.nanargmin(_nanmean_columns(losses)))
 
 
 def _nanmean_columns(values: np.ndarray) -> np.ndarray:
@@ -372,21 +370,6 @@ def _nanmean_columns(values: np.ndarray) -> np.ndarray:
     total = np.where(ok, values, 0.0).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def _smoothed_mean(losses: np.ndarray) -> np.ndarray:
-    """NaN-mean over folds, then the 3-point moving average of _cv_choice (ends repeated).
-
-    Only the scored prefix of the path is smoothed (its last point is the repeated end);
-    unscored lam stay NaN.
-    """
-    mean = _nanmean_columns(losses)
-    scored = int(np.count_nonzero(~np.isnan(mean)))
-    if scored < 3:
-        return mean
-    out = np.full_like(mean, np.nan)
-    out[:scored] = np.convolve(np.pad(mean[:scored], 1, mode="edge"), np.ones(3) / 3.0, mode="valid")
-    return out
 
 
 def _path_exhausted(mean: np.ndarray) -> bool:
@@ -399,27 +382,25 @@ def _path_exhausted(mean: np.ndarray) -> bool:
     "svmhinge/smooth3/race" of ``scripts/study_lambda_selection.py --analyse``): the chosen
     lam is the same as with both splits on the whole path in 50 of 50 cases for margins 0.1
     to 0.5 with patience 2 (44 of 50 with patience 1 and margin 0.1); with 0.2 / 2 the first
-    split skips 1.5 of 13 lam on average.
+    split skips 1.5 of 13 lam on average. With today's plain argmin, see ``_race_keep``.
     """
     if mean.size < _CV_PATIENCE + 1:
         return False
     return bool(np.all(mean[-_CV_PATIENCE:] > (1.0 + _CV_RACE) * mean.min()))
 
 
-def _race_keep(losses: np.ndarray, smooth: bool = False) -> int:
-    """How many leading lam of the path the next CV split still needs to score.
+def _race_keep(losses: np.ndarray) -> int:
+    """How many leading lam of the path the next CV split still needs to score: through the
+    last lam whose mean loss so far is within ``_CV_RACE`` (relative) of the minimum.
 
-    Through the last lam whose mean loss so far (``smooth``: smoothed, and one neighbour
-    more for the smoothing) is within ``_CV_RACE`` (relative) of the minimum. Checked on the
-    stored held-out losses of the Table-1 data (``scripts/study_lambda_selection.py
-    --analyse``, rules "svmhinge/*/race"): smoothed, 5 sets x 10 repeats, the chosen lam is
-    the same as with both splits on the whole path in 50 of 50 cases for a margin of 0.05
-    to 0.3 (0.2: the second split skips 2.1 of 13 lam on average, the smallest); plain,
-    5 sets x 60 repeats x 6 pairs of splits, in 1793 of 1800 (the second split skips 3.3).
+    Checked on the stored held-out losses of 60 Table-1 repeats (``scripts/
+    study_lambda_selection.py --analyse``, rule "svmhinge/argmin/race"; 5 sets x 6 pairs of
+    splits): the choice is the one of both splits' whole paths in 1793 of 1800 cases, and
+    the second split skips 3.3 of the 13 lam on average, the smallest.
     """
-    mean = _smoothed_mean(losses) if smooth else _nanmean_columns(losses)
+    mean = _nanmean_columns(losses)
     contending = np.flatnonzero(mean <= (1.0 + _CV_RACE) * np.nanmin(mean))
-    return int(min(mean.size, contending.max() + (2 if smooth else 1)))
+    return int(min(mean.size, contending.max() + 1))
 
 
 def _stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> list[np.ndarray]:
