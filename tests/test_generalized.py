@@ -835,12 +835,17 @@ def test_cv_choice_is_the_argmin_of_the_mean_loss():
     # NaN tails (unscored lam) are never chosen; ties go to the larger lam (the first)
     assert selection._cv_choice(np.array([[0.3, 0.2, 0.2, np.nan]])) == 1
     rng = np.random.default_rng(0)
-    for _ in range(50):  # the mean over folds, NaN entries of a raced split left out
+    for _ in range(50):  # the mean over folds; lam a later split skipped do not compete
         L = rng.random((4, 9))
         assert selection._cv_choice(L) == int(np.argmin(L.mean(0)))
         L[2:, 6:] = np.nan
-        mean = np.r_[L[:, :6].mean(0), L[:2, 6:].mean(0)]
-        assert selection._cv_choice(L) == int(np.argmin(mean))
+        assert selection._cv_choice(L) == int(np.argmin(L[:, :6].mean(0)))
+    # a raced-out lam whose first-split mean is the lowest of all is not chosen
+    raced = np.array([[0.5, 0.3, 0.30, 0.1], [0.5, 0.3, 0.28, 0.1],
+                      [0.5, 0.31, 0.29, np.nan], [0.5, 0.29, 0.29, np.nan]])
+    assert selection._cv_choice(raced) == 2
+    # a fold that scores nothing (pairs: no training pair left) does not change which compete
+    assert selection._cv_choice(np.vstack([raced, np.full(4, np.nan)])) == 2
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 10])
@@ -1046,7 +1051,7 @@ def test_reduced_fold_problem_is_the_restriction_of_J(rng):
         assert np.linalg.norm(Eu @ S_r @ El.T - K_f) <= 5e-2 * np.linalg.norm(K_f)
 
 
-def test_pairs_only_fit_and_mixed(rng):
+def test_pairs_only_fit_and_mixed(rng, monkeypatch):
     X, y, y_true = _toy(rng, n=100, n_labels=20)
     pairs = labels_to_pairs(np.where(np.arange(100) < 40, y_true, -1), 60, random_state=0)
     m = GeneralizedNystrom(n_landmarks=15, lam="nka", random_state=0).fit(X, pairs=pairs)
@@ -1061,12 +1066,20 @@ def test_pairs_only_fit_and_mixed(rng):
     labels_only = GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, y)
     assert not np.allclose(auto.criterion_path_[:3], labels_only.criterion_path_[:3])  # pairs count
     # pairs only: cross-validated over held-out samples (_cv_losses_pairs)
+    seen = []
+    real_choice = selection._cv_choice
+    monkeypatch.setattr(selection, "_cv_choice", lambda L: seen.append(L.copy()) or real_choice(L))
     alone = GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, pairs=pairs)
     assert alone.lam_ in alone.lam_path_ and alone.criterion_path_.shape == alone.lam_path_.shape
     scored = ~np.isnan(alone.cv_error_path_)
     errors = alone.cv_error_path_[scored]
     assert scored[0] and np.all((errors >= 0) & (errors <= 1))
-    assert alone.lam_ == alone.lam_path_[np.nanargmin(alone.criterion_path_)]
+    # the smallest mean held-out loss among the lam scored by the most folds
+    (L,) = seen
+    scored_by = np.count_nonzero(~np.isnan(L), axis=0)
+    np.testing.assert_allclose(alone.criterion_path_, selection._nanmean_columns(L))
+    competing = np.where(scored_by == scored_by.max(), alone.criterion_path_, np.inf)
+    assert alone.lam_ == alone.lam_path_[np.argmin(competing)]
 
 
 def test_pair_folds_hold_out_samples_not_pairs():
