@@ -186,7 +186,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         or eq. (12) ("nka"). With "auto", small lam that
         cannot win are not scored on every split: NaN where the first CV split stopped its
         path (its mean loss rose > 20% above its best on two consecutive lam), the first
-        split's mean where only the second split skipped them.
+        split's mean where only the second split skipped them (those do not compete for the
+        choice).
     cv_error_path_ : ndarray of shape (g,)
         ``lam="auto"``: mean held-out 0/1 error rate of the same SVMs (pairs only: of the
         scored held-out pairs classified by cosine > 1/2); empty otherwise.

@@ -680,9 +680,9 @@ def test_lam_selection_exposes_the_path(rng, rule):
     if rule == "nka":
         assert model.criterion_path_[k] == model.criterion_path_.max()
     else:
-        # the argmin of the recorded mean held-out hinge loss
-        assert k == int(np.nanargmin(model.criterion_path_))
-        assert k == selection._cv_choice(model.criterion_path_[None, :])
+        # the argmin of the recorded mean held-out hinge loss: every larger lam (scored by
+        # every split: the race only drops a tail) has a larger mean loss
+        assert np.all(model.criterion_path_[:k] > model.criterion_path_[k])
         # lam skipped by the early stops are NaN, and only as a tail of the path
         scored = int(np.count_nonzero(~np.isnan(model.criterion_path_)))
         assert scored >= 3 and np.isnan(model.criterion_path_[scored:]).all()
