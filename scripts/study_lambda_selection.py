@@ -103,6 +103,17 @@ def fold_criteria(Etr, Ete, S, ytr, yte, codes_tr, codes_te, n_classes):
     return np.array([r01, rsq, s01, shinge, ncm01, margin, align, ssq])
 
 
+# the six ways of taking two of the four CV splits: averaging over them averages over the fold draw
+SPLIT_PAIRS = ((0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (1, 2))
+
+
+def capture(nystrom: float, chosen: float, reference: float) -> float:
+    """Share of the reference's gain over Nystrom that ``chosen`` captures (mean errors); NaN
+    when the reference does not beat Nystrom (no headroom to capture)."""
+    gain = nystrom - reference
+    return (nystrom - chosen) / gain if gain > 0 else float("nan")
+
+
 def smoothed_mean(losses: np.ndarray) -> np.ndarray:
     """NaN-mean over folds, then a 3-point moving average over the grid (ends repeated) on
     the scored prefix of the path: the smoothing lam="auto" used until 3d139c3."""
@@ -260,7 +271,6 @@ def analyse_pairs(out, names, n_pairs, results):
     rarely, 7 of 1800 on labels)."""
     print("| rule | " + " | ".join(names) + " | capture of the best fixed lam's AUC gain |")
     print("|" + " --- |" * (len(names) + 2))
-    split_pairs = ((0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (1, 2))
     rows = {True: [], False: []}
     for name in names:
         cv = np.load(os.path.join(out, f"{name}_pairs{n_pairs}.npz"))["cv"]
@@ -274,13 +284,12 @@ def analyse_pairs(out, names, n_pairs, results):
         auc, svm = rz["auc_path"][:n], rz["path"][:n]
         for smooth in (True, False):
             a, e = [], []
-            for sp in split_pairs:
+            for sp in SPLIT_PAIRS:
                 picks = [cv_choice(cv[r, list(sp)].reshape(-1, grid.size), smooth) for r in range(n)]
                 a.append(auc[np.arange(n), picks].mean())
                 e.append(svm[np.arange(n), picks].mean())
-            nys_auc = rz["auc_nystrom"][:n].mean()
-            gain = nys_auc - auc.mean(0).min()
-            rows[smooth].append((100 * np.mean(a), 100 * np.mean(e), (nys_auc - np.mean(a)) / gain if gain > 0 else np.nan))
+            cap = capture(rz["auc_nystrom"][:n].mean(), np.mean(a), auc.mean(0).min())
+            rows[smooth].append((100 * np.mean(a), 100 * np.mean(e), cap))
     for smooth, label in ((True, "smoothed (before 3d139c3)"), (False, "plain argmin (shipped)")):
         cells = [f"AUC {a:.2f} / SVM {e:.2f}" for a, e, _c in rows[smooth]]
         caps = [c for *_r, c in rows[smooth] if np.isfinite(c)]
@@ -328,8 +337,8 @@ def analyse(out, names):
             rules[f"svmhinge/{k:g}se/{splits}split"] = rule_1se
     # lam="auto": 2 splits; the first stops its path once the loss has risen past its basin
     # (GeneralizedNystrom's _path_exhausted), the second races the first (_race_keep); the
-    # choice should equal svmhinge/<smooth3|argmin>/2split. Shipped: argmin on labels
-    # (smooth3 before, and still on pairs)
+    # choice should equal svmhinge/<smooth3|argmin>/2split. Shipped: argmin (smooth3 before
+    # 3d139c3)
     from nystrom_priors._generalized import lambda_selection
 
     skipped, skipped_first = [], []
@@ -376,22 +385,20 @@ def analyse(out, names):
         for n, d in data.items():
             chosen = np.array([d["test"][r, rule(d["crit"][r], d["nka"][r] if "nka" in d else None)]
                                for r in range(d["test"].shape[0])])
-            gain_best = d["nys"].mean() - d["test"].min(1).mean()
-            cap = (d["nys"].mean() - chosen.mean()) / gain_best
+            cap = capture(d["nys"].mean(), chosen.mean(), d["test"].min(1).mean())
             caps.append(cap)
-            gain_fixed = d["nys"].mean() - d["test"].mean(0).min()
-            if gain_fixed > 0:  # a set whose best fixed lam does not beat Nystrom has no capture
-                caps_fixed.append((d["nys"].mean() - chosen.mean()) / gain_fixed)
+            # a set whose best fixed lam does not beat Nystrom has no capture (NaN, left out)
+            caps_fixed.append(capture(d["nys"].mean(), chosen.mean(), d["test"].mean(0).min()))
             worst = min(worst, d["nys"].mean() - chosen.mean())
             cells.append(f"{100 * chosen.mean():.2f} ({100 * cap:.0f}%)")
-        scored.append((np.mean(caps), f"| {rname} | " + " | ".join(cells) + f" | {100 * np.mean(caps):.0f}% / {100 * np.mean(caps_fixed):.0f}% | {100 * worst:+.2f} |"))
+        scored.append((np.mean(caps), f"| {rname} | " + " | ".join(cells) + f" | {100 * np.mean(caps):.0f}% / {100 * np.nanmean(caps_fixed):.0f}% | {100 * worst:+.2f} |"))
     for _, line in sorted(scored, reverse=True):
         print(line)
     # the rules' dependence on the fold draw: each run on every pair of the four splits, and
     # whether racing changes the plain argmin's choice (against both splits' whole paths)
     for smooth, name in ((True, "smooth3"), (False, "argmin")):
         fixed_caps, same, total = [], 0, 0
-        for pair in ((0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (1, 2)):
+        for pair in SPLIT_PAIRS:
             cells, caps = [], []
             for d in data.values():
                 T = d["test"]
@@ -402,13 +409,11 @@ def analyse(out, names):
                             for r in range(T.shape[0])]
                     same += int(np.sum(np.array(picks) == np.array(full)))
                     total += T.shape[0]
-                gain_fixed = d["nys"].mean() - T.mean(0).min()
-                if gain_fixed > 0:
-                    caps.append((d["nys"].mean() - chosen.mean()) / gain_fixed)
+                caps.append(capture(d["nys"].mean(), chosen.mean(), T.mean(0).min()))
                 cells.append(f"{100 * chosen.mean():.2f}")
-            fixed_caps.append(np.mean(caps))
+            fixed_caps.append(np.nanmean(caps))
             print(f"# svmhinge/{name}/race on splits {pair}: {' / '.join(cells)}, "
-                  f"capture of the best fixed lam's gain {100 * np.mean(caps):.0f}%")
+                  f"capture of the best fixed lam's gain {100 * fixed_caps[-1]:.0f}%")
         print(f"# svmhinge/{name}/race, mean over the six split pairs: {100 * np.mean(fixed_caps):.0f}%")
         if not smooth:
             print(f"# svmhinge/argmin/race picks the whole paths' argmin in {same} of {total} cases")
