@@ -209,17 +209,30 @@ def test_batched_seeding_draws_from_kmeanspp_law(monkeypatch, share):
     assert stats.chi2.sf(chi2, len(law) - 1) > 1e-3
 
 
-def test_seeding_rejects_stale_mass_without_hanging():
-    """One far outlier holds almost all the potential; once it is a centre, nearly every draw
-    from the stale bounds lands on it and is rejected: the run of rejections folds the new
-    centres in instead of looping, and the picks stay distinct rows."""
-    from nystrom_priors.landmarks import _kmeanspp
+def test_seeding_rejects_stale_mass_without_hanging(monkeypatch):
+    """Two far outliers hold almost all the potential. Drawn in one batch (share 1: the third
+    and fourth picks share stale bounds), the second outlier is picked, and then nearly every
+    draw from the stale bounds lands on it and is rejected: the run of rejections must fold the
+    new centres in (counted below) instead of looping, and the picks stay distinct rows."""
+    from nystrom_priors import landmarks
+    from nystrom_priors._numba import _kmeans as kk
 
+    monkeypatch.setattr(landmarks, "_SEED_BATCH_SHARE", 1)
+    sample = kk.sample_centres
+    runs = []
+
+    def counting(X, closest, cum, out, start, c, stop, uniforms, max_rejections):
+        c_new, used = sample(X, closest, cum, out, start, c, stop, uniforms, max_rejections)
+        runs.append(c_new < stop and used < uniforms.size)  # stopped by rejections in a row
+        return c_new, used
+
+    monkeypatch.setattr(kk, "sample_centres", counting)
     rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(size=(400, 2)) * 1e-3, [[1e3, 1e3]]])
+    X = np.vstack([rng.normal(size=(400, 2)) * 1e-3, [[1e3, 0.0], [-1e3, 0.0]]])
     for s in range(5):
-        idx = _kmeanspp(X, 60, np.random.default_rng(s))
-        assert len(set(idx.tolist())) == 60 and 400 in idx
+        idx = landmarks._kmeanspp(X, 60, np.random.default_rng(s))
+        assert len(set(idx.tolist())) == 60 and {400, 401} <= set(idx.tolist())
+    assert sum(runs) >= 3
 
 
 def test_seeding_batches_do_not_change_the_picks_law_on_real_data():
