@@ -67,16 +67,26 @@ def kernel_kmeans(
     n_init = int(check_scalar(n_init, "n_init", kind="int", lo=1))
     max_iter = int(check_scalar(max_iter, "max_iter", kind="int", lo=1))
     rng = check_random_state(random_state)
-    G64 = np.ascontiguousarray(G, dtype=np.float64)
+    from .kernels import _binary_exponent
+
+    # k-means is invariant to scaling G; a power of two (exact) brings max |G| into [0.5, 1),
+    # so that squared distances cannot overflow (|G| ~ 1e200 gave no labels at all before)
+    e = _binary_exponent(float(np.abs(G).max(initial=0.0)))
+    G64 = np.ascontiguousarray(np.ldexp(np.asarray(G, dtype=np.float64), -e))
     best, best_inertia = None, np.inf
+
+    def unscaled(value: float) -> float:  # for the progress records only (may be inf)
+        with np.errstate(over="ignore"):
+            return float(np.ldexp(value, 2 * e))
+
     with Progress(verbose, n_init, "kernel_kmeans restarts", "restart") as progress:
         for _ in range(n_init):
             centers, labels, _ = kmeans(G64, k, rng=rng, max_iter=max_iter)
             inertia = float(((G64 - centers[labels]) ** 2).sum())
             if inertia < best_inertia:
                 best, best_inertia = labels, inertia
-            progress.update(inertia=inertia, best=best_inertia)
-        progress.close(f"best inertia {best_inertia:.6g}")
+            progress.update(inertia=unscaled(inertia), best=unscaled(best_inertia))
+        progress.close(f"best inertia {unscaled(best_inertia):.6g}")
     return best
 
 

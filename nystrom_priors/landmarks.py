@@ -67,6 +67,7 @@ def kmeans(
     """
     from ._numba import _kmeans as kk
 
+    _check_distances_fit(X)
     n = X.shape[0]
     if init is None:
         idx = _kmeanspp(X, n_clusters, rng)
@@ -99,6 +100,18 @@ def kmeans(
     return centers, labels, n_iter
 
 
+def _check_distances_fit(X: np.ndarray) -> None:
+    """Squared distances between rows of X must fit X's float type: past it the seeding saw
+    infinite weights (it looped: no draw can be accepted) and Lloyd compared infinities."""
+    amax = float(np.abs(X).max(initial=0.0))
+    work = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    if 4.0 * X.shape[1] * amax * amax > float(np.finfo(work).max):
+        raise ValueError(
+            f"k-means: squared distances between rows of X overflow {work} (max |x| = "
+            f"{amax:.3g}, {X.shape[1]} features); scale X down: k-means is scale-invariant."
+        )
+
+
 def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """k-means++ seeding: ``k`` row indices of ``X`` drawn by D^2 sampling.
 
@@ -113,6 +126,7 @@ def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """
     from ._numba import _kmeans as kk
 
+    _check_distances_fit(X)
     n = X.shape[0]
     out = np.empty(k, dtype=np.int64)
     out[0] = int(rng.integers(n))

@@ -56,3 +56,27 @@ def test_bad_input():
         pair_accuracy([0, 1], [0, 1], [[0, 5]])
     with pytest.raises(ValueError, match="n_clusters"):
         kernel_kmeans(np.zeros((3, 2)), 5)
+
+
+@pytest.mark.parametrize("scale", [1e200, 2.0**600, 1e-300])
+def test_kernel_kmeans_is_scale_invariant_at_extreme_magnitudes(scale):
+    """k-means labels do not depend on the scale of G. At |G| ~ 1e200 the squared distances
+    overflowed: the restarts' inertias were all inf and kernel_kmeans returned None (and, with
+    the batched seeding, the seeding could accept no draw and looped)."""
+    G = np.random.default_rng(0).normal(size=(60, 3))
+    G[:20] += 6.0
+    expected = kernel_kmeans(G, 3, random_state=0)
+    got = kernel_kmeans(G * scale, 3, random_state=0)
+    assert got is not None
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_kmeans_refuses_data_whose_squared_distances_overflow():
+    from nystrom_priors.landmarks import kmeans
+
+    X = np.random.default_rng(0).normal(size=(30, 4)) * 1e200
+    with pytest.raises(ValueError, match=r"squared distances between rows of X overflow float64 "
+                       r"\(max \|x\| = .*, 4 features\); scale X down"):
+        kmeans(X, 3, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="overflow float32"):
+        kmeans((X * 1e-180).astype(np.float32), 3, rng=np.random.default_rng(0))
