@@ -70,7 +70,8 @@ def kernel_kmeans(
     from .kernels import _binary_exponent
 
     # k-means is invariant to scaling G; a power of two (exact) brings max |G| into [0.5, 1),
-    # so that squared distances cannot overflow (|G| ~ 1e200 gave no labels at all before)
+    # so that the restarts' inertias below stay finite and comparable (at |G| ~ 1e200 all were
+    # inf and no labels were returned); kmeans then has nothing left to scale
     e = _binary_exponent(float(np.abs(G).max(initial=0.0)))
     G64 = np.ascontiguousarray(np.ldexp(np.asarray(G, dtype=np.float64), -e))
     best, best_inertia = None, np.inf

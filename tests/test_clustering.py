@@ -71,12 +71,17 @@ def test_kernel_kmeans_is_scale_invariant_at_extreme_magnitudes(scale):
     np.testing.assert_array_equal(got, expected)
 
 
-def test_kmeans_refuses_data_whose_squared_distances_overflow():
+def test_kmeans_is_scale_invariant_where_squared_distances_overflow():
+    """kmeans scales X by a power of two before clustering: at 1e200 (float64) and 2^70
+    (float32) the squared distances overflow, yet labels and (rescaled) centres equal the
+    unscaled run's exactly. Before, the seeding drew from infinite weights and looped."""
     from nystrom_priors.landmarks import kmeans
 
-    X = np.random.default_rng(0).normal(size=(30, 4)) * 1e200
-    with pytest.raises(ValueError, match=r"squared distances between rows of X overflow float64 "
-                       r"\(max \|x\| = .*, 4 features\); scale X down"):
-        kmeans(X, 3, rng=np.random.default_rng(0))
-    with pytest.raises(ValueError, match="overflow float32"):
-        kmeans((X * 1e-180).astype(np.float32), 3, rng=np.random.default_rng(0))
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    X[:15] += 5.0
+    for Xs, scale in ((X, 2.0**700), (X.astype(np.float32), 2.0**70)):
+        C, labels, it = kmeans(Xs, 3, rng=np.random.default_rng(0), max_iter=20)
+        Cb, labels_b, it_b = kmeans(Xs * scale, 3, rng=np.random.default_rng(0), max_iter=20)
+        np.testing.assert_array_equal(labels_b, labels)
+        np.testing.assert_array_equal(Cb, C * scale)
+        assert it_b == it
