@@ -48,7 +48,8 @@ def _update_closest(X, c, closest, first):
 
 @njit(cache=True, nogil=True)
 def _one_pass_per_centre(X, first, uniforms, out):
-    """The previous seeding (nystrom_priors before the batched one), verbatim in substance."""
+    """The previous seeding (before the batched one): its loop, without the fallback for the
+    case where every row coincides with a centre (never reached on these samples)."""
     n = X.shape[0]
     m = out.shape[0]
     closest = np.empty(n, dtype=np.float64)
