@@ -347,7 +347,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             )
         rng = check_random_state(self.random_state)
         self._fit_landmarks(X, rng)
-        prior_projection = self._fit_prior()
+        prior_projection, S0_eig = self._fit_prior(with_eig=True)
         S0 = self.S0_
         self.classes_ = labels.classes if labels is not None else np.array([])
         self.lam_path_ = np.array([])
@@ -358,7 +358,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             return self._set_solution(S0, np.inf, prior_projection, 0, True, 0.0)
 
         E_of = lambda rows: self._features_block(X.take(rows)).astype(np.float64)  # noqa: E731
-        prob = _build_problem(S0, labels, pairs_arr, E_of)
+        prob = _build_problem(S0, labels, pairs_arr, E_of, S0_eig=S0_eig)
         if prob.mu_max <= 0.0:
             raise ValueError(
                 "The side information is orthogonal to the landmarks (k(X_labeled, Z) = 0): "
@@ -375,6 +375,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             )
         self.lam_scale_ = float(scale)
         solve_kw = dict(solver=solver, tol=tol, max_iter=max_iter)
+        solved = {}  # S's eigendecomposition, when the solver ends with it (_solve_lam)
 
         if fixed is not None:
             lam = float(fixed)
@@ -388,7 +389,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                     stacklevel=2,
                 )
                 lam = _LAM_RANGE * scale
-            S, it, cert, ok, _ = _solve_lam(prob, lam, **solve_kw)
+            S, it, cert, ok, _ = _solve_lam(prob, lam, out=solved, **solve_kw)
         else:
             lams = scale * 10.0**grid
             self.lam_path_ = lams
@@ -418,19 +419,20 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 ) as pr:
                     if on_pairs:
                         losses, errors = _selection._cv_losses_pairs(
-                            S0, pairs_arr, E_of, lams, cv, rng, solve_kw, pr, prob.mu_max
+                            S0, pairs_arr, E_of, lams, cv, rng, solve_kw, pr, prob.mu_max, S0_eig
                         )
                     else:
                         losses, errors = _selection._cv_losses(
                             S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw, pr,
                             (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_),
+                            S0_eig,
                         )
                     best = _selection._cv_choice(losses)
                     pr.close(f"lam={lams[best]:.3g} (smallest CV loss)")
                 self.criterion_path_ = _selection._nanmean_columns(losses)
                 self.cv_error_path_ = _selection._nanmean_columns(errors)
                 lam = float(lams[best])
-                S, it, cert, ok, _ = _solve_lam(prob, lam, **solve_kw)
+                S, it, cert, ok, _ = _solve_lam(prob, lam, out=solved, **solve_kw)
         if not ok:
             warnings.warn(
                 f"GeneralizedNystrom's {solver!r} solver stopped after {it} iterations at lam="
@@ -439,7 +441,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        return self._set_solution(_sym(S), lam, _factor(S), it, ok, cert)
+        return self._set_solution(_sym(S), lam, _factor(S, solved.get("eig")), it, ok, cert)
 
     def _set_solution(self, S, lam, F, n_iter, converged, cert) -> "GeneralizedNystrom":
         self.S_ = S

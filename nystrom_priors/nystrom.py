@@ -38,6 +38,12 @@ def psd_pinv(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray]:
     U : ndarray of shape (m, r)
         ``W^+ = U diag(1/lam) U^T``.
     """
+    lam, U, keep = _psd_eig(W, rcond)
+    return lam[keep], np.ascontiguousarray(U[:, keep])
+
+
+def _psd_eig(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All eigenpairs of ``sym(W)``, descending, and the mask of those ``psd_pinv`` keeps."""
     W = np.asarray(W, dtype=np.float64)
     lam, U = np.linalg.eigh(0.5 * (W + W.T))
     lam, U = lam[::-1], U[:, ::-1]
@@ -47,8 +53,7 @@ def psd_pinv(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray]:
             "The landmark kernel matrix W has no positive eigenvalue (the kernel is zero on "
             "the landmarks); choose another kernel or landmarks."
         )
-    keep = lam > rcond * top
-    return lam[keep], np.ascontiguousarray(U[:, keep])
+    return lam, U, lam > rcond * top
 
 
 _PREPARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -120,12 +125,20 @@ class _LandmarkKernelMixin:
             np.float64
         )
 
-    def _fit_prior(self) -> np.ndarray:
-        """Set ``eigenvalues_`` and ``S0_ = W^+``; return the prior's factor ``U diag(lam)^-1/2``."""
-        lam, U = psd_pinv(self._landmark_gram(), self._default_rcond())
+    def _fit_prior(self, with_eig: bool = False):
+        """Set ``eigenvalues_`` and ``S0_ = W^+``; return the prior's factor ``U diag(lam)^-1/2``
+        and, ``with_eig``, S0's full eigendecomposition ``(x ascending, Q)`` (0 on W's dropped
+        eigenvectors), which spares GeneralizedNystrom's dual solvers an m x m eigh of S0."""
+        lam_all, U_all, keep = _psd_eig(self._landmark_gram(), self._default_rcond())
+        lam, U = lam_all[keep], np.ascontiguousarray(U_all[:, keep])
         self.eigenvalues_ = lam
         self.S0_ = (U / lam) @ U.T
-        return U / np.sqrt(lam)
+        if not with_eig:
+            return U / np.sqrt(lam)
+        # ascending: the dropped directions (x = 0) first, then 1 / lam for lam descending
+        x = np.concatenate([np.zeros(int(np.count_nonzero(~keep))), 1.0 / lam])
+        Q = np.ascontiguousarray(np.hstack([U_all[:, ~keep][:, ::-1], U]))
+        return U / np.sqrt(lam), (x, Q)
 
     def _default_rcond(self) -> float:
         if self.rcond is not None:

@@ -325,6 +325,69 @@ def test_newton_cold_start_with_inactive_constraint_takes_one_step():
     assert it == 0 and not ok and np.allclose(S, S0) and J - f_ref <= gap * J
 
 
+def test_prior_eigendecomposition_is_S0s(rng):
+    """``_fit_prior(with_eig=True)``: the full eigendecomposition of S0 = W^+, ascending, with
+    0 on W's dropped directions first (the order the dual's Hessian blocks assume)."""
+    Z = rng.normal(size=(14, 3))
+    Z = np.vstack([Z, Z[:4]])  # duplicated landmarks: W has rank 14 of 18
+    gn = Nystrom(landmarks=Z, n_landmarks=18).fit(Z)
+    _F, (x, Q) = gn._fit_prior(with_eig=True)
+    assert np.all(np.diff(x) >= 0) and np.count_nonzero(x == 0) == 18 - gn.eigenvalues_.size == 4
+    np.testing.assert_allclose(Q.T @ Q, np.eye(18), atol=1e-12)
+    np.testing.assert_allclose((Q * x) @ Q.T, gn.S0_, atol=1e-10 * np.abs(gn.S0_).max())
+
+
+@pytest.mark.parametrize("pairs", [False, True])
+@pytest.mark.parametrize("exponent", [-2.0, -9.0])
+def test_cold_starts_take_S0s_eigendecomposition(rng, monkeypatch, pairs, exponent):
+    """Given ``S0_eig``, the dual solvers never decompose S0 (every cold start's X(0) = S0), the
+    barrier dual never decomposes the same X twice, and the solution is the one without it."""
+    prob, S0, *_ = _small_problem(rng, pairs=pairs)
+    w, U = np.linalg.eigh(S0)
+    lam = prob.mu_max**2 * 10.0**exponent
+    S_ref, _, _, ok_ref, _ = solve._solve_lam(prob, lam, "newton", 1e-8, 500)
+    inputs = []
+    eigh = np.linalg.eigh
+
+    def recording(A, *args, **kwargs):
+        inputs.append(np.array(A))
+        return eigh(A, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "eigh", recording)
+    prob.S0_eig = (w, U)
+    info = {}
+    S, _, _, ok, _ = solve._solve_lam(prob, lam, "newton", 1e-8, 500, out=info)
+    assert ok and ok_ref  # both certified to 1e-8: the same optimum to that objective gap
+    J, J_ref = prob.objective(S, lam), prob.objective(S_ref, lam)
+    assert abs(J - J_ref) <= 2e-8 * J_ref
+    square = [A for A in inputs if A.shape == S0.shape]
+    assert square and not any(np.allclose(A, S0, rtol=1e-12, atol=0) for A in square)
+    assert not any(np.array_equal(A, B) for A, B in zip(square, square[1:]))
+    vals, Q = info["eig"]  # the solution's own eigendecomposition, for its factor
+    assert vals.min() >= 0
+    np.testing.assert_allclose((Q * vals) @ Q.T, S, atol=1e-12 * np.abs(S).max())
+    F = psd._factor(S, info["eig"])
+    np.testing.assert_allclose(F @ F.T, S, atol=1e-12 * np.abs(S).max())
+
+
+def test_solve_lam_reports_the_eigendecomposition_only_when_it_holds(rng):
+    """``out["eig"]`` describes S on every branch that sets it (the prior's certified gap, the
+    dual solvers) and is absent after the primal solvers."""
+    prob, S0, *_ = _small_problem(rng)
+    prob.S0_eig = np.linalg.eigh(S0)
+    for lam_rel, solver in ((1e20, "newton"), (1e-1, "newton"), (1e-10, "newton"),
+                            (1e-3, "apg"), (1e-3, "ipm")):
+        info = {}
+        S, _, _, ok, _ = solve._solve_lam(prob, prob.mu_max**2 * lam_rel, solver, 1e-8, 500,
+                                          out=info)
+        assert ok
+        if solver != "newton":
+            assert "eig" not in info
+            continue
+        vals, Q = info["eig"]
+        np.testing.assert_allclose((Q * vals) @ Q.T, S, atol=1e-11 * np.abs(S).max())
+
+
 def test_newton_at_an_exact_fit_does_not_break_down():
     """Found by the fuzz test: the prior already fits the labels exactly (one class, identical
     rows), the dual gradient is 0 up to round-off and CG's curvature p^T H p is 0; Newton must

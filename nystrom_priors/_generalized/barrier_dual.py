@@ -44,7 +44,6 @@ import numpy as np
 
 from .dual_newton import _armijo_ascent, _Dual, _newton_cg
 from .problem import _Problem
-from .psd import _sym
 
 
 # the barrier Newton steps' relative CG residual: labels after a full step / otherwise (below)
@@ -74,7 +73,7 @@ class _BarrierDual(_Dual):
         """Eigendecomposition of X(R), d_tau(R), the unsmoothed d(R) with its primal P_psd(X),
         and g = grad d_tau / 2; both duals in the Lagrangian form (``_Dual.lagrangian``)."""
         p, lam = self.prob, self.lam
-        x, Q = np.linalg.eigh(_sym(p.S0 - self.adjoint(R) / lam))
+        x, Q = self.eig_X(R)
         s, r = _smoothed_plus(x, self.kappa)
         PL = p.El @ Q if p.has_labels else None
         PP = p.Ep @ Q if p.has_pairs else None
@@ -85,7 +84,7 @@ class _BarrierDual(_Dual):
         t = self.targets()
         g = tuple(None if yy is None else yy - tt - rr for yy, tt, rr in zip(y, t, R))
         # the better of the two feasible points S_tau = Q s Q^T and P_psd(X) certifies the gap
-        best = (S_tau, J_tau) if J_tau < J_plus else (S_plus, J_plus)
+        best = (S_tau, J_tau, s) if J_tau < J_plus else (S_plus, J_plus, np.maximum(x, 0.0))
         return dict(x=x, Q=Q, s=s, r=r, PL=PL, PP=PP, d=L - 2.0 * lam * self.kappa * log_s, d0=d0,
                     g=g, best=best)
 
@@ -115,16 +114,17 @@ class _BarrierDual(_Dual):
 
 def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_iter: int,
                         cg_max: int = 200, shrink: float = 0.1, center: float = 0.5,
-                        gap_fraction: float = 0.01):
+                        gap_fraction: float = 0.01, out: dict | None = None):
     """Barrier-smoothed dual Newton-CG (module docstring); returns (S, R, n_iter, gap, converged).
 
     ``n_iter`` counts Newton steps (each: one eigendecomposition of X plus the CG products).
+    ``out["eig"]``, if ``out`` is given: ``(vals, Q)`` with ``S = Q diag(vals) Q^T``, vals >= 0.
     """
     dual = _BarrierDual(prob, lam)
     R = dual.zeros() if R0 is None else R0
 
     def next_kappa(st, kappa):
-        _S, J = st["best"]
+        _S, J, _vals = st["best"]
         return min(kappa, max(gap_fraction * max(J - st["d0"], 0.0) / (2.0 * lam * prob.m), 1e-300))
 
     st = dual.state(R)
@@ -133,7 +133,7 @@ def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_
     it, gap, S = 0, np.inf, None
     last_step = 1.0
     while True:
-        S, J = st["best"]
+        S, J, vals = st["best"]
         gap = max(J - st["d0"], 0.0) / max(J, 1e-300)
         if gap <= tol or it >= max_iter:
             break
@@ -167,4 +167,6 @@ def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_
         if decrement < center:
             dual.kappa = next_kappa(st, dual.kappa * shrink)
             st = dual.state(R)
+    if out is not None:  # S is always the current state's best point
+        out["eig"] = (vals, st["Q"])
     return S, R, it, gap, gap <= tol

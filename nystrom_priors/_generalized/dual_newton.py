@@ -29,6 +29,25 @@ class _Dual:
         self.prob = prob
         self.lam = lam
         self._targets = None
+        self._last_eig = (None, None)  # (R, eigh of X(R)) of the latest state
+
+    def eig_X(self, R) -> tuple[np.ndarray, np.ndarray]:
+        """Eigenvalues (ascending) and eigenvectors of ``X(R) = S0 - A*(R) / lam``.
+
+        The eigh is the dominant cost of a state, so it is not repeated: at R = 0, where every
+        cold start begins, X = S0, whose eigendecomposition the problem may carry
+        (``_Problem.S0_eig``; m = 1000 on one thread: 0.18 s), and the barrier dual asks again
+        for the same R after it sets its barrier weight. R is never modified in place.
+        """
+        R_last, eig = self._last_eig
+        if R_last is R:
+            return eig
+        if self.prob.S0_eig is not None and not any(r is not None and r.any() for r in R):
+            eig = self.prob.S0_eig
+        else:
+            eig = np.linalg.eigh(_sym(self.prob.S0 - self.adjoint(R) / self.lam))
+        self._last_eig = (R, eig)
+        return eig
 
     def set_state_precond(self, st, Omega):
         """I + K+ (x) K+ / lam with K+ = E_l Q+ Q+^T E_l^T (Omega ~ rank-one on the kept part) on
@@ -145,7 +164,7 @@ class _Dual:
     def state(self, R):
         """Eigendecomposition of X(R), S(R) with its J, d(R) and the ascent direction g = grad/2."""
         p = self.prob
-        x, Q = np.linalg.eigh(_sym(p.S0 - self.adjoint(R) / self.lam))
+        x, Q = self.eig_X(R)
         xp = np.maximum(x, 0.0)
         PL = p.El @ Q if p.has_labels else None
         PP = p.Ep @ Q if p.has_pairs else None
@@ -252,8 +271,12 @@ def _armijo_ascent(dual: "_Dual", R, st, H, slope: float, tries: int):
     return None
 
 
-def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int, cg_max: int = 200):
-    """Semismooth Newton-CG on the dual; returns (S, R, n_iter, relative gap, converged)."""
+def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int, cg_max: int = 200,
+                  out: dict | None = None):
+    """Semismooth Newton-CG on the dual; returns (S, R, n_iter, relative gap, converged).
+
+    ``out["eig"]``, if ``out`` is given: ``(vals, Q)`` with ``S = Q diag(vals) Q^T``, vals >= 0.
+    """
     dual = _Dual(prob, lam)
     R = dual.zeros() if R0 is None else R0
     st = dual.state(R)
@@ -264,6 +287,8 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
         S, J = dual.primal(st)
         gap = max(J - st["d"], 0.0) / max(J, 1e-300)
         if gap <= tol:
+            if out is not None:
+                out["eig"] = (st["xp"], st["Q"])
             return S, R, it - 1, gap, True
         g = st["g"]
         gnorm = np.sqrt(dual.dot(g, g))
@@ -284,4 +309,6 @@ def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int
         R, st, _step = found
     S, J = dual.primal(st)
     gap = max(J - st["d"], 0.0) / max(J, 1e-300)
+    if out is not None:
+        out["eig"] = (st["xp"], st["Q"])
     return S, R, it, gap, gap <= tol

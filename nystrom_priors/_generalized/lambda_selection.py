@@ -49,7 +49,7 @@ def _path_nka(prob, lams, labels, solve_kw, progress):
     return crit, sols
 
 
-def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, prior):
+def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, prior, S0_eig=None):
     """Held-out losses along lams, shape (n_splits * n_folds, n_lams), and error rates.
 
     For each of ``_CV_SPLITS`` stratified k-fold splits of the labeled samples, S is refitted
@@ -106,7 +106,7 @@ def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, prior
             Ftr, Fte = Etr @ V, Ete @ V
             K0tr, K0te = K0_all[np.ix_(train, train)], K0_all[np.ix_(test, train)]
         else:
-            prob = _build_problem(S0, labels, pairs, E_of, label_rows=train)
+            prob = _build_problem(S0, labels, pairs, E_of, label_rows=train, S0_eig=S0_eig)
         # more training labels than landmarks: the SVM over the m + 1 weights of the factor
         # rows costs O(l m^2) per Newton step instead of the kernel form's O(l^3)
         # (measured: 20,000 x 50, m = 300, 1200 labels: lam="auto" spent 169 of 193 s in
@@ -209,7 +209,7 @@ def _drive_folds(splits, fold_scores, lams, progress):
     return losses, errors, unconverged
 
 
-def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max):
+def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max, S0_eig=None):
     """Held-out losses and errors along lams for a pairs-only fit, like ``_cv_losses``.
 
     The folds split the constrained *samples* (``cv`` random groups): fold f trains on the
@@ -267,7 +267,7 @@ def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max)
         if train.size == 0:  # every pair touches this group: nothing to fit on
             while True:
                 yield np.nan, np.nan, 0
-        prob = _build_problem(S0, None, pairs[train], E_local)
+        prob = _build_problem(S0, None, pairs[train], E_local, S0_eig=S0_eig)
         fold_lams = lams * (prob.mu_max / mu_max) ** 2 if prob.mu_max > 0 else lams
         for _lam, S, *_rest in _solve_path(prob, fold_lams, fold_kw):
             cos = _pair_cosines(E_pts[held] @ _factor(S), a, b)
@@ -339,7 +339,9 @@ def _reduced_fold(S0, prior, El, codes, n_classes, UtEl=None):
     V = U @ Vc
     Y = np.zeros((El.shape[0], n_classes))
     Y[np.arange(El.shape[0]), codes] = 1.0
-    return _Problem(C, El @ V, Y, offset=D), C, V
+    # C's eigendecomposition for the folds' cold starts (_Problem.S0_eig), x ascending
+    C_eig = (1.0 / lw[::-1], np.ascontiguousarray(Uw[:, ::-1]))
+    return _Problem(C, El @ V, Y, offset=D, S0_eig=C_eig), C, V
 
 
 def _cv_choice(losses: np.ndarray) -> int:

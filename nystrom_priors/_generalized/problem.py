@@ -27,14 +27,19 @@ class _Problem:
     offset : (m, m) or None
         Labels only: the data term is taken at ``S + offset``, i.e.
         ``||E_l (S + offset) E_l^T - K*||^2`` (the restricted problems of lam="auto").
+    S0_eig : (x, Q) or None
+        S0's full eigendecomposition, x ascending: the dual Newton's cold starts begin at
+        X = S0 and take it instead of an m x m eigh (the prior's own, computed anyway).
 
     With more labeled rows than landmarks, ``El`` / ``Y`` hold an equivalent compressed labels
     term (``_compress_labels``, at most m rows) and ``loss_shift`` the constant it drops;
     ``El_labels`` / ``Y_labels`` keep the rows as given.
     """
 
-    def __init__(self, S0, El=None, Y=None, Ep=None, a=None, b=None, t=None, offset=None):
+    def __init__(self, S0, El=None, Y=None, Ep=None, a=None, b=None, t=None, offset=None,
+                 S0_eig=None):
         self.S0 = S0
+        self.S0_eig = S0_eig
         self.offset = offset
         self.m = S0.shape[0]
         self.El = El
@@ -284,14 +289,14 @@ def _top_gram_eig(E: np.ndarray) -> float:
     return max(float(np.linalg.eigvalsh(_sym(G))[-1]), 0.0) if G.size else 0.0
 
 
-def _build_problem(S0, labels, pairs, E_of, label_rows=None) -> _Problem:
+def _build_problem(S0, labels, pairs, E_of, label_rows=None, S0_eig=None) -> _Problem:
     """Assemble J from validated side information.
 
     ``labels`` (``side_info.check_labels``) and ``pairs`` ((k, 3) rows ``[i, j, +-1]``,
     ``side_info.check_pairs``) may each be None; ``E_of(rows)`` returns ``k(X[rows], Z)`` in
     float64; ``label_rows`` keeps only those positions of ``labels.index`` (a CV training
     fold). Pairs between two kept labeled samples must agree with their labels (ValueError
-    otherwise) and are dropped: the labels term already holds them.
+    otherwise) and are dropped: the labels term already holds them. ``S0_eig``: see ``_Problem``.
     """
     El = Y = None
     code_of = None  # class code per sample, -1 outside the labeled block
@@ -305,7 +310,7 @@ def _build_problem(S0, labels, pairs, E_of, label_rows=None) -> _Problem:
         code_of = np.full(n_max, -1)
         code_of[idx] = labels.codes[rows]
     if pairs is None:
-        return _Problem(S0, El, Y)
+        return _Problem(S0, El, Y, S0_eig=S0_eig)
     i, j, sign = pairs[:, 0], pairs[:, 1], pairs[:, 2]
     if code_of is not None:
         ci, cj = code_of[i], code_of[j]
@@ -321,7 +326,7 @@ def _build_problem(S0, labels, pairs, E_of, label_rows=None) -> _Problem:
     else:
         P = pairs
     if P.shape[0] == 0:
-        return _Problem(S0, El, Y)
+        return _Problem(S0, El, Y, S0_eig=S0_eig)
     pts, inv = np.unique(P[:, :2], return_inverse=True)
     inv = inv.reshape(-1, 2)
     a, b = inv[:, 0], inv[:, 1]
@@ -332,4 +337,4 @@ def _build_problem(S0, labels, pairs, E_of, label_rows=None) -> _Problem:
     aa = np.concatenate([a, b, diag])
     bb = np.concatenate([b, a, diag])
     tt = np.concatenate([tgt, tgt, np.ones(diag.size)])
-    return _Problem(S0, El, Y, E_of(pts), aa, bb, tt)
+    return _Problem(S0, El, Y, E_of(pts), aa, bb, tt, S0_eig=S0_eig)

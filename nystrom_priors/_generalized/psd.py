@@ -34,9 +34,10 @@ def _psd_project_few_negative(A: np.ndarray) -> tuple[np.ndarray, int, np.ndarra
     return A - (U * w) @ U.T, int(w.size), U
 
 
-def _factor(S: np.ndarray) -> np.ndarray:
-    """F with F F^T = S (eigenvalues below m eps lam_max dropped)."""
-    lam, U = np.linalg.eigh(_sym(S))
+def _factor(S: np.ndarray, eig: tuple | None = None) -> np.ndarray:
+    """F with F F^T = S (eigenvalues below m eps lam_max dropped); ``eig = (vals, Q)`` with
+    ``S = Q diag(vals) Q^T``, when known, replaces the eigh."""
+    lam, U = np.linalg.eigh(_sym(S)) if eig is None else eig
     keep = lam > S.shape[0] * _EPS * max(lam.max(initial=0.0), 0.0)
     if not keep.any():
         return np.zeros((S.shape[0], 0))

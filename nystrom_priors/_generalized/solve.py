@@ -65,8 +65,13 @@ def _prior_gap(prob: "_Problem", lam: float) -> float:
     return float(np.sum(g * g)) / (4.0 * lam) / max(J0, 1e-300)
 
 
-def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: int, S_warm=None, R_warm=None):
+def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: int, S_warm=None,
+               R_warm=None, out: dict | None = None):
     """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
+
+    ``out`` (a dict, optional) receives ``"eig"``: ``(vals, Q)`` with ``S = Q diag(vals) Q^T``
+    when the solver ends with S in that form (the dual solvers, or S0 with ``prob.S0_eig``), so
+    that the factor of S costs no further eigh (``psd._factor``); no key otherwise.
 
     ``"auto"`` resolves through ``_auto_solver``; ``"ipm"`` (labels only) runs ``_solve_ipm``
     and, should its line search stall, APG from its last iterate. ``"newton"`` runs the dual semismooth
@@ -79,6 +84,9 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
     if lam * _LAM_RANGE > prob.mu_max**2:
         gap = _prior_gap(prob, lam)
         if gap <= tol:
+            if out is not None and prob.S0_eig is not None:
+                x, Q = prob.S0_eig
+                out["eig"] = (np.maximum(x, 0.0), Q)
             return prob.S0, 0, gap, True, None
     if solver == "auto":
         solver = _auto_solver(prob)
@@ -96,12 +104,15 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
         # 500 pairs) 0.36-0.74x the continuation's speed, which did not certify the tests' small
         # pairs problems (bench_generalized.py --small-lam, results section 9)
         first_cap = min(cap, _COLD_STEPS) if cold_small else cap
-        S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=first_cap)
+        S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=first_cap, out=out)
         if cold_small and not ok:
-            S, R, it_b, cert, ok = _solve_barrier_dual(prob, lam, None, tol=tol, max_iter=cap)
+            S, R, it_b, cert, ok = _solve_barrier_dual(prob, lam, None, tol=tol, max_iter=cap,
+                                                       out=out)
             it += it_b
         if ok:
             return S, it, cert, True, R
+        if out is not None:
+            out.pop("eig", None)  # APG finishes: S is no longer in that form
         coords = _Coords(prob, lam, True)
         V, it2, cert, ok = _solve(coords, coords.to_V(S), accelerate=True, armijo=False, tol=tol, max_iter=max_iter)
         return coords.to_S(V), it + it2, cert, ok, None
