@@ -423,9 +423,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                         )
                     else:
                         losses, errors = _selection._cv_losses(
-                            S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw, pr,
-                            (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_),
-                            S0_eig,
+                            S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw, pr, S0_eig
                         )
                     best = _selection._cv_choice(losses)
                     pr.close(f"lam={lams[best]:.3g} (smallest CV loss)")

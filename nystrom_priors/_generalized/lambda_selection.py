@@ -49,14 +49,15 @@ def _path_nka(prob, lams, labels, solve_kw, progress):
     return crit, sols
 
 
-def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, prior, S0_eig=None):
+def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, S0_eig):
     """Held-out losses along lams, shape (n_splits * n_folds, n_lams), and error rates.
 
     For each of ``_CV_SPLITS`` stratified k-fold splits of the labeled samples, S is refitted
     on the training fold along the path (the same exponents e, on the fold's own scale
     ``mu_max^2``) and a squared-hinge linear SVM (C = 1) on the
     learned factor rows of the training fold scores the held-out fold. The loss is the
-    held-out hinge loss per sample (summed over the one-vs-rest problems).
+    held-out hinge loss per sample (summed over the one-vs-rest problems). ``S0_eig`` is
+    S0's full eigendecomposition (``_Problem.S0_eig``).
 
     The folds of a split advance together, one lam at a time. The first split stops its
     path once the mean loss of the last ``_CV_PATIENCE`` lam is more than ``_CV_RACE``
@@ -78,6 +79,10 @@ def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, prior
             "number."
         )
     E_all = E_of(labels.index)
+    # S0 = U diag(1 / w) U^T on its range: the restricted folds' coordinates (_reduced_fold)
+    x, Q = S0_eig
+    pos = x > 0
+    prior = (Q[:, pos], 1.0 / x[pos])
     K0_all = E_all @ S0 @ E_all.T  # the prior's kernel on the labeled samples
     top_all = _top_gram_eig(E_all)
     UtE_all = prior[0].T @ E_all.T if pairs is None else None
