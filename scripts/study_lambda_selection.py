@@ -335,6 +335,20 @@ def analyse(out, names):
                 j = int(np.argmin(mean))
                 return int(np.flatnonzero(mean <= mean[j] + k * se[j]).min())  # grid descends
             rules[f"svmhinge/{k:g}se/{splits}split"] = rule_1se
+    # plateau midpoints: the middle of the lam whose mean held-out hinge loss is within k
+    # standard errors of the minimum (SE of the per-fold differences to the minimiser's
+    # loss), ties toward the larger lam: a choice that does not hop between the ends of a
+    # loss curve that is flat within its noise
+    for splits in (2, 4):
+        for k in (0.5, 1.0, 2.0):
+            def rule_mid(C, nka, splits=splits, k=k):
+                c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
+                mean = c.mean(0)
+                j = int(np.argmin(mean))
+                se = (c - c[:, [j]]).std(0, ddof=1) / np.sqrt(c.shape[0])
+                near = np.flatnonzero(mean <= mean[j] + k * se)
+                return int(near[(near.size - 1) // 2])
+            rules[f"svmhinge/mid{k:g}se/{splits}split"] = rule_mid
     # lam="auto": 2 splits; the first stops its path once the loss has risen past its basin
     # (GeneralizedNystrom's _path_exhausted), the second races the first (_race_keep); the
     # choice should equal svmhinge/<smooth3|argmin>/2split. Shipped: argmin (smooth3 before
