@@ -137,7 +137,7 @@ class _LandmarkKernelMixin:
             return U / np.sqrt(lam)
         # ascending: the dropped directions (x = 0) first, then 1 / lam for lam descending
         x = np.concatenate([np.zeros(int(np.count_nonzero(~keep))), 1.0 / lam])
-        Q = np.ascontiguousarray(np.hstack([U_all[:, ~keep][:, ::-1], U]))
+        Q = np.ascontiguousarray(np.hstack([U_all[:, ~keep], U]))
         return U / np.sqrt(lam), (x, Q)
 
     def _default_rcond(self) -> float:

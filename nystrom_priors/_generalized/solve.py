@@ -85,8 +85,7 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
         gap = _prior_gap(prob, lam)
         if gap <= tol:
             if out is not None and prob.S0_eig is not None:
-                x, Q = prob.S0_eig
-                out["eig"] = (np.maximum(x, 0.0), Q)
+                out["eig"] = prob.S0_eig  # S0 is PSD: its eigenvalues are the factor's
             return prob.S0, 0, gap, True, None
     if solver == "auto":
         solver = _auto_solver(prob)
