@@ -5,6 +5,8 @@ reproduce_zhang2012.py) this records, along the lam grid:
 
 * the test error of a linear SVM on the factor rows of the kernel learned from all labels
   (what the reproduction scores; its minimum over the grid is the oracle);
+* the same for the kernels averaged over two and three neighbouring lam (``test_avg2``,
+  ``test_avg3``: a convex combination of PSD S, for the averaging rules);
 * for four independent stratified 5-fold splits of the labeled samples (rules use the first 1, 2 or 4), with S refitted on each
   training fold (the way lam="auto" works), several held-out criteria: kernel-ridge 0/1 error
   and squared error, linear-SVM 0/1 error and hinge loss on the factor rows, nearest class
@@ -20,6 +22,8 @@ compares the smoothed and the plain argmin on it, scored by that reproduction's 
 
 Run:  python scripts/study_lambda_selection.py --collect --repeats 10 --out /tmp/lamstudy
       python scripts/study_lambda_selection.py --analyse --out /tmp/lamstudy
+      python scripts/study_lambda_selection.py --collect --folds 10 --repeats 10 --out /tmp/ls10
+      python scripts/study_lambda_selection.py --out /tmp/lamstudy --compare-folds /tmp/ls10
       python scripts/study_lambda_selection.py --pairs 500 --collect --repeats 30 --out /tmp/lsp
       python scripts/study_lambda_selection.py --pairs 500 --analyse --out /tmp/lsp
 """
@@ -166,7 +170,7 @@ def guarded_choice(losses: np.ndarray, anchor: int, n_se: float, smooth: bool) -
     return anchor if d.mean() <= n_se * d.std(ddof=1) / np.sqrt(d.size) else best
 
 
-def one_repeat(X, y, rep, n_splits=4, n_labels=100):
+def one_repeat(X, y, rep, n_splits=4, n_labels=100, n_folds=5):
     import nystrom_priors as npr
     from nystrom_priors._generalized.lambda_selection import _stratified_folds
     from nystrom_priors._generalized.problem import _build_problem
@@ -193,12 +197,19 @@ def one_repeat(X, y, rep, n_splits=4, n_labels=100):
     with Progress(0, lams.size, "nka path") as pr:
         nka, sols = _path_nka(prob, lams, labels, kw, pr)
     test = np.array([svm_error(E @ _factor(S), y, lab, unl) for S, *_ in sols])
+    # kernels averaged over neighbouring lam (a convex combination: PSD, rank <= m), for the
+    # averaging rules: test_avg2[j] is (S_j + S_j+1) / 2, test_avg3[j] is (S_j + S_j+1 + S_j+2) / 3
+    Ss = [S for S, *_ in sols]
+    test_avg2 = np.array([svm_error(E @ _factor((Ss[j] + Ss[j + 1]) / 2), y, lab, unl)
+                          for j in range(len(Ss) - 1)])
+    test_avg3 = np.array([svm_error(E @ _factor((Ss[j] + Ss[j + 1] + Ss[j + 2]) / 3), y, lab, unl)
+                          for j in range(len(Ss) - 2)])
     El = E[labels.index]
     ylab = y[labels.index]
-    crit = np.zeros((n_splits, 5, grid.size, len(CRITERIA)))
+    crit = np.zeros((n_splits, n_folds, grid.size, len(CRITERIA)))
     fold_kw = dict(solver="apg", tol=1e-3, max_iter=300)
     for s in range(n_splits):
-        folds = _stratified_folds(labels.codes, 5, np.random.default_rng([rep, s]))
+        folds = _stratified_folds(labels.codes, n_folds, np.random.default_rng([rep, s]))
         for f, te in enumerate(folds):
             tr = np.setdiff1d(np.arange(labels.index.size), te)
             p = _build_problem(gn.S0_, labels, None, lambda r: E[r], label_rows=tr)
@@ -206,7 +217,8 @@ def one_repeat(X, y, rep, n_splits=4, n_labels=100):
             for j, (_, S, *_r) in enumerate(_solve_path(p, lam_f, fold_kw)):
                 crit[s, f, j] = fold_criteria(El[tr], El[te], S, ylab[tr], ylab[te], labels.codes[tr],
                                               labels.codes[te], labels.n_classes)
-    return dict(test=test, nys=nys, crit=crit, grid=grid, nka=nka)
+    return dict(test=test, nys=nys, crit=crit, grid=grid, nka=nka, test_avg2=test_avg2,
+                test_avg3=test_avg3)
 
 
 def pairs_cv_losses(X, y, rep, n_pairs, n_splits=4, n_labels=100):
@@ -296,11 +308,14 @@ def analyse_pairs(out, names, n_pairs, results):
         print(f"| {label} | " + " | ".join(cells) + f" | {100 * np.mean(caps):.0f}% |")
 
 
-def collect(names, repeats, out, first=0):
-    for name, reps in _repeats(names, repeats, out, first, one_repeat):
+def collect(names, repeats, out, first=0, n_folds=5):
+    one = lambda X, y, r: one_repeat(X, y, r, n_folds=n_folds)  # noqa: E731
+    for name, reps in _repeats(names, repeats, out, first, one):
         np.savez(os.path.join(out, f"{name}.npz"), test=np.array([d["test"] for d in reps]),
                  nys=np.array([d["nys"] for d in reps]), crit=np.array([d["crit"] for d in reps]),
-                 grid=reps[0]["grid"], nka=np.array([d["nka"] for d in reps]))
+                 grid=reps[0]["grid"], nka=np.array([d["nka"] for d in reps]),
+                 test_avg2=np.array([d["test_avg2"] for d in reps]),
+                 test_avg3=np.array([d["test_avg3"] for d in reps]))
 
 
 def analyse(out, names):
@@ -349,6 +364,62 @@ def analyse(out, names):
                 near = np.flatnonzero(mean <= mean[j] + k * se)
                 return int(near[(near.size - 1) // 2])
             rules[f"svmhinge/mid{k:g}se/{splits}split"] = rule_mid
+    # robust aggregations over the folds: a fold whose held-out loss blows up at small lam
+    # weighs on the mean by its size; ranks and medians weigh every fold alike. medfold /
+    # medsplit: the median of the per-fold / per-split argmins (lower median: the larger lam)
+    for splits in (2, 4):
+        def rule_rank(C, nka, splits=splits):
+            c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
+            ranks = np.argsort(np.argsort(c, axis=1, kind="stable"), axis=1, kind="stable")
+            return int(np.argmin(ranks.mean(0)))
+        rules[f"svmhinge/rank/{splits}split"] = rule_rank
+
+        def rule_median(C, nka, splits=splits):
+            c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
+            return int(np.argmin(np.median(c, axis=0)))
+        rules[f"svmhinge/median/{splits}split"] = rule_median
+
+        def rule_medfold(C, nka, splits=splits):
+            c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
+            return int(np.sort(np.argmin(c, axis=1))[(c.shape[0] - 1) // 2])
+        rules[f"svmhinge/medfold/{splits}split"] = rule_medfold
+
+        def rule_medsplit(C, nka, splits=splits):
+            c = C[:splits, :, :, hinge].mean(axis=1)
+            return int(np.sort(np.argmin(c, axis=1))[(splits - 1) // 2])
+        rules[f"svmhinge/medsplit/{splits}split"] = rule_medsplit
+    # kernel averaging: instead of one S, the mean of the argmin's S and its neighbours' (a
+    # convex combination: PSD, rank <= m). Indices past the grid address the averaged kernels'
+    # test errors (``extended``: test, then test_avg2, then test_avg3)
+    if all("test_avg2" in d for d in data.values()):
+        n_grid = next(iter(data.values()))["test"].shape[1]
+        for splits in (2, 4):
+            def rule_avg2(C, nka, splits=splits):
+                mean = C[:splits, :, :, hinge].reshape(-1, C.shape[2]).mean(0)
+                j = int(np.argmin(mean))
+                nbs = [i for i in (j - 1, j + 1) if 0 <= i < mean.size]
+                nb = min(nbs, key=lambda i: mean[i])
+                return n_grid + min(j, nb)
+            rules[f"svmhinge/avg2nb/{splits}split"] = rule_avg2
+
+            def rule_avg3(C, nka, splits=splits):
+                mean = C[:splits, :, :, hinge].reshape(-1, C.shape[2]).mean(0)
+                j = int(np.clip(np.argmin(mean), 1, mean.size - 2))
+                return 2 * n_grid - 1 + (j - 1)
+            rules[f"svmhinge/avg3/{splits}split"] = rule_avg3
+
+            def rule_avg2se(C, nka, splits=splits, k=1.0):
+                # average with the better neighbour only when it is within k SE of the minimum
+                c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
+                mean = c.mean(0)
+                j = int(np.argmin(mean))
+                nbs = [i for i in (j - 1, j + 1) if 0 <= i < mean.size]
+                nb = min(nbs, key=lambda i: mean[i])
+                d = c[:, nb] - c[:, j]
+                if d.mean() <= k * d.std(ddof=1) / np.sqrt(d.size):
+                    return n_grid + min(j, nb)
+                return j
+            rules[f"svmhinge/avg2nb1se/{splits}split"] = rule_avg2se
     # lam="auto": 2 splits; the first stops its path once the loss has risen past its basin
     # (GeneralizedNystrom's _path_exhausted), the second races the first (_race_keep); the
     # choice should equal svmhinge/<smooth3|argmin>/2split. Shipped: argmin (smooth3 before
@@ -397,7 +468,10 @@ def analyse(out, names):
     for rname, rule in rules.items():
         caps, caps_fixed, worst, cells = [], [], np.inf, []
         for n, d in data.items():
-            chosen = np.array([d["test"][r, rule(d["crit"][r], d["nka"][r] if "nka" in d else None)]
+            extended = d["test"]
+            if "test_avg2" in d:
+                extended = np.hstack([d["test"], d["test_avg2"], d["test_avg3"]])
+            chosen = np.array([extended[r, rule(d["crit"][r], d["nka"][r] if "nka" in d else None)]
                                for r in range(d["test"].shape[0])])
             cap = capture(d["nys"].mean(), chosen.mean(), d["test"].min(1).mean())
             caps.append(cap)
@@ -434,6 +508,82 @@ def analyse(out, names):
     if skipped:
         print(f"# svmhinge/argmin/race: the first split skips {np.mean(skipped_first):.1f} lam, "
               f"the second {np.mean(skipped):.1f} lam on average")
+    # how much the labels can tell the two best fixed lam apart: per repeat, does the held-out
+    # hinge loss (splits 0-1, as lam="auto") rank them the way the test error does?
+    from scipy.stats import pearsonr
+
+    for n, d in data.items():
+        T = d["test"]
+        a, b = np.sort(np.argsort(T.mean(0))[:2])
+        cv = d["crit"][:, :2, :, :, hinge].mean(axis=(1, 2))
+        dt, dc = T[:, a] - T[:, b], cv[:, a] - cv[:, b]
+        r, pval = pearsonr(dc, dt) if dt.std() > 0 and dc.std() > 0 else (np.nan, np.nan)
+        g = d["grid"]
+        print(f"# {n}: e = {g[a]:.0f} vs {g[b]:.0f} (the two best fixed lam): test error difference "
+              f"{100 * dt.mean():+.2f} +- {100 * dt.std(ddof=1) / np.sqrt(dt.size):.2f} points; "
+              f"correlation of the per-repeat CV and test differences r = {r:+.2f} (p = {pval:.2f}); "
+              f"choosing between them at random captures "
+              f"{100 * capture(d['nys'].mean(), T[:, [a, b]].mean(), T.mean(0).min()):.0f}%")
+
+
+def raced_choice(C: np.ndarray) -> int:
+    """lam="auto"'s choice with ``len(C)`` splits: hinge losses ``C`` (splits, folds, lams);
+    the first split stops its path (``_path_exhausted``), each later one races the splits
+    before it (``_race_keep``), the plain argmin among the lam every split scored."""
+    from nystrom_priors._generalized import lambda_selection as ls
+
+    n_splits, k, n = C.shape
+    losses = np.full((n_splits * k, n), np.nan)
+    keep = n
+    for j in range(n):
+        if ls._path_exhausted(C[0, :, : j + 1].mean(axis=0)):
+            keep = j + 1
+            break
+    losses[:k, :keep] = C[0, :, :keep]
+    for s in range(1, n_splits):
+        keep = min(keep, ls._race_keep(losses[: s * k, :keep]))
+        losses[s * k : (s + 1) * k, :keep] = C[s, :, :keep]
+    return ls._cv_choice(losses)
+
+
+def compare_folds(out, other, names):
+    """The raced argmin (lam="auto"'s rule) with 1, 2 and 4 splits of the folds collected in
+    ``out`` against those of ``other`` (the same repeats collected with another ``--folds``),
+    each averaged over every draw of its splits from the four collected, scored by ``out``'s
+    test errors; then paired differences over the repeats."""
+    import itertools
+
+    hinge = CRITERIA.index("svmhinge")
+    res = {}
+    for tag, where in ((out, out), (other, other)):
+        data = {n: np.load(os.path.join(where, f"{n}.npz")) for n in names}
+        k = next(iter(data.values()))["crit"].shape[2]
+        for n_splits in (1, 2, 4):
+            per = {}
+            for n, d in data.items():
+                T, C = d["test"], d["crit"][..., hinge]
+                draws = list(itertools.combinations(range(C.shape[1]), n_splits))
+                per[n] = np.array([np.mean([T[r, raced_choice(C[r][list(sp)])] for sp in draws])
+                                   for r in range(T.shape[0])])
+            res[f"{k}-fold x {n_splits}"] = per
+    ref = {n: np.load(os.path.join(out, f"{n}.npz")) for n in names}
+    print("| rule (mean over split draws) | " + " | ".join(names) + " | mean capture: oracle / fixed |")
+    print("|" + " --- |" * (len(names) + 2))
+    for rname, per in res.items():
+        cells, co, cf = [], [], []
+        for n in names:
+            T, ny, c = ref[n]["test"], ref[n]["nys"].mean(), per[n].mean()
+            co.append(capture(ny, c, T.min(1).mean()))
+            cf.append(capture(ny, c, T.mean(0).min()))
+            cells.append(f"{100 * c:.2f} ({100 * cf[-1]:.0f}%)")
+        print(f"| {rname} | " + " | ".join(cells) + f" | {100 * np.nanmean(co):.0f}% / {100 * np.nanmean(cf):.0f}% |")
+    keys = list(res)
+    for a, b in itertools.combinations(keys, 2):
+        if a.split(" x ")[0] == b.split(" x ")[0]:
+            continue
+        diffs = [100 * (res[b][n] - res[a][n]) for n in names]
+        print(f"# {b} - {a}: " + ", ".join(f"{n} {d.mean():+.2f} +- {d.std(ddof=1) / np.sqrt(d.size):.2f}"
+                                           for n, d in zip(names, diffs)))
 
 
 def main(argv=None):
@@ -445,6 +595,11 @@ def main(argv=None):
                     help="collect repeats first..first+repeats-1 (fresh repeats to check a rule)")
     ap.add_argument("--datasets", nargs="+", default=["german", "splice", "digits49", "digits27", "digits"])
     ap.add_argument("--out", default="/tmp/lamstudy")
+    ap.add_argument("--folds", type=int, default=5,
+                    help="folds per CV split when collecting labels (lam='auto' uses cv=5)")
+    ap.add_argument("--compare-folds", metavar="DIR",
+                    help="compare lam='auto''s raced rule on --out's folds with DIR's (the same "
+                         "repeats collected with another --folds)")
     ap.add_argument("--pairs", type=int, default=None, metavar="N",
                     help="pairs only: collect / analyse lam='auto''s pairs CV (N pairs per repeat, "
                          "as reproduce_zhang2012.py --pairs N)")
@@ -458,9 +613,11 @@ def main(argv=None):
             analyse_pairs(a.out, a.datasets, a.pairs, a.results)
         return
     if a.collect:
-        collect(a.datasets, a.repeats, a.out, a.first_repeat)
+        collect(a.datasets, a.repeats, a.out, a.first_repeat, a.folds)
     if a.analyse:
         analyse(a.out, a.datasets)
+    if a.compare_folds:
+        compare_folds(a.out, a.compare_folds, a.datasets)
 
 
 if __name__ == "__main__":
