@@ -151,6 +151,29 @@ def race_keep(losses: np.ndarray, smooth: bool) -> int:
     return int(min(mean.size, contending.max() + 2))
 
 
+def race_losses(C: np.ndarray, smooth: bool) -> tuple[np.ndarray, int, int]:
+    """The losses lam="auto" scores, from held-out losses ``C`` (splits, folds, lams) on whole
+    paths: the first split stops its path (``_path_exhausted``), each later one scores only the
+    lam the splits before it leave in the race (``race_keep``). Returns the (splits * folds,
+    lams) losses with NaN where skipped, where the first split stopped and where the last
+    one stopped."""
+    from nystrom_priors._generalized.lambda_selection import _path_exhausted
+
+    n_splits, k, n = C.shape
+    stop = n
+    for j in range(n):
+        if _path_exhausted(C[0, :, : j + 1].mean(axis=0)):
+            stop = j + 1
+            break
+    losses = np.full((n_splits * k, n), np.nan)
+    losses[:k, :stop] = C[0, :, :stop]
+    keep = stop
+    for s in range(1, n_splits):
+        keep = min(keep, race_keep(losses[: s * k, :keep], smooth))
+        losses[s * k : (s + 1) * k, :keep] = C[s, :, :keep]
+    return losses, stop, keep
+
+
 def guarded_choice(losses: np.ndarray, anchor: int, n_se: float, smooth: bool) -> int:
     """``anchor`` (eq. (12)'s choice) unless the CV losses reject it, else the CV choice.
 
@@ -393,12 +416,15 @@ def analyse(out, names):
     # test errors (``extended``: test, then test_avg2, then test_avg3)
     if all("test_avg2" in d for d in data.values()):
         n_grid = next(iter(data.values()))["test"].shape[1]
+
+        def argmin_and_neighbour(mean):
+            """The argmin of ``mean`` and its neighbour on the grid with the lower mean."""
+            j = int(np.argmin(mean))
+            return j, min((i for i in (j - 1, j + 1) if 0 <= i < mean.size), key=lambda i: mean[i])
+
         for splits in (2, 4):
             def rule_avg2(C, nka, splits=splits):
-                mean = C[:splits, :, :, hinge].reshape(-1, C.shape[2]).mean(0)
-                j = int(np.argmin(mean))
-                nbs = [i for i in (j - 1, j + 1) if 0 <= i < mean.size]
-                nb = min(nbs, key=lambda i: mean[i])
+                j, nb = argmin_and_neighbour(C[:splits, :, :, hinge].reshape(-1, C.shape[2]).mean(0))
                 return n_grid + min(j, nb)
             rules[f"svmhinge/avg2nb/{splits}split"] = rule_avg2
 
@@ -411,10 +437,7 @@ def analyse(out, names):
             def rule_avg2se(C, nka, splits=splits, k=1.0):
                 # average with the better neighbour only when it is within k SE of the minimum
                 c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
-                mean = c.mean(0)
-                j = int(np.argmin(mean))
-                nbs = [i for i in (j - 1, j + 1) if 0 <= i < mean.size]
-                nb = min(nbs, key=lambda i: mean[i])
+                j, nb = argmin_and_neighbour(c.mean(0))
                 d = c[:, nb] - c[:, j]
                 if d.mean() <= k * d.std(ddof=1) / np.sqrt(d.size):
                     return n_grid + min(j, nb)
@@ -424,28 +447,15 @@ def analyse(out, names):
     # (GeneralizedNystrom's _path_exhausted), the second races the first (_race_keep); the
     # choice should equal svmhinge/<smooth3|argmin>/2split. Shipped: argmin (smooth3 before
     # 3d139c3)
-    from nystrom_priors._generalized import lambda_selection
-
     skipped, skipped_first = [], []
 
-    def race_losses(C, record=False, smooth=True):
-        n_lams = C.shape[2]
-        first = C[0, :, :, hinge].copy()
-        stop = n_lams
-        for j in range(n_lams):
-            if lambda_selection._path_exhausted(first[:, : j + 1].mean(axis=0)):
-                stop = j + 1
-                break
-        first[:, stop:] = np.nan
-        keep = min(stop, race_keep(first[:, :stop], smooth))
-        if record:
-            skipped_first.append(n_lams - stop)
-            skipped.append(n_lams - keep)
-        both = np.vstack([first, np.where(np.arange(n_lams) < keep, C[1, :, :, hinge], np.nan)])
-        return both
-
+    # the race of lam="auto": two splits (the first two of those collected)
     def rule_race(C, nka, record=False, smooth=True):
-        return cv_choice(race_losses(C, record, smooth), smooth)
+        losses, stop, keep = race_losses(C[:2, ..., hinge], smooth)
+        if record:
+            skipped_first.append(C.shape[2] - stop)
+            skipped.append(C.shape[2] - keep)
+        return cv_choice(losses, smooth)
     rules["svmhinge/smooth3/race"] = rule_race
     # lam="auto" on labels as shipped now: the same race on the plain mean, plain argmin
     rules["svmhinge/argmin/race"] = lambda C, nka: rule_race(C, nka, record=True, smooth=False)
@@ -456,7 +466,7 @@ def analyse(out, names):
         for k in (0.5, 1.0, 2.0):
             for smooth, name in ((True, "smooth3"), (False, "argmin")):
                 def rule_guard(C, nka, k=k, smooth=smooth):
-                    return guarded_choice(race_losses(C, smooth=smooth), int(np.argmax(nka)), k, smooth)
+                    return guarded_choice(race_losses(C[:2, ..., hinge], smooth)[0], int(np.argmax(nka)), k, smooth)
                 rules[f"nka|{name}/race {k:g}se"] = rule_guard
     header = "| rule | " + " | ".join(names) + " | mean capture: oracle / fixed | worst vs Nystrom |"
     print(header)
@@ -526,26 +536,6 @@ def analyse(out, names):
               f"{100 * capture(d['nys'].mean(), T[:, [a, b]].mean(), T.mean(0).min()):.0f}%")
 
 
-def raced_choice(C: np.ndarray) -> int:
-    """lam="auto"'s choice with ``len(C)`` splits: hinge losses ``C`` (splits, folds, lams);
-    the first split stops its path (``_path_exhausted``), each later one races the splits
-    before it (``_race_keep``), the plain argmin among the lam every split scored."""
-    from nystrom_priors._generalized import lambda_selection as ls
-
-    n_splits, k, n = C.shape
-    losses = np.full((n_splits * k, n), np.nan)
-    keep = n
-    for j in range(n):
-        if ls._path_exhausted(C[0, :, : j + 1].mean(axis=0)):
-            keep = j + 1
-            break
-    losses[:k, :keep] = C[0, :, :keep]
-    for s in range(1, n_splits):
-        keep = min(keep, ls._race_keep(losses[: s * k, :keep]))
-        losses[s * k : (s + 1) * k, :keep] = C[s, :, :keep]
-    return ls._cv_choice(losses)
-
-
 def compare_folds(out, other, names):
     """The raced argmin (lam="auto"'s rule) with 1, 2 and 4 splits of the folds collected in
     ``out`` against those of ``other`` (the same repeats collected with another ``--folds``),
@@ -555,18 +545,18 @@ def compare_folds(out, other, names):
 
     hinge = CRITERIA.index("svmhinge")
     res = {}
-    for tag, where in ((out, out), (other, other)):
-        data = {n: np.load(os.path.join(where, f"{n}.npz")) for n in names}
+    loaded = [{n: np.load(os.path.join(where, f"{n}.npz")) for n in names} for where in (out, other)]
+    for data in loaded:
         k = next(iter(data.values()))["crit"].shape[2]
         for n_splits in (1, 2, 4):
             per = {}
             for n, d in data.items():
                 T, C = d["test"], d["crit"][..., hinge]
                 draws = list(itertools.combinations(range(C.shape[1]), n_splits))
-                per[n] = np.array([np.mean([T[r, raced_choice(C[r][list(sp)])] for sp in draws])
-                                   for r in range(T.shape[0])])
+                per[n] = np.array([np.mean([T[r, cv_choice(race_losses(C[r][list(sp)], False)[0], False)]
+                                            for sp in draws]) for r in range(T.shape[0])])
             res[f"{k}-fold x {n_splits}"] = per
-    ref = {n: np.load(os.path.join(out, f"{n}.npz")) for n in names}
+    ref = loaded[0]
     print("| rule (mean over split draws) | " + " | ".join(names) + " | mean capture: oracle / fixed |")
     print("|" + " --- |" * (len(names) + 2))
     for rname, per in res.items():
