@@ -17,20 +17,33 @@ Everything is m x m: with ``M = E_l^T E_l`` and ``R = (E_l^T Y)(Y^T E_l)``,
 ``grad J = 2 lam (S - S0) + 2 (M S M - R)``; the pair part costs O(|pairs| m + |I| m^2) per
 gradient through a sparse mask and never forms an |I| x |I| matrix.
 
-Solvers
--------
-``"auto"`` (default)
+The default: fast, and never far from the prior
+-----------------------------------------------
+With ``lam="auto"`` and labels (the defaults), the fit is the **one-step model** at a
+cross-validated lam (``_generalized/lam_cv.py``). S changes only on the span of the labeled
+rows, ``S = S0 + V (Y - C) V^T`` (V: an orthonormal basis of ``range(E_l^T)`` in
+``range(S0)``; ``S >= 0`` iff ``Y >= 0``), and Y is the minimiser over the PSD cone of the
+separable majoriser of J at its unconstrained optimum (weights ``sqrt((lam + mu_i^2)(lam +
+mu_j^2)) >= lam + mu_i mu_j``): one eigendecomposition of a p x p matrix, p the rank of the
+labeled rows. Where the PSD constraint is inactive (large lam) it is J's exact optimum.
+lam is chosen among ``mu_max^2 * 10^e`` and ``inf`` (the prior, plain Nystrom) by the held-out
+squared hinge loss of a ridge classifier on the same model, refitted on stratified folds; a
+lam must beat the prior by three standard errors of the paired fold differences, so the prior
+is kept unless the labels clearly say otherwise. The whole choice costs O(folds * grid * p^3)
+on top of the landmarks, never an l x l or n x l array. ``scripts/bench_generalized.py``
+compares it with the exact optimum of J at every fixed lam on 19 public data sets.
+
+Exact solvers
+-------------
+A fixed ``lam``, pairs, or an explicit ``solver`` solve J itself to a certified ``tol``
+(relative duality gap for labels, projected-gradient residual for pairs on the primal):
+
+``"auto"``
     ``"newton"`` when the dual is the smaller problem (fewer constrained entries than entries
-    of S: l < m for labels), ``"apg"`` otherwise (``_auto_solver`` in
-    ``_generalized/solve.py`` has the measurements);
-    ``"apg"`` on the full m x m cross-validation folds of ``lam="auto"`` (solved to 1e-3 and
-    warm-started along the path, where APG's cheap steps win: sklearn digits, m = 180, fit 31 s
-    vs 79 s with Newton folds). Measured on sklearn digits, m = 400, 100 labels, certified
-    1e-6: Newton 16 / 36 / 67 steps at lam = mu_max^2 * 1e-6 / 1e-8 / 1e-10 (cold starts below
-    1e-4 take one step, then descend the grid, see ``_generalized/solve.py``) where APG needs
-    85 / 374 / 600 (results/bench_generalized.md).
-    On restricted CV folds (p ~ 160, 1e-3) warm-started Newton took 356 steps for 130
-    solves where APG took 6061 (3.1 vs 18.7 s).
+    of S: l < m for labels), ``"apg"`` otherwise; the one-step model with ``lam="auto"`` on
+    labels alone.
+``"onestep"``
+    The one-step model above (labels only), at a fixed or cross-validated lam.
 ``"apg"``
     Accelerated projected gradient (FISTA with gradient restarts) in preconditioned
     coordinates. In M's eigenbasis (M = U diag(mu) U^T) the labeled objective is
@@ -40,69 +53,32 @@ Solvers
     in ``(sqrt(lam)/mu_max, 1]``: condition number ~ mu_max / sqrt(lam), Lipschitz constant 2.
 ``"pgd"``
     The paper's method: gradient mapping with Armijo-Goldstein backtracking (Sec. 3.4) in the
-    original coordinates. Note the paper's eq. (7) writes ``+eta grad``: the descent step is
+    original coordinates. The paper's eq. (7) writes ``+eta grad``: the descent step is
     ``S <- P_psd(S - grad / A)``.
 ``"newton"``
     Semismooth Newton-CG on the dual (``_generalized/dual_newton.py``): the dual lives on the
-    constrained entries only (l^2 values for l labels), is unconstrained and strongly concave,
-    and every dual point gives a PSD primal ``S = P_psd(S0 - A*(R)/lam)`` and an exact duality
-    gap. Typically 5-50 Newton steps (one m x m eigendecomposition each) where APG needs
-    hundreds to thousands. A cold start below mu_max^2 * 1e-4 that one step does not solve
-    continues on the dual of the log-barrier problem ``J(S) - tau log det S`` with tau driven
-    to 0 (``_generalized/barrier_dual.py``): that dual is smooth and self-concordant, so its
-    steps do not grow as lam shrinks (labels and pairs; results/bench_generalized.md section
-    9). Both duals are evaluated in Lagrangian form, which stays exact where ``lam ||X||^2``
-    would cancel at small lam. Should a solve still not certify, its last primal iterate goes
-    to APG.
+    constrained entries only, is unconstrained and strongly concave, and every dual point
+    gives a PSD primal ``S = P_psd(S0 - A*(R)/lam)`` and an exact duality gap. A cold start at
+    small lam continues on the dual of the log-barrier problem ``J(S) - tau log det S`` with
+    tau driven to 0 (``_generalized/barrier_dual.py``), whose steps do not grow as lam
+    shrinks. Should a solve still not certify, its last primal iterate goes to APG.
 ``"ipm"`` (labels only)
-    Primal log-barrier path following with Newton-CG steps (``_generalized/ipm.py``). Its step
-    count depends on the length of the barrier path, hardly on lam: at most 60 steps on the
-    m = 15-30 problems at every lam, 41-71 on digits m = 400 from mu_max^2 * 1e-6 to 1e-12
-    (Newton: 1356 and APG: 1330 at 1e-12); but each step runs tens of CG products, so it only
-    ties APG at 1e-12 (31.8 vs 29.9 s) and above that Newton wins (4.9 vs 25.7 s at 1e-10).
+    Primal log-barrier path following with Newton-CG steps (``_generalized/ipm.py``).
 
-Both stop on a certified criterion: for labels the exact Lagrangian duality gap (the dual of a
-weighted quadratic over the PSD cone has a closed form), for pairs the projected-gradient (KKT)
-residual. Never on the relative decrease of J, which stops 1e-3..1e-1 above the optimum.
+Never on the relative decrease of J, which stops 1e-3..1e-1 above the optimum.
 
 Choosing lam
 ------------
-``lam`` is searched on ``mu_max^2 * 10^e`` (``mu_max`` = largest eigenvalue of M), warm-started
-along the path from large to small lam.
-
+``"auto"`` (default)
+    Labels: the cross-validation above (also with pairs, whose exact solve then follows).
+    Pairs only: the folds deal the constrained *samples* into groups, refit S exactly on the
+    pairs with no end in a group and score the learned kernel's cosine
+    ``K_ij / sqrt(K_ii K_jj)`` on the pairs with both ends in it by its squared error to the
+    targets 1 / 0 (``_generalized/lambda_selection.py``).
 ``"nka"``
     The paper's eq. (12): maximise ``rho(S, S0) * rho(E_l S E_l^T, K*)`` (centred alignment).
     When W is ill-conditioned ``rho(S, S0)`` stays ~1 for every lam and the rule degenerates
     to the smallest lam of the grid.
-``"auto"`` (default)
-    Stratified k-fold cross-validation on the labeled samples only, over two independent
-    splits: S is refitted on each training fold along the same grid of exponents e (on the
-    fold's own scale ``mu_max^2``: fewer labels, a smaller data term), a squared-hinge linear
-    SVM (C = 1, intercept; the classifier of the paper's protocol) is trained on the factor
-    rows of the training fold, and its hinge loss on the held-out fold is recorded.
-    The lam minimising the mean loss is chosen (``_cv_choice``: smoothing over neighbouring
-    grid points, tried before, moved the choice off the minimum of asymmetric basins). A
-    continuous loss instead of the 0/1 error: with ~100 labels a handful of held-out
-    mistakes decide a 0/1 curve, and the one-standard-error rule then falls back to the
-    prior where the learned kernel is clearly better. When the labeled rows of a training
-    fold span at most half of the dictionary (many landmarks, few labels), each fold solves
-    J restricted to ``S = S0 + V X V^T`` (``_reduced_fold`` in
-    ``_generalized/lambda_selection.py``): exactly feasible, a p x p
-    problem instead of m x m; the final S at the chosen lam is always the full solution.
-    The folds run in parallel (numba's thread count, one-thread BLAS; needs threadpoolctl)
-    with results independent of the thread count. The small lam that cannot win are
-    skipped: the first split stops its path once the loss has risen well past its minimum
-    (``_path_exhausted``), the second races the first (``_race_keep``).
-
-    Pairs only (no labels): the folds deal the constrained *samples* into groups and hold out
-    the pairs with an end in a group, refit S on the other pairs and score the learned
-    kernel's cosine ``K_ij / sqrt(K_ii K_jj)`` on the pairs with both ends in the group by its
-    squared error to their targets 1 (must-link) / 0 (cannot-link) (``_cv_losses_pairs``);
-    the lam minimising that mean loss is chosen.
-    Holding out pairs instead leaks through transitivity and picked the smallest lam;
-    scoring the pairs with one end among the training samples too picked too small a lam.
-
-The solvers and the lam selection live in ``nystrom_priors/_generalized/``, one module each.
 """
 
 from __future__ import annotations
@@ -114,7 +90,7 @@ import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin
 from ._generalized import lambda_selection as _selection
-from ._generalized.problem import _build_problem
+from ._generalized.problem import _build_problem, _top_gram_eig
 from ._generalized.psd import _factor, _sym
 from ._generalized.solve import _LAM_RANGE, _solve_lam
 from ._validation import check_option, check_random_state, check_scalar
@@ -123,6 +99,8 @@ from .nystrom import _LandmarkKernelMixin
 from .side_info import check_labels, check_pairs
 
 __all__ = ["GeneralizedNystrom"]
+
+_SOLVERS = ("auto", "onestep", "apg", "pgd", "newton", "ipm")
 
 class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
     """Low-rank kernel learned from labels or pairs through the Nystrom dictionary kernel.
@@ -146,22 +124,20 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     lam_grid : array-like of float, optional
         Exponents e of the grid ``mu_max^2 * 10^e``; default ``-12, -11, ..., 0``. Within
         ``|e| <= -log10(eps) = 15.65``.
-    solver : {"auto", "apg", "pgd", "newton", "ipm"}, default="auto"
-        Preconditioned accelerated projected gradient, the paper's gradient mapping, the
-        dual semismooth Newton-CG (fewest eigendecompositions; falls back to APG at tiny lam),
-        or a primal log-barrier interior-point method with Newton-CG steps (labels only; its
-        step count barely depends on lam: the fastest at the smallest lam of the grid).
-        ``"auto"``: the measured fastest per sub-problem (see the module docstring).
+    solver : {"auto", "onestep", "apg", "pgd", "newton", "ipm"}, default="auto"
+        ``"onestep"``: the closed-form one-step model (labels only); the others solve J
+        exactly: preconditioned accelerated projected gradient, the paper's gradient mapping,
+        the dual semismooth Newton-CG, or a primal log-barrier method (labels only).
+        ``"auto"``: the one-step model with ``lam="auto"`` on labels alone, else the
+        smaller of the exact primal and dual solvers (see the module docstring).
     tol : float, default=1e-6
         Certified tolerance: relative duality gap (labels) or relative projected-gradient
         residual (pairs).
     max_iter : int, optional
-        Iterations for the final fit (default 20000 for "pgd", 500 for "ipm", else 2000). The
-        cross-validation path of ``lam="auto"`` solves each fold to a certified 1e-3 gap
-        (at most 300 iterations per lam): enough to rank the lam values.
+        Iterations of an exact solver (default 20000 for "pgd", 500 for "ipm", else 2000).
     cv : int, default=5
-        Folds for ``lam="auto"`` (capped by the smallest class size; pairs only: by the
-        number of constrained samples).
+        Folds for ``lam="auto"`` (labels: stratified, two independent splits up to 500
+        labels; pairs only: capped by the number of constrained samples).
     random_state : None, int or Generator
         Landmarks and cross-validation folds.
     verbose : bool or int, default=0
@@ -178,19 +154,16 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         The learned inverse dictionary kernel (PSD).
     lam_ : float
         The lam used (``np.inf`` when S = S0).
-    lam_path_ : ndarray of shape (g,)
-        lam values searched (empty when lam is fixed).
-    criterion_path_ : ndarray of shape (g,)
-        Selection criterion along the path: mean held-out hinge loss per sample of the
-        cross-validated linear SVM ("auto"; pairs only: the scored held-out pairs' squared error)
-        or eq. (12) ("nka"). With "auto", small lam that
-        cannot win are not scored on every split: NaN where the first CV split stopped its
-        path (its mean loss rose > 20% above its best on two consecutive lam), the first
-        split's mean where only the second split skipped them (those do not compete for the
-        choice).
-    cv_error_path_ : ndarray of shape (g,)
-        ``lam="auto"``: mean held-out 0/1 error rate of the same SVMs (pairs only: of the
-        scored held-out pairs classified by cosine > 1/2); empty otherwise.
+    lam_path_ : ndarray of shape (g,) or (g + 1,)
+        lam values searched (empty when lam is fixed); with ``lam="auto"`` on labels the last
+        candidate is ``inf``, the prior.
+    criterion_path_ : ndarray, shape of ``lam_path_``
+        Selection criterion per candidate: mean held-out squared hinge loss per sample of the
+        cross-validated ridge classifier ("auto" on labels), the scored held-out pairs'
+        squared error (pairs only; NaN where the path stopped early), or eq. (12) ("nka").
+    cv_error_path_ : ndarray, shape of ``lam_path_``
+        ``lam="auto"``: mean held-out 0/1 error rate of the same classifiers (pairs only: of
+        the scored held-out pairs classified by cosine > 1/2); empty otherwise.
     lam_scale_ : float
         ``mu_max^2``, the scale of the data term the lambda grid is relative to (NaN when no
         side information was given).
@@ -199,7 +172,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     converged_ : bool
         Whether the final fit met ``tol``.
     certificate_ : float
-        The final optimality measure, <= ``tol`` when converged: an upper bound on the
+        NaN for the one-step model (a closed form, not an iterative solution of J; its
+        ``n_iter_`` is 1, the one projection).
+        Otherwise the final optimality measure, <= ``tol`` when converged: an upper bound on the
         relative duality gap or, for pairs solved on the primal (``"apg"``, ``"pgd"``), the
         relative projected-gradient residual. The residual is a stationarity measure, not a
         gap bound: with a nearly singular ``W`` (entries of ``S0`` ~ 1e7, 1-d data, m = 14)
@@ -261,11 +236,11 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self.verbose = verbose
 
     # ----- parameter checks ------------------------------------------------------------------
-    def _check_params(self) -> tuple[str, float | None, np.ndarray, float, int, int]:
+    def _check_params(self) -> dict:
         from ._progress import check_verbose
 
         check_verbose(self.verbose)
-        solver = check_option(self.solver, "solver", ("auto", "apg", "pgd", "newton", "ipm"))
+        solver = check_option(self.solver, "solver", _SOLVERS)
         tol = check_scalar(self.tol, "tol", lo=0.0, lo_closed=False, hi=1.0)
         default_iter = {"pgd": 20000, "ipm": 500}.get(solver, 2000)
         max_iter = default_iter if self.max_iter is None else int(
@@ -278,7 +253,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             fixed = None
         else:
             fixed = check_scalar(lam, "lam", lo=0.0, lo_closed=False, allow_inf=True)
-        grid = np.arange(-12, 1, dtype=float) if self.lam_grid is None else np.asarray(self.lam_grid, dtype=float)
+        grid = np.arange(-12.0, 0.5) if self.lam_grid is None else np.asarray(self.lam_grid, dtype=float)
         if grid.ndim != 1 or grid.size == 0 or not np.isfinite(grid).all():
             raise ValueError(f"lam_grid must be a non-empty 1-D array of finite exponents, got {self.lam_grid!r}.")
         e_max = -np.log10(_LAM_RANGE)
@@ -288,7 +263,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 f"within a factor 1 / eps of the data term's scale; beyond it J is numerically "
                 f"its lam -> 0 or lam -> inf limit), got {grid.min():g} to {grid.max():g}."
             )
-        return solver, fixed, np.sort(grid)[::-1], tol, max_iter, cv
+        return dict(solver=solver, fixed=fixed, grid=np.sort(grid)[::-1], tol=tol,
+                    max_iter=max_iter, cv=cv)
 
     # ----- fitting ---------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> "GeneralizedNystrom":
@@ -307,19 +283,48 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         -------
         self
         """
-        from ._progress import Progress
         from ._rows import RowSource
 
-        solver, fixed, grid, tol, max_iter, cv = self._check_params()
+        params = self._check_params()
         X = RowSource(X)  # in memory, memmap or dask: only sampled and labeled rows are read
-        n = X.n
+        labels, pairs_arr = self._side_information(y, pairs, X.n, params)
+        rng = check_random_state(self.random_state)
+        self._fit_landmarks(X, rng)
+        prior_projection, S0_eig = self._fit_prior(with_eig=True)
+        self._reset_paths(labels)
+        if (labels is None and pairs_arr is None) or params["fixed"] == np.inf:
+            return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
+        E_of = lambda rows: self._features_block(X.take(rows)).astype(np.float64)  # noqa: E731
+        prior = (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_)  # U0, w
+        if self._one_step(params, pairs_arr):
+            return self._fit_one_step(E_of(labels.index), labels, prior, prior_projection,
+                                      params, rng)
+        prob = self._problem(labels, pairs_arr, E_of, S0_eig)
+        lam = self._choose_lam(prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng)
+        if np.isinf(lam):  # the cross-validation kept the prior
+            return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
+        solved = {}  # S's eigendecomposition, when the solver ends with it (_solve_lam)
+        S, it, cert, ok, _ = _solve_lam(prob, lam, params["solver"], params["tol"],
+                                        params["max_iter"], out=solved)
+        if not ok:
+            warnings.warn(
+                f"GeneralizedNystrom's {params['solver']!r} solver stopped after {it} iterations "
+                f"at lam={lam:.3g} with a certified optimality measure of {cert:.2e} > "
+                f"tol={params['tol']:g}; increase max_iter or relax tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self._set_solution(_sym(S), lam, _factor(S, solved.get("eig")), it, ok, cert)
+
+    def _side_information(self, y, pairs, n, params):
+        """Validated (labels or None, pairs or None), with the warnings of degenerate input."""
         labels = None
         if y is None and pairs is None:
             warnings.warn(
                 "GeneralizedNystrom.fit got no side information (y and pairs are None): the "
                 "learned kernel is the Nystrom prior; pass y (-1 = unlabeled) or pairs.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         if y is not None:
             yy = np.asarray(y)
@@ -328,7 +333,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                     "y has no labeled sample (every entry is -1) and no pairs are given: the "
                     "learned kernel is the Nystrom prior.",
                     UserWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
             else:
                 labels = check_labels(y, n)
@@ -337,48 +342,109 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                         "All labeled samples belong to one class: the ideal kernel is constant "
                         "on them and carries no class information.",
                         UserWarning,
-                        stacklevel=2,
+                        stacklevel=3,
                     )
         pairs_arr = None if pairs is None else check_pairs(pairs, n)
-        if solver == "ipm" and pairs_arr is not None:
+        if params["solver"] == "ipm" and pairs_arr is not None:
             raise ValueError(
                 "solver='ipm' needs labels only (its Newton system is diagonal in M's "
                 "eigenbasis); with pairs use solver='auto', 'apg', 'newton' or 'pgd'."
             )
-        rng = check_random_state(self.random_state)
-        self._fit_landmarks(X, rng)
-        prior_projection, S0_eig = self._fit_prior(with_eig=True)
-        S0 = self.S0_
+        if params["solver"] == "onestep" and pairs_arr is not None:
+            raise ValueError(
+                "solver='onestep' needs labels only (its closed form is that of the labels "
+                "term); with pairs use solver='auto', 'apg', 'newton' or 'pgd'."
+            )
+        if self.lam == "auto" and labels is not None and labels.n_classes < 2 and pairs_arr is None:
+            raise ValueError(
+                "lam='auto' cross-validates a classifier on the labels and needs labeled "
+                "samples of at least two classes (these are all one class); pass "
+                "lam='nka' or a number."
+            )
+        return labels, pairs_arr
+
+    def _reset_paths(self, labels) -> None:
         self.classes_ = labels.classes if labels is not None else np.array([])
         self.lam_path_ = np.array([])
         self.criterion_path_ = np.array([])
         self.cv_error_path_ = np.array([])
         self.lam_scale_ = float("nan")
-        if (labels is None and pairs_arr is None) or fixed == np.inf:
-            return self._set_solution(S0, np.inf, prior_projection, 0, True, 0.0)
 
-        E_of = lambda rows: self._features_block(X.take(rows)).astype(np.float64)  # noqa: E731
-        prob = _build_problem(S0, labels, pairs_arr, E_of, S0_eig=S0_eig)
-        if prob.mu_max <= 0.0:
+    def _one_step(self, params, pairs_arr) -> bool:
+        """Whether the fit is the one-step model (``_generalized/lam_cv.py``): asked for, or the
+        default solver with lam="auto" on labels alone."""
+        if pairs_arr is not None or self.lam == "nka":
+            return False
+        return params["solver"] == "onestep" or (params["solver"] == "auto" and self.lam == "auto")
+
+    def _fit_one_step(self, El, labels, prior, prior_projection, params, rng):
+        """The one-step model at a fixed or cross-validated lam (``_generalized/lam_cv.py``).
+        ``prior`` = (U0, w) with ``S0 = U0 diag(1 / w) U0^T``."""
+        from ._generalized import lam_cv
+
+        U0, w = prior
+        PE = El @ U0
+        mu_max = _top_gram_eig(El)
+        scale = mu_max * mu_max
+        self._check_scale(scale, El)
+        self.lam_scale_ = float(scale)
+        if params["fixed"] is not None:
+            rel = float(params["fixed"]) / scale
+        else:
+            e, crit, err = self._select_lam(PE, w, labels, params, rng)
+            self.lam_path_ = np.append(scale * 10.0 ** params["grid"], np.inf)
+            self.criterion_path_, self.cv_error_path_ = crit, err
+            if e is None:
+                return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
+            rel = 10.0**e
+        S_r, _ = lam_cv.onestep_model(PE, w, labels.codes, labels.n_classes, rel)
+        S = _sym(U0 @ S_r @ U0.T)
+        return self._set_solution(S, rel * scale, _factor(S), 1, True, float("nan"))
+
+    def _select_lam(self, PE, w, labels, params, rng):
+        """``lam_cv.select_lam`` with its progress record: one step, every fold and lam scored
+        in one jitted call."""
+        from ._generalized import lam_cv
+        from ._progress import Progress
+
+        with Progress(self.verbose, 1, "GeneralizedNystrom lambda path (CV)", "fit") as pr:
+            e, crit, err = lam_cv.select_lam(PE, w, labels.codes, labels.n_classes,
+                                             params["grid"], rng, params["cv"])
+            pr.update(1, loss=float(np.min(crit)))
+            pr.close("the prior (no lam beat it)" if e is None else f"lam = mu_max^2 * 1e{e:g}")
+        return e, crit, err
+
+    def _problem(self, labels, pairs_arr, E_of, S0_eig):
+        prob = _build_problem(self.S0_, labels, pairs_arr, E_of, S0_eig=S0_eig)
+        scale = prob.mu_max * prob.mu_max  # inf, not OverflowError, past float64's range
+        self._check_scale(scale, None, prob)
+        self.lam_scale_ = float(scale)
+        return prob
+
+    @staticmethod
+    def _check_scale(scale, El=None, prob=None) -> None:
+        if not scale > 0.0:
             raise ValueError(
                 "The side information is orthogonal to the landmarks (k(X_labeled, Z) = 0): "
                 "the kernel cannot express it. Use more landmarks or a wider kernel."
             )
-        scale = prob.mu_max * prob.mu_max  # inf, not OverflowError, past float64's range
         if not np.isfinite(scale * (1.0 / _LAM_RANGE)):
+            top = np.abs(El).max() if El is not None else np.abs(prob.Mpre).max() ** 0.5
             raise ValueError(
                 f"The side information's scale mu_max^2 = {scale:.3g} (mu_max: the largest "
                 f"eigenvalue of E^T E over the constrained rows) is beyond float64's working "
-                f"range: the kernel values are too large (max |E| = "
-                f"{np.abs(prob.Mpre).max() ** 0.5:.3g}). Rescale X or the kernel (gamma, coef0, "
-                "degree)."
+                f"range: the kernel values are too large (max |E| = {top:.3g}). Rescale X or "
+                "the kernel (gamma, coef0, degree)."
             )
-        self.lam_scale_ = float(scale)
-        solve_kw = dict(solver=solver, tol=tol, max_iter=max_iter)
-        solved = {}  # S's eigendecomposition, when the solver ends with it (_solve_lam)
 
-        if fixed is not None:
-            lam = float(fixed)
+    def _choose_lam(self, prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng) -> float:
+        """The lam of the exact solve: fixed, eq. (12) ("nka") or cross-validated ("auto")."""
+        from ._progress import Progress
+
+        scale = self.lam_scale_
+        solve_kw = dict(solver=params["solver"], tol=params["tol"], max_iter=params["max_iter"])
+        if params["fixed"] is not None:
+            lam = float(params["fixed"])
             if lam < _LAM_RANGE * scale:
                 warnings.warn(
                     f"lam={lam:.3g} is below mu_max^2 * eps = {_LAM_RANGE * scale:.3g} for these "
@@ -386,60 +452,38 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                     f"within float64 round-off of M's eigenvalues: every smaller lam is the same "
                     f"problem. Solving at lam={_LAM_RANGE * scale:.3g} (lam_).",
                     UserWarning,
-                    stacklevel=2,
+                    stacklevel=4,
                 )
                 lam = _LAM_RANGE * scale
-            S, it, cert, ok, _ = _solve_lam(prob, lam, out=solved, **solve_kw)
-        else:
-            lams = scale * 10.0**grid
-            self.lam_path_ = lams
-            if self.lam == "nka":
-                with Progress(self.verbose, lams.size, "GeneralizedNystrom lambda path", "lam") as pr:
-                    crit, sols = _selection._path_nka(prob, lams, labels, solve_kw, pr)
-                    pr.close(f"lam={lams[int(np.argmax(crit))]:.3g} maximises the NKA criterion")
-                best = int(np.argmax(crit))
-                self.criterion_path_ = crit
-                lam = float(lams[best])
-                S, it, cert, ok = sols[best]
-            else:
-                on_pairs = labels is None
-                if not on_pairs and labels.n_classes < 2:
-                    raise ValueError(
-                        "lam='auto' cross-validates a classifier on the labels and needs labeled "
-                        "samples of at least two classes (these are all one class); pass "
-                        "lam='nka' or a number."
-                    )
-                if on_pairs:
-                    n_folds = int(min(cv, np.unique(pairs_arr[:, :2]).size))
-                else:
-                    n_folds = int(min(cv, np.bincount(labels.codes).min()))
-                with Progress(
-                    self.verbose, _selection._CV_SPLITS * n_folds * lams.size,
-                    "GeneralizedNystrom lambda path (CV)", "fit"
-                ) as pr:
-                    if on_pairs:
-                        losses, errors = _selection._cv_losses_pairs(
-                            S0, pairs_arr, E_of, lams, cv, rng, solve_kw, pr, prob.mu_max, S0_eig
-                        )
-                    else:
-                        losses, errors = _selection._cv_losses(
-                            S0, labels, pairs_arr, E_of, lams, cv, rng, solve_kw, pr, S0_eig
-                        )
-                    best = _selection._cv_choice(losses)
-                    pr.close(f"lam={lams[best]:.3g} (smallest CV loss)")
-                self.criterion_path_ = _selection._nanmean_columns(losses)
-                self.cv_error_path_ = _selection._nanmean_columns(errors)
-                lam = float(lams[best])
-                S, it, cert, ok, _ = _solve_lam(prob, lam, out=solved, **solve_kw)
-        if not ok:
-            warnings.warn(
-                f"GeneralizedNystrom's {solver!r} solver stopped after {it} iterations at lam="
-                f"{lam:.3g} with a certified optimality measure of {cert:.2e} > tol={tol:g}; "
-                "increase max_iter or relax tol.",
-                ConvergenceWarning,
-                stacklevel=2,
+            return lam
+        lams = scale * 10.0 ** params["grid"]
+        self.lam_path_ = lams
+        if self.lam == "nka":
+            with Progress(self.verbose, lams.size, "GeneralizedNystrom lambda path", "lam") as pr:
+                crit, _sols = _selection._path_nka(prob, lams, labels, solve_kw, pr)
+                pr.close(f"lam={lams[int(np.argmax(crit))]:.3g} maximises the NKA criterion")
+            self.criterion_path_ = crit
+            return float(lams[int(np.argmax(crit))])
+        if labels is not None:  # labels (and pairs): the labels' one-step cross-validation
+            U0, w = prior
+            e, crit, err = self._select_lam(prob.El_labels @ U0, w, labels, params, rng)
+            self.lam_path_ = np.append(lams, np.inf)
+            self.criterion_path_, self.cv_error_path_ = crit, err
+            return np.inf if e is None else scale * 10.0**e
+        n_folds = int(min(params["cv"], np.unique(pairs_arr[:, :2]).size))
+        with Progress(
+            self.verbose, _selection._CV_SPLITS * n_folds * lams.size,
+            "GeneralizedNystrom lambda path (CV)", "fit"
+        ) as pr:
+            losses, errors = _selection._cv_losses_pairs(
+                self.S0_, pairs_arr, E_of, lams, params["cv"], rng, solve_kw, pr, prob.mu_max,
+                S0_eig,
             )
-        return self._set_solution(_sym(S), lam, _factor(S, solved.get("eig")), it, ok, cert)
+            best = _selection._cv_choice(losses)
+            pr.close(f"lam={lams[best]:.3g} (smallest CV loss)")
+        self.criterion_path_ = _selection._nanmean_columns(losses)
+        self.cv_error_path_ = _selection._nanmean_columns(errors)
+        return float(lams[best])
 
     def _set_solution(self, S, lam, F, n_iter, converged, cert) -> "GeneralizedNystrom":
         self.S_ = S

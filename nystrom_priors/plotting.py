@@ -84,21 +84,31 @@ def plot_lambda_path(
             "plot_lambda_path needs a GeneralizedNystrom fitted with lam='auto' or lam='nka' "
             "(a searched lambda path); this model has no lam_path_."
         )
-    crit = np.asarray(model.criterion_path_, dtype=np.float64)
+    crit_all = np.asarray(model.criterion_path_, dtype=np.float64)
+    finite = np.isfinite(lams)  # lam="auto" on labels ends with lam = inf, the prior
+    crit = crit_all[finite]
     scale = float(model.lam_scale_)
-    x = np.log10(lams / scale)
+    x = np.log10(lams[finite] / scale)
     ax = _axes(ax)
     is_cv = model.lam == "auto"
-    label = "CV hinge loss on the labeled samples" if is_cv else "eq. 12 criterion (NKA)"
+    label = "CV squared hinge loss on the labeled samples" if is_cv else "eq. 12 criterion (NKA)"
     ax.plot(x, crit, "o-", color="C0", label=label)
-    ax.set_ylabel("held-out hinge loss per sample" if is_cv else "alignment criterion")
-    ax.axvline(np.log10(model.lam_ / scale), color="C3", ls="--", label=f"chosen lam={model.lam_:.3g}")
+    if not finite.all():
+        ax.axhline(float(crit_all[~finite][0]), color="C0", ls=":", label="prior (lam = inf)")
+    ax.set_ylabel("held-out loss per sample" if is_cv else "alignment criterion")
+    if np.isfinite(model.lam_):
+        ax.axvline(np.log10(model.lam_ / scale), color="C3", ls="--", label=f"chosen lam={model.lam_:.3g}")
     ax.set_xlabel("log10(lam / mu_max^2)")
     handles, labels = ax.get_legend_handles_labels()
     if errors is not None:
         err = np.asarray(errors, dtype=np.float64)
-        if err.shape != lams.shape:
-            raise ValueError(f"errors must have shape {lams.shape} (one per lambda), got {err.shape}.")
+        if err.shape == lams.shape:
+            err = err[finite]
+        if err.shape != x.shape:
+            raise ValueError(
+                f"errors must have shape {x.shape} (one per finite lambda) or {lams.shape}, got "
+                f"{err.shape}."
+            )
         right = ax.twinx()
         right.plot(x, err * 100.0, "s-", color="C1", label=error_label)
         right.set_ylabel(f"{error_label} (%)")

@@ -138,21 +138,23 @@ def one_repeat(X, y, rep, n_labels=100, n_pairs=None):
         prob = _build_problem(auto.S0_, None, side["pairs"], lambda r: E[r])
     solve_kw = dict(solver="newton", tol=auto.tol, max_iter=2000)
     path_err, path_auc = [], []
-    for _, S, *_ in _solve_path(prob, auto.lam_path_, solve_kw):
+    finite = auto.lam_path_[np.isfinite(auto.lam_path_)]
+    for _, S, *_ in _solve_path(prob, finite, solve_kw):
         G = E @ _factor(S)
         path_err.append(svm_error(G, y, lab, unl))
         if n_pairs is not None:
             path_auc.append(pair_auc_error(G, y, ends))
+
     out["path"] = np.array(path_err)
     if n_pairs is not None:
         out["auc_path"] = np.array(path_auc)
     out["best"] = float(np.min(path_err))
-    out["cv_path"] = auto.cv_error_path_
-    out["cv_loss"] = auto.criterion_path_
+    out["cv_path"] = auto.cv_error_path_[: finite.size]  # the prior (lam = inf) is last
+    out["cv_loss"] = auto.criterion_path_[: finite.size]
     out["nka_path"] = nka.criterion_path_
     out["e_auto"] = float(np.log10(auto.lam_ / auto.lam_path_[0]))
     out["e_nka"] = float(np.log10(nka.lam_ / nka.lam_path_[0]))
-    out["grid"] = np.log10(auto.lam_path_ / auto.lam_path_[0])
+    out["grid"] = np.log10(finite / finite[0])
     if rep == 0:  # kept for the per-model figures
         out["model"], out["yy"] = auto, yy
     return out
@@ -398,7 +400,7 @@ def _scored_mean(paths):
 def draw_paths(plt, curves, pairs=False):
     """Mean test error, CV criterion and eq.-12 criterion along the lam grid (paper's Fig. 1)."""
     cv_error = "CV error on held-out pairs" if pairs else "CV 0/1 error on labels"
-    cv_loss = f"CV {'squared cosine error' if pairs else 'hinge loss'} (auto's criterion)"
+    cv_loss = f"CV {'squared cosine error' if pairs else 'squared hinge loss of a ridge classifier'} (auto's criterion)"
     fig, axes = plt.subplots(2, len(curves), figsize=(4 * len(curves), 6), squeeze=False)
     for k, (name, reps) in enumerate(curves.items()):
         grid = reps[0]["grid"]

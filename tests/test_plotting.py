@@ -44,15 +44,23 @@ def _png_ok(ax, path):
 def test_lambda_path_draws_the_criterion_and_errors(tmp_path, data, lam):
     X, _, y_partial = data
     gn = GeneralizedNystrom(n_landmarks=20, lam=lam, random_state=0).fit(X, y_partial)
+    finite = np.isfinite(gn.lam_path_)
+    assert finite.sum() == 13 and (lam == "nka" or not finite[-1])  # "auto": the prior last
     errors = np.linspace(0.3, 0.1, gn.lam_path_.size)
     ax = plot_lambda_path(gn, errors=errors)
-    x = np.log10(gn.lam_path_ / gn.lam_scale_)
+    x = np.log10(gn.lam_path_[finite] / gn.lam_scale_)
     crit_line = ax.lines[0]
     np.testing.assert_allclose(crit_line.get_xdata(), x)
-    np.testing.assert_allclose(crit_line.get_ydata(), gn.criterion_path_)
-    chosen = [ln for ln in ax.lines if "chosen" in ln.get_label()][0]
-    assert chosen.get_xdata()[0] == pytest.approx(np.log10(gn.lam_ / gn.lam_scale_))
-    np.testing.assert_allclose(ax.right_ax.lines[0].get_ydata(), errors * 100)
+    np.testing.assert_allclose(crit_line.get_ydata(), gn.criterion_path_[finite])
+    chosen = [ln for ln in ax.lines if "chosen" in ln.get_label()]
+    if np.isfinite(gn.lam_):
+        assert chosen[0].get_xdata()[0] == pytest.approx(np.log10(gn.lam_ / gn.lam_scale_))
+    else:
+        assert not chosen
+    if not finite.all():  # the prior's criterion as a level
+        prior = [ln for ln in ax.lines if "prior" in ln.get_label()][0]
+        assert prior.get_ydata()[0] == pytest.approx(gn.criterion_path_[-1])
+    np.testing.assert_allclose(ax.right_ax.lines[0].get_ydata(), errors[finite] * 100)
     _png_ok(ax, tmp_path / "path.png")
 
 

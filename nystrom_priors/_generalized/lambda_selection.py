@@ -1,16 +1,13 @@
-"""Choosing lam: the paper's eq. (12) along the path, and the default, cross-validation on the
-labeled samples (held-out hinge loss of a linear SVM on the learned factor rows)."""
+"""Choosing lam by the paper's eq. (12) along the path, and by cross-validation on pairs alone
+(held-out samples; labels use ``lam_cv``)."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from ..exceptions import ConvergenceWarning
 from ..kernel_alignment import _dense, _factored
-from .problem import _build_problem, _Problem, _top_gram_eig
-from .psd import _EPS, _factor, _sym
+from .problem import _build_problem
+from .psd import _factor
 from .solve import _solve_path
 
 _CV_TOL = 1e-3
@@ -47,124 +44,6 @@ def _path_nka(prob, lams, labels, solve_kw, progress):
         sols.append((S, it, cert, ok))
         progress.update(lam=lam, criterion=crit[k], iterations=it)
     return crit, sols
-
-
-def _cv_losses(S0, labels, pairs, E_of, lams, cv, rng, solve_kw, progress, S0_eig):
-    """Held-out losses along lams, shape (n_splits * n_folds, n_lams), and error rates.
-
-    For each of ``_CV_SPLITS`` stratified k-fold splits of the labeled samples, S is refitted
-    on the training fold along the path (the same exponents e, on the fold's own scale
-    ``mu_max^2``) and a squared-hinge linear SVM (C = 1) on the
-    learned factor rows of the training fold scores the held-out fold. The loss is the
-    held-out hinge loss per sample (summed over the one-vs-rest problems). ``S0_eig`` is
-    S0's full eigendecomposition (``_Problem.S0_eig``).
-
-    The folds of a split advance together, one lam at a time. The first split stops its
-    path once the mean loss of the last ``_CV_PATIENCE`` lam is more than ``_CV_RACE``
-    above the best so far (``_path_exhausted``); later splits stop where the mean loss of
-    the earlier splits stays more than ``_CV_RACE`` above its minimum (racing, see
-    ``_race_keep``). Both skip small lam, the most expensive solves, that cannot win.
-    Skipped entries are NaN; the path is the NaN-mean over folds, and the choice its argmin
-    (``_cv_choice``).
-    """
-    from .._linear_svm import ovr_heldout_loss_linear
-    from .._numba._svm import ovr_heldout_loss
-
-    counts = np.bincount(labels.codes, minlength=labels.n_classes)
-    k = int(min(cv, counts.min()))
-    if k < 2:
-        raise ValueError(
-            "lam='auto' needs at least two labeled samples in every class for "
-            f"cross-validation; the smallest class has {counts.min()}. Pass lam='nka' or a "
-            "number."
-        )
-    E_all = E_of(labels.index)
-    # S0 = U diag(1 / w) U^T on its range: the restricted folds' coordinates (_reduced_fold)
-    x, Q = S0_eig
-    pos = x > 0
-    prior = (Q[:, pos], 1.0 / x[pos])
-    K0_all = E_all @ S0 @ E_all.T  # the prior's kernel on the labeled samples
-    top_all = _top_gram_eig(E_all)
-    UtE_all = prior[0].T @ E_all.T if pairs is None else None
-    # selection only needs the ranking of lam: a certified 1e-3 gap is plenty
-    fold_kw = dict(solve_kw, tol=max(solve_kw["tol"], _CV_TOL), max_iter=min(solve_kw["max_iter"], 300))
-    # solver="auto" on full m x m folds: APG, measured over 2 x 5 folds x 13 lam to 1e-3
-    # (sklearn digits m = 180: fit 31 vs 79 s with Newton folds; german m = 100: 6.6 vs
-    # 81 s, Newton stalls at lam <= mu_max^2 * 1e-11 where the warm-started APG needs a few
-    # dozen steps). Restricted folds keep "auto" (Newton: MNIST-sized synthetic, p ~ 160,
-    # 3.1 s vs APG 18.7 s).
-    full_fold_solver = "apg" if solve_kw["solver"] == "auto" else solve_kw["solver"]
-    splits = [_stratified_folds(labels.codes, k, rng) for _split in range(_CV_SPLITS)]
-
-    def fold_scores(test):
-        """Held-out (loss, error, unconverged SVMs) at each lam of the path, one fold, lazily:
-        the path stops where the caller stops asking."""
-        train = np.setdiff1d(np.arange(labels.index.size), test)
-        Etr, Ete = E_all[train], E_all[test]
-        codes_tr = labels.codes[train].astype(np.int64)
-        codes_te = labels.codes[test].astype(np.int64)
-        reduced = None
-        if pairs is None:
-            reduced = _reduced_fold(S0, prior, Etr, codes_tr, labels.n_classes, UtE_all[:, train])
-        if reduced is not None:
-            prob, C, V = reduced
-            Ftr, Fte = Etr @ V, Ete @ V
-            K0tr, K0te = K0_all[np.ix_(train, train)], K0_all[np.ix_(test, train)]
-        else:
-            prob = _build_problem(S0, labels, pairs, E_of, label_rows=train, S0_eig=S0_eig)
-        # more training labels than landmarks: the SVM over the m + 1 weights of the factor
-        # rows costs O(l m^2) per Newton step instead of the kernel form's O(l^3)
-        # (measured: 20,000 x 50, m = 300, 1200 labels: lam="auto" spent 169 of 193 s in
-        # the kernel-form SVMs)
-        features = reduced is None and train.size > prob.m + 1
-        kw = fold_kw if reduced is not None else dict(fold_kw, solver=full_fold_solver)
-        # the grid point e means lam = mu_max^2 10^e on every problem: the data term sums
-        # over l^2 label pairs, so at one absolute lam a training fold (l_tr < l labels) is
-        # regularised (l / l_tr)^2 ~ 1.6x more than the full fit it ranks lam for
-        # (a fold whose labeled rows are all 0 in k(., Z) has no data term: S0 at any lam > 0)
-        top_tr = _top_gram_eig(Etr)
-        fold_lams = lams * (top_tr / top_all) ** 2 if top_tr > 0 else lams
-        # the feature-form SVMs start from the previous lam's active sets: 2.8 instead of
-        # 4.9 Newton steps per problem, SVM time 2.2-2.4x less (bench_generalized --many-labels)
-        n_svms = 1 if labels.n_classes == 2 else labels.n_classes
-        active = np.zeros((n_svms, train.size), dtype=bool) if features else None
-        for _lam, S, *_rest in _solve_path(prob, fold_lams, kw):
-            if features:
-                F = _factor(S)
-                scores = ovr_heldout_loss_linear(
-                    Etr @ F, Ete @ F, codes_tr, codes_te, labels.n_classes, 1.0, _SVM_MAX_ITER,
-                    active=active,
-                )
-            else:
-                if reduced is not None:  # S = S0 + V (Y - C) V^T, Y the reduced solution
-                    Dl = S - C
-                    Ktr = K0tr + Ftr @ Dl @ Ftr.T
-                    Kte = K0te + Fte @ Dl @ Ftr.T
-                else:
-                    Ktr = Etr @ S @ Etr.T
-                    Kte = Ete @ S @ Etr.T
-                scores = ovr_heldout_loss(
-                    np.ascontiguousarray(_sym(Ktr)) + 1.0,
-                    np.ascontiguousarray(Kte) + 1.0,
-                    codes_tr,
-                    codes_te,
-                    labels.n_classes,
-                    1.0,
-                    _SVM_MAX_ITER,
-                )
-            loss, err, unconv = scores
-            yield loss / test.size, err / test.size, unconv
-
-    losses, errors, svm_unconverged = _drive_folds(splits, fold_scores, lams, progress)
-    if svm_unconverged:
-        warnings.warn(
-            f"{svm_unconverged} of the held-out linear SVMs of lam='auto' stopped after "
-            f"{_SVM_MAX_ITER} Newton steps without converging; the CV scores along the lam path are "
-            "approximate. Pass lam as a number (or 'nka') to skip the cross-validation.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    return losses, errors
 
 
 def _drive_folds(splits, fold_scores, lams, progress):
@@ -313,42 +192,6 @@ def _sample_folds(ia, ib, n_points, k, rng) -> list[tuple[np.ndarray, np.ndarray
     return list(zip(held, both))
 
 
-def _reduced_fold(S0, prior, El, codes, n_classes, UtEl=None):
-    """J of a training fold restricted to ``S = S0 + V X V^T`` (labels only), or None.
-
-    ``V`` is an orthonormal basis of the part of ``range(E_l^T) + S0 range(E_l^T)`` inside
-    ``range(S0)``: the data term depends on S only through ``E_l S E_l^T``, and the second block
-    carries most of the PSD correction. On ``range(S0)``, ``S0 + V X V^T >= 0`` iff
-    ``X + C >= 0`` with the Schur complement ``C = (V^T S0^+ V)^-1`` — a p x p problem of the
-    same form in ``Y = X + C``: prior C, rows ``E_l V``, data term at ``Y + (V^T S0 V - C)``.
-    Its solutions are feasible for the full problem and optimal over that family, an
-    approximation used only to rank lam (measured: objective excess 1e-6..3e-2 relative to the
-    optimum, held-out kernel rows within ~1%; see test_reduced_fold_problem_is_the_restriction_of_J).
-    Used when ``p <= m / 2``; the returned tuple is (problem, C, V). ``UtEl`` (optional) is
-    ``U^T E_l^T``, sliced by the caller from one product for all folds.
-    """
-    U, w = prior  # S0 = U diag(1/w) U^T, w > 0 the kept eigenvalues of W
-    m = S0.shape[0]
-    if UtEl is None:
-        UtEl = U.T @ El.T
-    B = np.hstack([UtEl, UtEl / w[:, None]])  # coordinates in range(S0): U^T [E_l^T, S0 E_l^T]
-    Ub, sb, _ = np.linalg.svd(B, full_matrices=False)
-    keep = sb > max(B.shape) * _EPS * (sb[0] if sb.size else 0.0)
-    p = int(keep.sum())
-    if p == 0 or p > m // 2:
-        return None
-    Vc = Ub[:, keep]
-    lw, Uw = np.linalg.eigh(_sym((Vc.T * w) @ Vc))  # V^T S0^+ V, positive definite
-    C = _sym((Uw / lw) @ Uw.T)
-    D = _sym((Vc.T / w) @ Vc) - C  # V^T S0 V - C >= 0
-    V = U @ Vc
-    Y = np.zeros((El.shape[0], n_classes))
-    Y[np.arange(El.shape[0]), codes] = 1.0
-    # C's eigendecomposition for the folds' cold starts (_Problem.S0_eig), x ascending
-    C_eig = (1.0 / lw[::-1], np.ascontiguousarray(Uw[:, ::-1]))
-    return _Problem(C, El @ V, Y, offset=D, S0_eig=C_eig), C, V
-
-
 def _cv_choice(losses: np.ndarray) -> int:
     """Index of the lam minimising the mean held-out loss (NaN-mean over folds).
 
@@ -418,12 +261,3 @@ def _race_keep(losses: np.ndarray) -> int:
     mean = _nanmean_columns(losses)
     contending = np.flatnonzero(mean <= (1.0 + _CV_RACE) * np.nanmin(mean))
     return int(min(mean.size, contending.max() + 1))
-
-
-def _stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> list[np.ndarray]:
-    folds: list[list[int]] = [[] for _ in range(k)]
-    for c in np.unique(codes):
-        members = rng.permutation(np.flatnonzero(codes == c))
-        for r, idx in enumerate(members):
-            folds[r % k].append(int(idx))
-    return [np.sort(np.array(f, dtype=int)) for f in folds]

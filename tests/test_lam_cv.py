@@ -1,0 +1,278 @@
+"""lam="auto" on labels: the one-step model, its cross-validation and the choice rule.
+
+Oracles: the exact solver of J (where the PSD constraint is inactive the one-step model is
+J's optimum), cvxpy (the majoriser's minimiser over the PSD cone), scikit-learn's Ridge (the
+held-out classifier), and dense m x m reconstructions of the restricted family.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from nystrom_priors import GeneralizedNystrom, Nystrom, extrapolate
+from nystrom_priors._generalized import lam_cv
+from nystrom_priors._generalized.problem import _Problem
+from nystrom_priors._generalized.solve import _solve_lam
+from nystrom_priors._numba import _lam_cv as jit
+
+
+def _prior(Z, width):
+    W = extrapolate(Z, Z, width=width)
+    lw, U = np.linalg.eigh(W)
+    keep = lw > 1e-10 * lw.max()
+    U0, w = U[:, keep], lw[keep]
+    return U0, w, (U0 / w) @ U0.T
+
+
+def _labeled_problem(rng, m=12, l=8, c=3, d=3):
+    Z = rng.normal(size=(m, d))
+    X = rng.normal(size=(l, d))
+    U0, w, S0 = _prior(Z, 4.0)
+    E = extrapolate(X, Z, width=4.0)
+    codes = np.arange(l) % c
+    return E, codes, c, U0, w, S0
+
+
+def _dense_onestep(E, codes, c, U0, w, S0, rel_lam):
+    """The one-step model built in m x m from its definition, with an independent basis."""
+    Y = np.eye(c)[codes]
+    # V: orthonormal basis of range(E^T) inside range(S0) (here range(S0) = range(U0))
+    Ub, sb, _ = np.linalg.svd(U0 @ (U0.T @ E.T), full_matrices=False)
+    V = Ub[:, sb > 1e-10 * sb[0]]
+    C = np.linalg.inv(V.T @ (U0 * w) @ U0.T @ V)
+    D = V.T @ S0 @ V - C
+    F = E @ V
+    M = F.T @ F
+    mu, Um = np.linalg.eigh(M)
+    mu = np.maximum(mu, 0)
+    lam = rel_lam * mu.max() ** 2
+    R = F.T @ Y @ Y.T @ F - M @ D @ M
+    c_t = (lam * Um.T @ C @ Um + Um.T @ R @ Um) / (lam + np.outer(mu, mu))
+    dd = np.sqrt(lam + mu**2)
+    A = np.sqrt(np.outer(dd, dd)) * c_t
+    v, Q = np.linalg.eigh(0.5 * (A + A.T))
+    P = (Q * np.maximum(v, 0)) @ Q.T
+    Yt = P / np.sqrt(np.outer(dd, dd))
+    Yv = Um @ Yt @ Um.T
+    return S0 + V @ (Yv - C) @ V.T, lam
+
+
+@pytest.mark.parametrize("rel_lam", [1e-9, 1e-4, 1e-1])
+def test_onestep_model_matches_its_dense_definition(rng, rel_lam):
+    E, codes, c, U0, w, S0 = _labeled_problem(rng)
+    S_r, lam = lam_cv.onestep_model(E @ U0, w, codes, c, rel_lam)
+    S = U0 @ S_r @ U0.T
+    S_ref, lam_ref = _dense_onestep(E, codes, c, U0, w, S0, rel_lam)
+    assert lam == pytest.approx(lam_ref, rel=1e-10)
+    np.testing.assert_allclose(S, S_ref, atol=1e-8 * np.abs(S_ref).max())
+    assert np.linalg.eigvalsh(S).min() > -1e-9 * np.abs(S).max()  # PSD
+
+
+def test_onestep_is_the_exact_optimum_where_the_constraint_is_inactive(rng):
+    """At a large lam J's unconstrained optimum is PSD: the one-step model is J's optimum
+    (certified by the exact solver)."""
+    E, codes, c, U0, w, S0 = _labeled_problem(rng, m=10, l=15)
+    S_r, lam = lam_cv.onestep_model(E @ U0, w, codes, c, 1e-1)
+    prob = _Problem(S0, E, np.eye(c)[codes])
+    S_exact = _solve_lam(prob, lam, "newton", 1e-12, 500)[0]
+    S = U0 @ S_r @ U0.T
+    assert prob.objective(S, lam) == pytest.approx(prob.objective(S_exact, lam), rel=1e-9)
+
+
+def test_onestep_minimises_the_majoriser_over_the_psd_cone(rng):
+    """cvxpy: Y~ = argmin_{Y >= 0} sum d_i d_j (Y - c)_ij^2 with d = sqrt(lam + mu^2)."""
+    cp = pytest.importorskip("cvxpy")
+    E, codes, c, U0, w, S0 = _labeled_problem(rng, m=10, l=6)
+    Vc, mu, C, R, _ = jit.restricted_problem(E @ U0, w, codes.astype(np.int64), c)
+    lam = 1e-6 * mu[-1] ** 2
+    L = jit.onestep(mu, C, R, lam)
+    ctil = (lam * C + R) / (lam + np.outer(mu, mu))
+    s = np.sqrt(np.sqrt(lam + mu**2))
+    p = mu.size
+    Yv = cp.Variable((p, p), PSD=True)
+    cp.Problem(cp.Minimize(cp.sum_squares(cp.multiply(np.outer(s, s), Yv - ctil)))).solve()
+    np.testing.assert_allclose(L @ L.T, Yv.value, atol=1e-5 * np.abs(ctil).max())
+
+
+def test_restricted_family_is_feasible_exactly_when_Y_is_psd(rng):
+    """S0 + V (Y - C) V^T >= 0 iff Y >= 0 (Schur complement), in the coordinates of S0."""
+    E, codes, c, U0, w, S0 = _labeled_problem(rng)
+    Vc, mu, C, R, F = jit.restricted_problem(E @ U0, w, codes.astype(np.int64), c)
+    np.testing.assert_allclose(Vc.T @ Vc, np.eye(mu.size), atol=1e-10)
+    np.testing.assert_allclose(F.T @ F, np.diag(mu), atol=1e-9 * mu.max())
+    for shift in (1e-6, -1e-6):
+        Y = np.eye(mu.size) * shift  # PSD iff shift >= 0
+        S_r = np.diag(1 / w) + Vc @ (Y - C) @ Vc.T
+        assert (np.linalg.eigvalsh(S_r).min() >= -1e-9 * (1 / w).max()) == (shift > 0)
+
+
+def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng):
+    """The held-out scores of one fold equal scikit-learn's Ridge on the learned features with
+    a constant feature (penalised intercept), alpha = 1/2."""
+    sklearn_linear = pytest.importorskip("sklearn.linear_model")
+    m, n, c = 15, 40, 3
+    Z = rng.normal(size=(m, 3))
+    X = rng.normal(size=(n, 3))
+    U0, w, S0 = _prior(Z, 3.0)
+    E = extrapolate(X, Z, width=3.0)
+    codes = rng.integers(c, size=n)
+    codes[:c] = np.arange(c)
+    folds = np.zeros((1, n), dtype=np.int64)
+    folds[0, n // 2:] = 1
+    rel = np.array([1e-6, np.inf])
+    L = jit.cv_losses(E @ U0, w, codes, c, folds, 2, rel, 0.5)
+    train, test = np.flatnonzero(folds[0] == 1), np.flatnonzero(folds[0] == 0)
+    for j, r in enumerate(rel):
+        if np.isfinite(r):
+            S_r, _ = lam_cv.onestep_model(E[train] @ U0, w, codes[train], c, r)
+            S = U0 @ S_r @ U0.T
+        else:
+            S = S0
+        lw, Q = np.linalg.eigh(S)
+        G = E @ (Q[:, lw > 1e-12 * lw.max()] * np.sqrt(lw[lw > 1e-12 * lw.max()]))
+        Phi = np.hstack([G, np.ones((n, 1))])
+        T = -np.ones((n, c))
+        T[np.arange(n), codes] = 1
+        ridge = sklearn_linear.Ridge(alpha=0.5, fit_intercept=False).fit(Phi[train], T[train])
+        P = ridge.predict(Phi[test])
+        sqh = np.mean(np.sum(np.maximum(0, 1 - T[test] * P) ** 2, axis=1))
+        err = np.mean(np.argmax(P, axis=1) != codes[test])
+        assert L[1, 0, j] == pytest.approx(sqh, rel=1e-7)
+        assert L[2, 0, j] == pytest.approx(err)
+
+
+def test_cv_feature_form_equals_kernel_form(rng):
+    """More training labels than landmarks switch the fold to the feature form: the same
+    held-out losses as the kernel form (forced by a copy of the rows with r + 1 columns)."""
+    m, n, c = 8, 60, 2
+    Z = rng.normal(size=(m, 2))
+    X = rng.normal(size=(n, 2))
+    U0, w, _ = _prior(Z, 2.0)
+    PE = extrapolate(X, Z, width=2.0) @ U0
+    codes = (X[:, 0] > 0).astype(np.int64)
+    folds = (np.arange(n) % 3)[None].astype(np.int64)
+    rel = 10.0 ** np.array([-8.0, -3.0, 0.0, np.inf])
+    feat = jit.cv_losses(PE, w, codes, c, folds, 3, rel, 0.5)
+    # zero-padding to many columns with huge w leaves S0's kernel unchanged (1 / w ~ 0) and
+    # makes l_T <= r + 1: kernel form
+    r_pad = n
+    PE_pad = np.hstack([PE, np.zeros((n, r_pad))])
+    w_pad = np.concatenate([w, np.full(r_pad, 1e300)])
+    kern = jit.cv_losses(PE_pad, w_pad, codes, c, folds, 3, rel, 0.5)
+    np.testing.assert_allclose(feat, kern, rtol=1e-7, atol=1e-12)
+
+
+def test_choose_keeps_the_prior_unless_a_lam_is_clearly_better():
+    base = np.array([[1.0, 1.0, 1.0]] * 6)
+    noise = np.array([0.02, -0.01, 0.015, -0.02, 0.01, -0.015])
+    L = base + noise[:, None] * np.array([1.0, -1.0, 0.0])
+    assert lam_cv.choose(L) == 2  # within noise: the prior
+    clear = L.copy()
+    clear[:, 0] -= 0.2  # consistently better on every fold
+    assert lam_cv.choose(clear) == 0
+    both = clear.copy()
+    both[:, 1] -= 0.3  # also clearly better, and smaller loss
+    assert lam_cv.choose(both) == 1
+    assert lam_cv.choose(np.vstack([clear, np.full(3, np.nan)])) == 0  # unscored fold dropped
+    assert lam_cv.choose(clear[:1]) == 2  # one fold: no error estimate, the prior
+
+
+def test_stratified_folds_balance_classes(rng):
+    codes = np.repeat(np.arange(4), [1, 3, 10, 26])
+    folds = lam_cv.stratified_folds(codes, 5, rng)
+    sizes = np.bincount(folds, minlength=5)
+    assert sizes.max() - sizes.min() <= 1
+    for c, count in zip(range(4), (1, 3, 10, 26)):
+        assert np.unique(folds[codes == c]).size == min(count, 5)
+
+
+def test_auto_keeps_nystrom_when_labels_are_noise():
+    """Labels independent of X: the gate keeps the prior (S = S0) in most draws."""
+    kept = 0
+    for seed in range(6):
+        r = np.random.default_rng(seed)
+        X = r.normal(size=(400, 4))
+        y = np.full(400, -1)
+        lab = r.choice(400, 80, replace=False)
+        y[lab] = r.integers(2, size=80)
+        model = GeneralizedNystrom(n_landmarks=30, random_state=seed).fit(X, y)
+        kept += int(np.isinf(model.lam_))
+    assert kept >= 5
+
+
+def test_auto_learns_when_labels_are_informative():
+    """Two classes that the prior kernel mixes: the learned kernel is chosen and beats it."""
+    r = np.random.default_rng(0)
+    n = 600
+    X = r.normal(size=(n, 5))
+    ytrue = (X[:, 0] * X[:, 1] > 0).astype(int)  # XOR: the RBF prior at the default width mixes it
+    y = np.full(n, -1)
+    lab = r.choice(n, 100, replace=False)
+    y[lab] = ytrue[lab]
+    model = GeneralizedNystrom(n_landmarks=60, random_state=0).fit(X, y)
+    assert np.isfinite(model.lam_) and model.lam_ in model.lam_path_
+    assert model.criterion_path_.shape == model.lam_path_.shape == (14,)
+    best = int(np.argmin(model.criterion_path_))
+    assert model.criterion_path_[best] < model.criterion_path_[-1]
+    # centred kernel alignment with the labels on unlabeled rows improves on the prior's
+    prior = Nystrom(n_landmarks=60, random_state=0).fit(X)
+    unl = np.setdiff1d(np.arange(n), lab)
+
+    def align(G):
+        K = G @ G.T
+        H = np.eye(unl.size) - 1.0 / unl.size
+        Kc = H @ K @ H
+        T = np.equal.outer(ytrue[unl], ytrue[unl]).astype(float)
+        return np.sum(Kc * T) / np.linalg.norm(Kc) / np.linalg.norm(H @ T @ H)
+
+    assert align(model.transform(X[unl])) > align(prior.transform(X[unl])) + 0.05
+
+
+def test_auto_is_the_onestep_model_at_its_lam():
+    r = np.random.default_rng(3)
+    X = r.normal(size=(300, 3))
+    y = np.where(r.random(300) < 0.3, (X[:, 0] > 0).astype(int), -1)
+    auto = GeneralizedNystrom(n_landmarks=25, random_state=1).fit(X, y)
+    if not np.isfinite(auto.lam_):
+        pytest.skip("the prior was kept for this draw")
+    fixed = GeneralizedNystrom(n_landmarks=25, random_state=1, lam=auto.lam_, solver="onestep").fit(X, y)
+    np.testing.assert_allclose(fixed.S_, auto.S_, rtol=1e-10, atol=1e-10 * np.abs(auto.S_).max())
+    assert np.isnan(auto.certificate_) and auto.converged_ and auto.n_iter_ == 1  # one step
+
+
+_MEMORY_SCRIPT = """
+import numpy as np
+from nystrom_priors import GeneralizedNystrom
+
+def peak_kib():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM"))
+
+r = np.random.default_rng(0)
+n, d, m = 12000, 6, 40
+X = r.normal(size=(n, d))
+y = (X[:, 0] + 0.3 * r.normal(size=n) > 0).astype(int)  # every sample labeled
+GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X[:600], y[:600])  # compile outside
+with open("/proc/self/clear_refs", "w") as fh:
+    fh.write("5")  # reset the peak resident set to the current one
+base = peak_kib()
+model = GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X, y)
+assert model.S_.shape == (m, m) and np.isfinite(model.lam_) or np.isinf(model.lam_)
+print(peak_kib() - base)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc")
+def test_auto_memory_is_linear_in_the_labels():
+    """12,000 labels: no l x l (1.15 GB) or n x l array, in Python or in jitted code: the
+    peak resident set of a fresh process grows by O(n m + m^2) during the fit."""
+    out = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr
+    grown = int(out.stdout.split()[-1]) * 1024
+    n, m = 12000, 40
+    assert grown < 8 * (40 * n * m + 100 * m * m), grown  # a few dozen n x m float64 arrays
+    assert grown < 8 * n * n / 8  # an eighth of one l x l float64 array
