@@ -255,7 +255,8 @@ class FactorTransformMixin:
             Rows per block for array input (default: about 64 MiB of float64 features).
         out : ndarray or np.memmap of shape (n, n_components_), optional
             Each block is written into ``out[start:start + n_b]`` (no other copy is kept) and
-            the yielded block is that view. Its dtype must be the blocks' dtype.
+            the yielded block is that view. Its dtype must be the blocks' dtype, and it must not
+            share memory with X (``ValueError``).
 
         Yields
         ------
@@ -263,7 +264,7 @@ class FactorTransformMixin:
             Index of the block's first row.
         G_block : ndarray of shape (n_b, n_components_)
         """
-        from ._validation import check_scalar
+        from ._validation import check_no_overlap, check_scalar
         from .kernels import _iter_blocks
 
         self._check_fitted_for_transform()
@@ -280,11 +281,13 @@ class FactorTransformMixin:
                 )
             if not out.flags.writeable:
                 raise ValueError("out is read-only.")
+            check_no_overlap(out, {"X": X})
         for start, raw in _iter_blocks(X, block_rows, 1):
             Xb = self._check_X(raw, name=f"X block at row {start}")
             if out is None:
                 yield start, self._transform_validated(Xb)
                 continue
+            check_no_overlap(out, {f"the X block at row {start}": raw, "its float copy": Xb})
             stop = start + Xb.shape[0]
             if stop > out.shape[0]:
                 raise ValueError(

@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ._validation import check_array, check_out, check_scalar
+from ._validation import check_array, check_no_overlap, check_out, check_scalar
 
 __all__ = [
     "KernelSpec",
@@ -579,7 +579,8 @@ def extrapolate(
         BLAS path (``d > FUSED_MAX_FEATURES``, non-linear kernels), where BLAS may sum in
         another order for other tile heights (differences of a few ulp).
     out : ndarray of shape (n, m), optional
-        C-contiguous, writeable buffer of X's dtype (e.g. a ``np.memmap``) to write into.
+        C-contiguous, writeable buffer of X's dtype (e.g. a ``np.memmap``) to write into; it
+        must not share memory with X or Z (``ValueError``).
 
     Returns
     -------
@@ -607,6 +608,7 @@ def extrapolate(
     ((2, 1), 0.367879)
     """
     X = check_array(X)
+    Z = check_array(Z, name="Z")
     prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype)
     tile = _check_block_rows(block_rows)
     shape = (X.shape[0], prep.m)
@@ -614,6 +616,7 @@ def extrapolate(
         out = np.empty(shape, dtype=X.dtype)
     else:
         check_out(out, shape, X.dtype)
+        check_no_overlap(out, {"X": X, "Z": Z})
     prep.compute(X, out, tile, _FORCE_PATH)
     return out
 

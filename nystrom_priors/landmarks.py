@@ -185,6 +185,7 @@ def select_landmarks(
     Returns
     -------
     Z : ndarray of shape (m, d), dtype of X
+        A new array (user-given landmarks are copied).
 
     Examples
     --------
@@ -206,7 +207,8 @@ def select_landmarks(
             raise ValueError(
                 f"User-given landmarks have {Z.shape[1]} features, but X has {d} features."
             )
-        return np.ascontiguousarray(Z, dtype=src.dtype)
+        # always a copy: a fitted model must not change when the caller mutates their array
+        return np.array(Z, dtype=src.dtype, order="C", copy=True)
     if not isinstance(method, str) or method not in LANDMARK_METHODS:
         raise ValueError(
             f"method must be one of {list(LANDMARK_METHODS)} or an (m, d) array of landmarks, "

@@ -366,6 +366,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     ----------
     embedding_ : ndarray of shape (n, r)
         G for the training samples (``Z = G G^T``).
+    X_fit_ : ndarray of shape (n, d)
+        A copy of the training samples (new samples are extended over their neighbours).
     V_ : ndarray of shape (l, r)
         Rows of G on the constrained samples (``Z_BD = V V^T``).
     constrained_ : ndarray of shape (l,)
@@ -374,6 +376,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     graph_ : scipy.sparse.csr_matrix or ndarray of shape (n, n)
     degrees_ : ndarray of shape (n,)
     delta_, sigma_, rank_ : float, float or None, int
+    graph_type_, n_neighbors_, weights_ : str, int, str
+        The graph's settings at fit time; ``transform`` extends over this graph.
     objective_path_ : ndarray of shape (n_iter_ + 1,)
         Objective of eq. 1 at the start and after every sweep.
     objective_ : float
@@ -532,7 +536,12 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
                 stacklevel=2,
             )
         self.n_features_in_ = X.shape[1]
-        self.X_fit_ = X
+        # the model's own copy: mutating the caller's X must not change the fitted model
+        self.X_fit_ = np.array(X, copy=True)
+        # the graph transform extends over is the fitted one, whatever set_params does later
+        self.graph_type_ = graph
+        self.n_neighbors_ = k
+        self.weights_ = "gaussian" if graph == "dense" else weights
         self._graph = S
         self.degrees_ = deg
         self.delta_ = delta
@@ -598,8 +607,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         """Harmonic extension: ``phi(x) = sum_j S_xj / sqrt(d_x d_j) phi(x_j) / (1 + delta)``
         over the k nearest training samples; a sample equal to a training sample gets that
         sample's learned row (so ``transform(X_train)`` equals ``fit_transform``)."""
-        k = int(self.n_neighbors)
-        if self.graph == "dense":
+        k = self.n_neighbors_
+        if self.graph_type_ == "dense":
             from scipy.spatial.distance import cdist
 
             D2 = cdist(X.astype(np.float64), self.X_fit_.astype(np.float64), "sqeuclidean")
@@ -611,7 +620,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             same = np.all(self.X_fit_[nearest] == X, axis=1)
         else:
             idx, dist = knn_search(self.X_fit_, X, k)
-            if self.weights == "gaussian":
+            if self.weights_ == "gaussian":
                 s = np.exp(-(dist**2) / (2.0 * self.sigma_**2))
             else:
                 s = np.ones_like(dist)

@@ -73,6 +73,9 @@ class _LandmarkKernelMixin:
         self.landmarks_ = select_landmarks(
             X, self.n_landmarks, method=landmarks, random_state=rng
         )
+        # the model's own copy (select_landmarks copies user-given arrays), read-only so that
+        # the landmark-side quantities derived from it cannot silently go stale
+        self.landmarks_.flags.writeable = False
         spec = make_kernel(
             self.kernel,
             width=self.width,
@@ -81,7 +84,11 @@ class _LandmarkKernelMixin:
             coef0=self.coef0,
             X=X,
         )
+        # the kernel transform uses is fixed here: set_params after fit must not change it
+        self.kernel_ = spec.name
         self.gamma_ = float(spec.gamma)
+        self.degree_ = int(spec.degree)
+        self.coef0_ = float(spec.coef0)
         self.width_ = spec.width
 
     def _kernel_gamma_param(self) -> Any:
@@ -89,23 +96,39 @@ class _LandmarkKernelMixin:
         return self.gamma
 
     def _kernel_spec(self) -> KernelSpec:
+        """The fitted kernel (``kernel_``, ``gamma_``, ``degree_``, ``coef0_``), never the
+        current parameters: ``set_params`` after ``fit`` does not change what ``transform``
+        computes."""
         return KernelSpec(
-            _canonical_name(self.kernel),
-            gamma=self.gamma_,
-            degree=int(self.degree),
-            coef0=float(self.coef0),
+            _canonical_name(self.kernel_),
+            gamma=float(self.gamma_),
+            degree=int(self.degree_),
+            coef0=float(self.coef0_),
         )
 
     def _prepared(self, dtype: np.dtype) -> "_Prepared":
-        """Landmark-side quantities for ``dtype``, computed once per fitted model."""
-        # kept outside __dict__: transform must not change the fitted state (scikit-learn's
-        # check_dict_unchanged), and copies / pickles must not carry it
+        """Landmark-side quantities for ``dtype``, reused while the fitted state is the same.
+
+        Kept outside ``__dict__`` (transform must not change the fitted state, scikit-learn's
+        check_dict_unchanged, and copies / pickles must not carry it). An entry is reused only
+        for the same kernel and the very same landmark array with unchanged contents (read-only
+        arrays, as ``fit`` and ``load`` leave them, cannot change; writeable ones are compared
+        with a snapshot), so a model behaves the same whatever it transformed before.
+        """
+        dtype = np.dtype(dtype)
+        spec = self._kernel_spec()
+        Z = self.landmarks_
         cache = _PREPARED.setdefault(self, {})
-        key = (np.dtype(dtype), id(self.landmarks_), self.gamma_)
-        prep = cache.get(key)
-        if prep is None:
-            cache.clear()
-            prep = cache[key] = _Prepared(self.landmarks_, self._kernel_spec(), np.dtype(dtype))
+        entry = cache.get(dtype)
+        if entry is not None:
+            prep, Zref, snapshot = entry
+            if prep.spec == spec and Zref is Z and (
+                snapshot is None or np.array_equal(snapshot, Z)
+            ):
+                return prep
+        prep = _Prepared(Z, spec, dtype)
+        snapshot = None if not Z.flags.writeable else np.array(Z, copy=True)
+        cache[dtype] = (prep, Z, snapshot)
         return prep
 
     def _features_block(self, X: np.ndarray) -> np.ndarray:
@@ -182,8 +205,13 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
     landmarks_ : ndarray of shape (m, d)
     width_ : float or None
         The width b used (distance kernels).
+    kernel_ : str
+        The kernel's canonical name at fit time.
     gamma_ : float
         The resolved kernel scale (``1/width_`` for distance kernels).
+    degree_, coef0_ : int, float
+        Polynomial parameters at fit time (``transform`` uses these fitted values, not the
+        current parameters).
     S0_ : ndarray of shape (m, m)
         ``W^+``, float64.
     eigenvalues_ : ndarray of shape (r,)
