@@ -187,6 +187,23 @@ def check_random_state(random_state: Any) -> np.random.Generator:
     )
 
 
+def check_random_state_param(random_state: Any, name: str = "random_state") -> None:
+    """Validate a ``random_state`` parameter without drawing from it (``check_random_state``
+    consumes a legacy ``RandomState``)."""
+    if random_state is None or isinstance(
+        random_state, (np.random.Generator, np.random.RandomState)
+    ):
+        return
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {random_state}.")
+        return
+    raise TypeError(
+        f"{name} must be None, a non-negative int, a numpy Generator or a RandomState, got "
+        f"{_describe(random_state)}."
+    )
+
+
 def check_scalar(
     value: Any,
     name: str,

@@ -123,6 +123,25 @@ def _percentile_pairs(
     return d[d > zero_tol**2 * (sq[a] + sq[b])]
 
 
+def _check_percentiles(percentiles: Any) -> np.ndarray:
+    """``(low, high)`` with ``0 <= low <= high <= 100``, as a float64 array of shape (2,)."""
+    try:
+        pct = np.asarray(percentiles, dtype=np.float64)
+    except (TypeError, ValueError):
+        pct = None
+    if (
+        pct is None
+        or pct.shape != (2,)
+        or not np.all(np.isfinite(pct))
+        or not 0.0 <= pct[0] <= pct[1] <= 100.0
+    ):
+        raise ValueError(
+            "percentiles must be two numbers (low, high) with 0 <= low <= high <= 100 (low "
+            f"for must-link, high for cannot-link bounds), got {percentiles!r}."
+        )
+    return pct
+
+
 def distance_bounds(
     G0: np.ndarray,
     pairs: np.ndarray,
@@ -149,7 +168,8 @@ def distance_bounds(
         ``(1 - epsilon) d0`` for must-link and ``(1 + epsilon) d0`` for cannot-link, with
         ``d0`` the pair's own initial squared distance.
     epsilon : float in [0, 1)
-    percentiles : (low, high) in [0, 100]
+    percentiles : (low, high) with 0 <= low <= high <= 100
+        Reversed or out-of-range percentiles are refused (``ValueError``).
     random_state : None, int or Generator
         Sampling of pairs for the percentiles when there are more than 200,000.
     zero_length : float, optional
@@ -162,6 +182,9 @@ def distance_bounds(
     bounds : ndarray of shape (k,), float64, all > 0 for pairs of distinct rows
     """
     rule = check_option(rule, "bound_rule", _BOUND_RULES)
+    # both rules' settings are checked whichever applies: a bad one never passes unnoticed
+    eps = check_scalar(epsilon, "epsilon", lo=0.0, hi=1.0, hi_closed=False)
+    pct = _check_percentiles(percentiles)
     G0 = check_array(G0, name="G0")
     with warnings.catch_warnings():  # one bound per given row, duplicates included
         warnings.simplefilter("ignore", UserWarning)
@@ -175,12 +198,8 @@ def distance_bounds(
     G0 = G0.astype(np.float64, copy=False)
     i, j, s = pairs[:, 0], pairs[:, 1], pairs[:, 2]
     if rule == "relative":
-        eps = check_scalar(epsilon, "epsilon", lo=0.0, hi=1.0, hi_closed=False)
         d0 = ((G0[i] - G0[j]) ** 2).sum(axis=1)
         return np.where(s > 0, (1.0 - eps) * d0, (1.0 + eps) * d0)
-    pct = np.asarray(percentiles, dtype=np.float64)
-    if pct.shape != (2,) or not np.all(np.isfinite(pct)) or pct[0] < 0 or pct[1] > 100:
-        raise ValueError(f"percentiles must be two numbers in [0, 100], got {percentiles!r}.")
     rng = check_random_state(random_state)
     idx = np.unique(pairs[:, :2])
     d = _percentile_pairs(G0[idx], rng, zero_tol)
@@ -327,6 +346,23 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
     # -- kernel / features ---------------------------------------------------------------
     def _kernel_gamma_param(self) -> Any:
         return self.kernel_gamma
+
+    _kernel_gamma_name = "kernel_gamma"
+
+    def _validate_params(self) -> None:
+        """Check every parameter on its own (type and range), without data (see
+        :meth:`Nystrom._validate_params`)."""
+        super()._validate_params()
+        check_option(self.init, "init", _INITS)
+        if "gamma" in self._param_names():
+            check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=False, allow_inf=True)
+        self._check_fit_params()
+        check_option(self.bound_rule, "bound_rule", _BOUND_RULES)
+        check_scalar(self.epsilon, "epsilon", lo=0.0, hi=1.0, hi_closed=False)
+        _check_percentiles(self.percentiles)
+        for name in ("n_constraints", "rank"):
+            if getattr(self, name) is not None:
+                check_scalar(getattr(self, name), name, kind="int", lo=1)
 
     def _features_block(self, X: np.ndarray) -> np.ndarray:
         if self.init_ == "nystrom":

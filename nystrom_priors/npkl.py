@@ -49,6 +49,7 @@ from ._validation import (
     check_n_features,
     check_option,
     check_random_state,
+    check_random_state_param,
     check_scalar,
 )
 from .exceptions import ConvergenceWarning
@@ -433,6 +434,37 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         self.verbose = verbose
 
     # -- fitting -------------------------------------------------------------------------
+    def _validate_params(self) -> dict[str, Any]:
+        """Check every parameter on its own (type and range), without data; return the
+        resolved values. ``fit`` starts here, ``load`` refuses a model file whose parameters
+        fail and ``save`` refuses to write one."""
+        from ._progress import check_verbose
+
+        C = float(check_scalar(self.C, "C", lo=0.0, lo_closed=False))
+        loss = _LOSSES.get(self.loss) if isinstance(self.loss, str) else None
+        if loss is None:
+            raise ValueError(f"loss must be one of {list(_LOSSES)}, got {self.loss!r}.")
+        out = dict(
+            C=C,
+            loss=loss,
+            graph=check_option(self.graph, "graph", _GRAPHS),
+            weights=check_option(self.weights, "weights", _WEIGHTS),
+            k=int(check_scalar(self.n_neighbors, "n_neighbors", kind="int", lo=1)),
+            delta=C / 2.0 if self.delta is None else float(
+                check_scalar(self.delta, "delta", lo=0.0, lo_closed=False)
+            ),
+            tol=float(check_scalar(self.tol, "tol", lo=0.0)),
+            max_iter=int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1)),
+            verbose=check_verbose(self.verbose),
+        )
+        if self.sigma is not None:
+            check_scalar(self.sigma, "sigma", lo=0.0, lo_closed=False)
+        for name in ("rank", "n_constraints"):
+            if getattr(self, name) is not None:
+                check_scalar(getattr(self, name), name, kind="int", lo=1)
+        check_random_state_param(self.random_state)
+        return out
+
     def _pairs(self, n: int, y: Any, pairs: Any, rng: np.random.Generator) -> np.ndarray:
         blocks = []
         if y is not None:
@@ -464,20 +496,11 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
 
         X = check_array(X)
         n = X.shape[0]
-        C = float(check_scalar(self.C, "C", lo=0.0, lo_closed=False))
-        loss = _LOSSES.get(self.loss) if isinstance(self.loss, str) else None
-        if loss is None:
-            raise ValueError(f"loss must be one of {list(_LOSSES)}, got {self.loss!r}.")
-        graph = check_option(self.graph, "graph", _GRAPHS)
-        weights = check_option(self.weights, "weights", _WEIGHTS)
-        k = int(check_scalar(self.n_neighbors, "n_neighbors", kind="int", lo=1))
+        p = self._validate_params()
+        C, loss, graph, weights, k = p["C"], p["loss"], p["graph"], p["weights"], p["k"]
+        delta, tol, max_iter = p["delta"], p["tol"], p["max_iter"]
         if k >= n:
             raise ValueError(f"n_neighbors={k} must be < n_samples={n}.")
-        delta = C / 2.0 if self.delta is None else float(
-            check_scalar(self.delta, "delta", lo=0.0, lo_closed=False)
-        )
-        tol = float(check_scalar(self.tol, "tol", lo=0.0))
-        max_iter = int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
         rng = check_random_state(self.random_state)
         P = self._pairs(n, y, pairs, rng)
 
@@ -521,11 +544,11 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         n_sweeps, converged = 0, False
         with Progress(self.verbose, max_iter, "BCDNPKL sweeps", "sweep") as progress:
             while n_sweeps < max_iter and not converged:
-                k, converged = bcd_sweeps(
+                done, converged = bcd_sweeps(
                     *args, min(chunk, max_iter - n_sweeps), tol, obj[n_sweeps:], dual
                 )
-                n_sweeps += k
-                progress.update(k, objective=obj[n_sweeps])
+                n_sweeps += done
+                progress.update(done, objective=obj[n_sweeps])
             progress.close(f"objective {obj[n_sweeps]:.6g}, converged={converged}")
         if not converged:
             warnings.warn(

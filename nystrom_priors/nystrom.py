@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin
-from ._validation import check_random_state, check_scalar
+from ._validation import check_array, check_random_state, check_random_state_param, check_scalar
 from .kernels import KernelSpec, _canonical_name, _Prepared, extrapolate, make_kernel
 from .landmarks import LANDMARK_METHODS, select_landmarks
 
@@ -94,6 +94,37 @@ class _LandmarkKernelMixin:
     def _kernel_gamma_param(self) -> Any:
         """The user's kernel scale (``gamma`` here; learners whose ``gamma`` means slack override)."""
         return self.gamma
+
+    _kernel_gamma_name = "gamma"
+
+    def _validate_params(self) -> None:
+        """Check every landmark / kernel parameter on its own (type and range), without data.
+
+        The same checks ``fit`` applies when it resolves the kernel and the landmarks (their
+        combination, e.g. ``width`` with a polynomial kernel, is checked by ``fit``); ``load``
+        refuses a model file whose parameters fail here and ``save`` refuses to write one.
+        """
+        check_scalar(self.n_landmarks, "n_landmarks", kind="int", lo=1)
+        _canonical_name(self.kernel)
+        if self.width is not None:
+            check_scalar(self.width, "width", lo=0.0, lo_closed=False)
+        gamma = self._kernel_gamma_param()
+        if gamma is not None:
+            check_scalar(gamma, self._kernel_gamma_name, lo=0.0, lo_closed=False)
+        check_scalar(self.degree, "degree", kind="int", lo=1, hi=64)
+        check_scalar(self.coef0, "coef0")
+        landmarks = self.landmarks
+        if isinstance(landmarks, str):
+            if landmarks not in LANDMARK_METHODS:
+                raise ValueError(
+                    f"landmarks must be one of {list(LANDMARK_METHODS)} or an (m, d) array, "
+                    f"got {landmarks!r}."
+                )
+        else:
+            check_array(landmarks, name="landmarks")
+        if self.rcond is not None:
+            check_scalar(self.rcond, "rcond", lo=0.0, hi=1.0, hi_closed=False)
+        check_random_state_param(self.random_state)
 
     def _kernel_spec(self) -> KernelSpec:
         """The fitted kernel (``kernel_``, ``gamma_``, ``degree_``, ``coef0_``), never the
