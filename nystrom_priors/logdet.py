@@ -77,7 +77,12 @@ from ._base import BaseEstimator, FactorTransformMixin
 from ._validation import check_array, check_option, check_random_state, check_scalar
 from .exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
 from .nystrom import _LandmarkKernelMixin, psd_pinv
-from .side_info import check_pairs, pairs_from_labels
+from .side_info import (
+    check_labels,
+    check_pairs,
+    check_pairs_agree_with_labels,
+    pairs_from_labels,
+)
 
 __all__ = ["LogDetKernelLearner", "VonNeumannKernelLearner", "distance_bounds"]
 
@@ -441,6 +446,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 k_raw = user.shape[0] if user.ndim == 2 else -1
                 _check_bounds(braw, k_raw, "bounds", positive=True)
             checked, kept = check_pairs(user, n, return_index=True)
+            if y is not None:  # against the labels, not the pairs drawn from them
+                check_pairs_agree_with_labels(checked, kept, check_labels(y, n), n)
             blocks.append(checked)
             bound_blocks.append(None if bounds is None else np.asarray(bounds, float)[kept])
         elif bounds is not None:
@@ -453,7 +460,9 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         if blocks:
             D = np.concatenate(blocks)
             if len(blocks) > 1:  # labels and pairs together: drop repeats across the two
-                D, kept = check_pairs(D, n, return_index=True)
+                with warnings.catch_warnings():  # repeats across the two are expected
+                    warnings.simplefilter("ignore", UserWarning)
+                    D, kept = check_pairs(D, n, return_index=True)
                 bb = [
                     np.full(b.shape[0], np.nan) if bnd is None else bnd
                     for b, bnd in zip(blocks, bound_blocks)
@@ -633,7 +642,9 @@ _COMMON_PARAMS_DOC = """
         Percentiles of the ``"percentile"`` rule.
     n_constraints : int, optional
         Pairs drawn from labels in ``fit(X, y)``; default ``20 * n_classes**2`` (as
-        metric-learn), capped at all pairs.
+        metric-learn), capped at all pairs and at 10,000 (so that the default never grows
+        with the square of the number of labels). Drawing costs O(n_constraints), whatever
+        the number of labels.
     n_landmarks : int, default=100
         Landmarks of the Nystrom initial kernel.
     kernel : {"rbf", "laplacian", "poly", "linear", "cosine"}, default="rbf"

@@ -53,7 +53,12 @@ from ._validation import (
     check_scalar,
 )
 from .exceptions import ConvergenceWarning
-from .side_info import check_pairs, pairs_from_labels
+from .side_info import (
+    check_labels,
+    check_pairs,
+    check_pairs_agree_with_labels,
+    pairs_from_labels,
+)
 
 __all__ = [
     "BCDNPKL",
@@ -356,7 +361,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     max_iter : int, default=1000
         Maximum sweeps.
     n_constraints : int, optional
-        Pairs drawn from labels in ``fit(X, y)`` (default ``20 * n_classes**2``).
+        Pairs drawn from labels in ``fit(X, y)`` (default ``20 * n_classes**2``, capped at all
+        pairs and at 10,000).
     random_state : None, int or Generator
         Random start of V (uniform [0, 1), as the paper's ``rand(r, l)``) and pairs from labels.
     verbose : bool or int, default=0
@@ -470,11 +476,17 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         if y is not None:
             blocks.append(pairs_from_labels(y, n, self.n_constraints, random_state=rng))
         if pairs is not None:
-            blocks.append(check_pairs(pairs, n))
+            checked, kept = check_pairs(pairs, n, return_index=True)
+            if y is not None:  # against the labels, not the pairs drawn from them
+                check_pairs_agree_with_labels(checked, kept, check_labels(y, n), n)
+            blocks.append(checked)
         if not blocks:
             raise ValueError("no side information: give pairs ([i, j, +1/-1] rows) or y.")
-        P = np.concatenate(blocks)
-        return check_pairs(P, n) if len(blocks) > 1 else P
+        if len(blocks) == 1:
+            return blocks[0]
+        with warnings.catch_warnings():  # repeats across labels and pairs are expected
+            warnings.simplefilter("ignore", UserWarning)
+            return check_pairs(np.concatenate(blocks), n)
 
     def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> "BCDNPKL":
         """Build the graph, reduce to the boundary kernel and run BCD.
