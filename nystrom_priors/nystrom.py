@@ -30,7 +30,8 @@ def psd_pinv(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray]:
     W : ndarray of shape (m, m)
         Symmetric (symmetrised here) and PSD up to round-off.
     rcond : float
-        Eigenvalues ``<= rcond * max(eigenvalue)`` (and all non-positive ones) are dropped.
+        Eigenvalues ``<= rcond * max(eigenvalue)`` (and all non-positive ones, and those whose
+        inverse would overflow: ``<= m / float64 max``) are dropped.
 
     Returns
     -------
@@ -53,7 +54,15 @@ def _psd_eig(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray, np.nd
             "The landmark kernel matrix W has no positive eigenvalue (the kernel is zero on "
             "the landmarks); choose another kernel or landmarks."
         )
-    return lam, U, lam > rcond * top
+    # W^+ = U diag(1 / lam) U^T must be finite: its entries reach sum 1 / lam <= m / lam_min
+    floor = W.shape[0] / np.finfo(np.float64).max
+    if not top > floor:
+        raise ValueError(
+            f"The landmark kernel matrix W's eigenvalues are at most {top:.3g}: the kernel "
+            "values on the landmarks underflow float64, and W^+ would overflow. Rescale X or "
+            "the kernel (width, gamma, coef0)."
+        )
+    return lam, U, (lam > rcond * top) & (lam > floor)
 
 
 _PREPARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
