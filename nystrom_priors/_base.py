@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ._rows import is_dask_array
+
+
+def atomic_fit(fit: Callable) -> Callable:
+    """Decorate ``fit`` so that a failed fit leaves the estimator as it was.
+
+    On any exception -- a refusal, or ``KeyboardInterrupt`` from Ctrl-C in the middle of a
+    long fit -- the instance's attributes are restored: a half-fitted model (say, landmarks
+    and an initial projection but no learned factor) never passes for a fitted one, and a
+    model fitted before keeps its fitted state.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args: Any, **kwargs: Any) -> Any:
+        saved = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    return wrapper
 
 
 class BaseEstimator:

@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import BaseEstimator, FactorTransformMixin
+from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
 from ._bounds import (
     _BOUND_RULES,
     _check_percentiles,
@@ -656,6 +656,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         self.random_state = random_state
         self.verbose = verbose
 
+    @atomic_fit
     def fit(
         self,
         X: Any,
@@ -687,7 +688,8 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         -------
         self
         """
-        from ._numba._bregman import burg_sweeps, burg_violation
+        from ._chunks import WORK, resumable_sweeps
+        from ._numba._bregman import burg_run, burg_violation
 
         # X may be an array, a memmap or a dask array (see _FactorRows)
         gamma = check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=False, allow_inf=True)
@@ -702,9 +704,19 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         bhat = c["b"].copy()
         Bt = np.eye(r)
         args = (Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, lam, float(gamma), Bt)
+        # carried between the kernel's calls (it returns every WORK multiply-adds: Ctrl-C)
+        lam_old, fac, state = lam.copy(), np.zeros((3, r)), np.zeros(4)
 
         def step(start, n, conv, viol, lamnorm):
-            return burg_sweeps(*args, n, float(tol), conv, viol, lamnorm)
+            def run(done, todo):
+                return burg_run(*args, todo, float(tol), conv[done:], viol[done:],
+                                lamnorm[done:], lam_old, fac, state, WORK)
+
+            def violation(c0, c1):
+                return burg_violation(*args[:6], bhat, Bt, c0, c1)
+
+            return resumable_sweeps(run, violation, nc, 1.5 * r * r, n, float(tol), viol,
+                                    lambda: bool(state[3]))
 
         cert = dict(G=Gc, I1=c["I1"], I2=c["I2"], kind=c["kind"], delta=c["delta"], b=bhat)
         n_sweeps, status, conv, viol, lamnorm = self._run(step, lam, cert, max_iter)
@@ -726,7 +738,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
             remedy += " Similarity constraints are always hard: check similarity_bounds."
         self._finish(n_sweeps, status, conv, viol, lamnorm, remedy)
         self.max_violation_ = float(
-            burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt)
+            burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt, 0, nc)
         )
         return self
 
@@ -815,11 +827,13 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         self.random_state = random_state
         self.verbose = verbose
 
+    @atomic_fit
     def fit(
         self, X: Any, y: Any = None, *, pairs: Any = None, bounds: Any = None
     ) -> "VonNeumannKernelLearner":
         """Learn the kernel from labels and/or distance constraints (see LogDetKernelLearner.fit)."""
-        from ._numba._bregman import vn_sweeps, vn_violation
+        from ._chunks import WORK, resumable_sweeps
+        from ._numba._bregman import vn_run, vn_violation
 
         # X may be an array, a memmap or a dask array (see _FactorRows)
         tol, max_iter = self._check_fit_params()
@@ -836,12 +850,21 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         nc = c["b"].shape[0]
         lam = np.zeros(nc)
         evals = np.zeros(max_iter, dtype=np.int64)
+        # carried between the kernel's calls (it returns every WORK multiply-adds: Ctrl-C)
+        lam_old, state = lam.copy(), np.zeros(3)
+        cons = (V, c["I1"], c["I2"], c["delta"], c["b"])
 
         def step(start, n, conv, viol, lamnorm):
-            return vn_sweeps(
-                V, c["I1"], c["I2"], c["delta"], c["b"], lam, W, dlog, n, float(tol), conv,
-                viol, lamnorm, evals[start:start + n],
-            )
+            def run(done, todo):
+                return vn_run(*cons, lam, W, dlog, todo, float(tol), conv[done:], viol[done:],
+                              lamnorm[done:], evals[start + done:start + n], lam_old, state,
+                              WORK)
+
+            def violation(c0, c1):
+                return vn_violation(*cons, W, dlog, c0, c1)
+
+            return resumable_sweeps(run, violation, nc, 2.0 * r * r, n, float(tol), viol,
+                                    lambda: False)
 
         cert = dict(G=np.ascontiguousarray(G0[c["rows"]]), I1=c["I1"], I2=c["I2"],
                     kind=c["kind"], delta=c["delta"], b=c["b"])
@@ -859,5 +882,5 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
             "von Neumann learning has no slack: use LogDetKernelLearner with a finite gamma, "
             "fewer or looser constraints, or a larger rank.",
         )
-        self.max_violation_ = float(vn_violation(V, c["I1"], c["I2"], c["delta"], c["b"], W, dlog))
+        self.max_violation_ = float(vn_violation(*cons, W, dlog, 0, nc))
         return self

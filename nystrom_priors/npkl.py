@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import BaseEstimator, FactorTransformMixin
+from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
 from ._graph import (
     _WEIGHTS,
     _exponent,
@@ -371,6 +371,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             warnings.simplefilter("ignore", UserWarning)
             return check_pairs(np.concatenate(blocks), n)
 
+    @atomic_fit
     def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> "BCDNPKL":
         """Build the graph, reduce to the boundary kernel and run BCD.
 
@@ -386,8 +387,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         -------
         self
         """
-        from ._numba._bcd import bcd_sweeps
-        from ._progress import Progress, check_verbose
+        from ._chunks import WORK
+        from ._numba._bcd import bcd_run, objective
+        from ._progress import Progress
 
         X = check_array(X)
         n = X.shape[0]
@@ -443,17 +445,19 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(np.float64),
             Wt, WV, tptr, tidx, tsgn, V, C, loss,
         )
-        # Verbose fits run the sweeps in chunks to report between them. A chunk starts by
-        # re-evaluating the objective at the same state, so the result is bit-identical.
-        chunk = 10 if check_verbose(self.verbose) else max_iter
+        # the kernel returns every WORK multiply-adds (Ctrl-C) and resumes at state[0]
+        obj[0] = objective(*args)
+        state = np.zeros(1, dtype=np.int64)
         n_sweeps, converged = 0, False
         with Progress(self.verbose, max_iter, "BCDNPKL sweeps", "sweep") as progress:
             while n_sweeps < max_iter and not converged:
-                done, converged = bcd_sweeps(
-                    *args, min(chunk, max_iter - n_sweeps), tol, obj[n_sweeps:], dual
+                done, status = bcd_run(
+                    *args, max_iter - n_sweeps, tol, obj[n_sweeps:], dual, state, WORK
                 )
-                n_sweeps += done
-                progress.update(done, objective=obj[n_sweeps])
+                converged = status == 1
+                if done:
+                    n_sweeps += done
+                    progress.update(done, objective=obj[n_sweeps])
             progress.close(f"objective {obj[n_sweeps]:.6g}, converged={converged}")
         if not converged:
             warnings.warn(

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import BaseEstimator, FactorTransformMixin
+from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
 from ._validation import check_array, check_random_state, check_random_state_param, check_scalar
 from .kernels import KernelSpec, _canonical_name, _Prepared, extrapolate, make_kernel
 from .landmarks import LANDMARK_METHODS, select_landmarks
@@ -300,6 +300,7 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
         self.rcond = rcond
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X: Any, y: Any = None) -> "Nystrom":
         """Choose landmarks and compute ``W^+``.
 
