@@ -59,10 +59,13 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
     """Write an ``.npz`` to ``path`` through a temporary file in the same directory.
 
     The temporary file is flushed and fsync'ed, takes over the permission bits of the file it
-    replaces, and is renamed over ``path`` by ``os.replace`` (atomic on POSIX and Windows).
+    replaces, and is renamed over ``path`` (the file a symbolic link points to) by
+    ``os.replace`` (atomic on POSIX and Windows).
     On any failure, including KeyboardInterrupt, it is removed and ``path`` is untouched.
     """
-    directory, base = os.path.split(os.path.abspath(path))
+    # through a symbolic link: replace the file it points to, as open(path, "wb") wrote it
+    path = os.path.realpath(path)
+    directory, base = os.path.split(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for _ in range(100):
         tmp = os.path.join(directory, f".{base}.{os.urandom(6).hex()}{_TEMP_SUFFIX}")

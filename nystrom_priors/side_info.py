@@ -370,7 +370,7 @@ def check_pairs_agree_with_labels(
         kind = "must-link" if sign > 0 else "cannot-link"
         relation = "different labels" if sign > 0 else "the same label"
         raise ValueError(
-            f"pairs[{int(rows[k])}] = [{i}, {j}, {sign:+d}] is a {kind} pair, but y gives "
+            f"pairs[{int(rows[k])}] = {[i, j, sign]} is a {kind} pair, but y gives "
             f"samples {i} and {j} {relation} ({ci!r} and {cj!r}): the side information "
             "contradicts itself."
         )

@@ -439,3 +439,13 @@ def test_save_keeps_permissions_and_refuses_a_directory(tmp_path, models):
     with pytest.raises(OSError):
         save(models["Nystrom"], tmp_path / "dir.npz")
     assert _listing(tmp_path) == ["dir.npz", "model.npz"]
+
+
+def test_save_through_a_symbolic_link_replaces_its_target(tmp_path, models):
+    target = tmp_path / "real.npz"
+    save(models["Nystrom"], target)
+    link = tmp_path / "link.npz"
+    link.symlink_to(target)
+    save(models["BCDNPKL"], link)
+    assert link.is_symlink() and type(load(target)).__name__ == "BCDNPKL"
+    assert _listing(tmp_path) == ["link.npz", "real.npz"]
