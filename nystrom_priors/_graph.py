@@ -99,16 +99,9 @@ def _sigma_from_knn(dist: np.ndarray) -> float:
 
 
 def gaussian_weights(dist: np.ndarray, sigma: float, e: int) -> np.ndarray:
-    """``exp(-d^2 / (2 sigma^2))`` for distances ``dist`` given in units of ``2^e``.
-
-    Where ``(sigma / 2^e)^2`` underflows (a width far below the samples' scale) every weight
-    is its limit: 1 at distance 0, 0 elsewhere.
-    """
-    s = float(np.ldexp(sigma, -e))
-    if s * s > np.finfo(np.float64).tiny:
-        with np.errstate(over="ignore"):  # d^2 / sigma^2 beyond float64: weight exp(-inf) = 0
-            return np.exp(-(dist**2) / (2.0 * s**2))
-    return (dist == 0.0).astype(np.float64)
+    """``exp(-d^2 / (2 sigma^2))`` for distances ``dist`` given in units of ``2^e`` (see
+    :func:`dense_weights`)."""
+    return dense_weights(dist**2, sigma, e)
 
 
 def knn_graph(
@@ -194,7 +187,11 @@ def gaussian_graph(X: Any, *, sigma: float | None = None) -> tuple[np.ndarray, f
 
 
 def dense_weights(D2: np.ndarray, sigma: float, e: int) -> np.ndarray:
-    """``exp(-D2 / (2 sigma^2))`` for squared distances in units of ``2^(2e)``."""
+    """``exp(-D2 / (2 sigma^2))`` for squared distances in units of ``2^(2e)``.
+
+    Where ``(sigma / 2^e)^2`` underflows (a width far below the samples' scale) every weight
+    is its limit: 1 at distance 0, 0 elsewhere; where ``D2 / sigma^2`` overflows, 0.
+    """
     s = float(np.ldexp(sigma, -e))
     if s * s > np.finfo(np.float64).tiny:
         with np.errstate(over="ignore"):
