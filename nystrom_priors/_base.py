@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ._rows import is_dask_array
+
+
+def atomic_fit(fit: Callable) -> Callable:
+    """Decorate ``fit`` so that a failed fit leaves the estimator as it was.
+
+    On any exception -- a refusal, or ``KeyboardInterrupt`` from Ctrl-C in the middle of a
+    long fit -- the instance's attributes are restored: a half-fitted model (say, landmarks
+    and an initial projection but no learned factor) never passes for a fitted one, and a
+    model fitted before keeps its fitted state.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args: Any, **kwargs: Any) -> Any:
+        saved = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    return wrapper
 
 
 class BaseEstimator:
@@ -255,7 +278,8 @@ class FactorTransformMixin:
             Rows per block for array input (default: about 64 MiB of float64 features).
         out : ndarray or np.memmap of shape (n, n_components_), optional
             Each block is written into ``out[start:start + n_b]`` (no other copy is kept) and
-            the yielded block is that view. Its dtype must be the blocks' dtype.
+            the yielded block is that view. Its dtype must be the blocks' dtype, and it must not
+            share memory with X (``ValueError``).
 
         Yields
         ------
@@ -263,7 +287,7 @@ class FactorTransformMixin:
             Index of the block's first row.
         G_block : ndarray of shape (n_b, n_components_)
         """
-        from ._validation import check_scalar
+        from ._validation import check_no_overlap, check_scalar
         from .kernels import _iter_blocks
 
         self._check_fitted_for_transform()
@@ -280,11 +304,13 @@ class FactorTransformMixin:
                 )
             if not out.flags.writeable:
                 raise ValueError("out is read-only.")
+            check_no_overlap(out, {"X": X})
         for start, raw in _iter_blocks(X, block_rows, 1):
             Xb = self._check_X(raw, name=f"X block at row {start}")
             if out is None:
                 yield start, self._transform_validated(Xb)
                 continue
+            check_no_overlap(out, {f"the X block at row {start}": raw, "its float copy": Xb})
             stop = start + Xb.shape[0]
             if stop > out.shape[0]:
                 raise ValueError(

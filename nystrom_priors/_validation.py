@@ -15,6 +15,7 @@ import numpy as np
 from .exceptions import NotFittedError
 
 FLOAT_DTYPES = (np.float64, np.float32)
+_TooHardError = getattr(getattr(np, "exceptions", np), "TooHardError")  # numpy < 1.25: np.*
 
 
 def _describe(x: Any) -> str:
@@ -186,6 +187,23 @@ def check_random_state(random_state: Any) -> np.random.Generator:
     )
 
 
+def check_random_state_param(random_state: Any, name: str = "random_state") -> None:
+    """Validate a ``random_state`` parameter without drawing from it (``check_random_state``
+    consumes a legacy ``RandomState``)."""
+    if random_state is None or isinstance(
+        random_state, (np.random.Generator, np.random.RandomState)
+    ):
+        return
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {random_state}.")
+        return
+    raise TypeError(
+        f"{name} must be None, a non-negative int, a numpy Generator or a RandomState, got "
+        f"{_describe(random_state)}."
+    )
+
+
 def check_scalar(
     value: Any,
     name: str,
@@ -262,3 +280,25 @@ def check_out(out: Any, shape: tuple[int, ...], dtype: np.dtype, *, name: str = 
     if not out.flags.writeable:
         raise ValueError(f"{name} must be writeable.")
     return out
+
+
+def check_no_overlap(out: np.ndarray, inputs: dict[str, Any], *, name: str = "out") -> None:
+    """Raise ``ValueError`` if ``out`` shares memory with one of the named input arrays.
+
+    Writing results into a buffer that an input still has to be read from corrupts them (the
+    kernels read rows of X and Z while they write rows of the output). ``np.shares_memory``
+    decides exactly; when that is too hard for strided views the buffers count as
+    overlapping.
+    """
+    for what, arr in inputs.items():
+        if not isinstance(arr, np.ndarray) or not np.may_share_memory(out, arr):
+            continue
+        try:
+            overlap = np.shares_memory(out, arr, max_work=1 << 20)
+        except _TooHardError:
+            overlap = True
+        if overlap:
+            raise ValueError(
+                f"{name} shares memory with {what}; results written into it would overwrite "
+                f"{what} while it is still being read. Pass a separate output buffer."
+            )

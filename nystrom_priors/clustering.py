@@ -99,10 +99,43 @@ def _contingency(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return C
 
 
+def _labeling(labels: Any, name: str) -> np.ndarray:
+    """One labeling: a 1-D array of comparable, non-missing labels (numbers or strings)."""
+    try:
+        a = np.asarray(labels)
+    except Exception as exc:  # ragged nested sequences
+        raise ValueError(f"{name} could not be read as a 1-D array of labels: {exc}") from None
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of labels, got shape {a.shape}.")
+    if a.dtype.kind == "c":
+        raise ValueError(f"{name} holds complex numbers ({a.dtype}); labels must be real.")
+    if a.dtype.kind == "f" and not np.isfinite(a).all():
+        k = int(np.flatnonzero(~np.isfinite(a))[0])
+        raise ValueError(
+            f"{name}[{k}] = {a[k]!r}: labels must not be NaN or infinite (a missing label "
+            "cannot be compared)."
+        )
+    if a.dtype.kind == "O":
+        missing = [k for k, v in enumerate(a) if v is None or v != v]
+        if missing:
+            raise ValueError(f"{name}[{missing[0]}] = {a[missing[0]]!r}: labels must not be "
+                             "missing (None or NaN).")
+        try:
+            np.unique(a)
+        except TypeError as exc:
+            raise ValueError(f"{name} mixes labels that cannot be compared: {exc}") from None
+    elif a.dtype.kind not in "biufUS":
+        raise ValueError(f"{name} must hold numbers or strings, got dtype {a.dtype}.")
+    return a
+
+
 def _labelings(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
-    a, b = np.asarray(a).ravel(), np.asarray(b).ravel()
+    a, b = _labeling(a, "labels_true"), _labeling(b, "labels_pred")
     if a.shape != b.shape:
-        raise ValueError(f"labelings differ in length: {a.shape[0]} and {b.shape[0]}.")
+        raise ValueError(
+            f"labelings differ in length: {a.shape[0]} and {b.shape[0]} (labels_true and "
+            "labels_pred must label the same samples)."
+        )
     if a.size == 0:
         raise ValueError("labelings are empty.")
     return a, b
@@ -154,6 +187,7 @@ def pair_accuracy(labels_true: Any, labels_pred: Any, pairs: Any = None) -> floa
     Parameters
     ----------
     labels_true, labels_pred : array-like of shape (n,)
+        Numbers or strings; the same length, no NaN or missing value (``ValueError``).
     pairs : int array of shape (k, 2) or (k, 3), optional
         Evaluate only these pairs (a third column is ignored); default all n(n-1)/2 pairs
         (the Rand index, computed from the contingency table in O(n + groups^2)).
@@ -173,8 +207,13 @@ def pair_accuracy(labels_true: Any, labels_pred: Any, pairs: Any = None) -> floa
         P = np.asarray(pairs)
         if P.ndim != 2 or P.shape[1] not in (2, 3) or P.shape[0] == 0:
             raise ValueError(f"pairs must have shape (k, 2) or (k, 3), got {P.shape}.")
+        if P.dtype.kind not in "iuf" or (
+            P.dtype.kind == "f" and not (np.isfinite(P).all() and (P == np.round(P)).all())
+        ):
+            raise ValueError(f"pairs must hold integer sample indices, got dtype {P.dtype}.")
         if (P[:, :2] < 0).any() or (P[:, :2] >= a.size).any():
             raise ValueError(f"pairs reference samples outside [0, {a.size - 1}].")
+        P = P.astype(np.int64)
         i, j = P[:, 0], P[:, 1]
         return float(np.mean((a[i] == a[j]) == (b[i] == b[j])))
     n = a.size

@@ -8,14 +8,20 @@ Layout of a file (format version 1):
   fitted attributes (floats are written with ``repr`` precision, so they round-trip exactly);
 * ``param:<name>`` / ``attr:<name>``: array-valued parameters and fitted attributes.
 
-Loading uses ``np.load(allow_pickle=False)``: a file can never execute code.
+A model file is untrusted input. :func:`load` reads it without pickle and without allocating
+more than the file can hold (:mod:`nystrom_priors._io_archive`), then validates the whole
+schema before it returns a model (:mod:`nystrom_priors._io_schema`): a damaged or hostile file
+is refused with a ``ValueError`` naming the file and the field, never a crash later in a
+kernel. :func:`save` checks the model against the same schema and writes atomically: a
+temporary file in the same directory, flushed and fsync'ed, then ``os.replace``; a failure at
+any point leaves a previous file intact and no temporary behind.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
+import stat
 import warnings
 import zipfile
 from typing import Any
@@ -28,13 +34,7 @@ __all__ = ["save", "load", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
 _MAGIC = "nystrom_priors model"
-_REGISTRY = {
-    "Nystrom": "nystrom_priors.nystrom",
-    "GeneralizedNystrom": "nystrom_priors.generalized",
-    "LogDetKernelLearner": "nystrom_priors.logdet",
-    "VonNeumannKernelLearner": "nystrom_priors.logdet",
-    "BCDNPKL": "nystrom_priors.npkl",
-}
+_TEMP_SUFFIX = ".tmp"
 
 
 def _to_json_value(value: Any, what: str) -> Any:
@@ -55,23 +55,79 @@ def _to_json_value(value: Any, what: str) -> Any:
     raise TypeError(f"cannot save {what} of type {type(value).__name__}")
 
 
-def _from_json_value(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_from_json_value(v) for v in value]
-    if isinstance(value, dict):
-        if set(value) == {"__tuple__"}:
-            return tuple(_from_json_value(v) for v in value["__tuple__"])
-        return {k: _from_json_value(v) for k, v in value.items()}
-    return value
+def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
+    """Write an ``.npz`` to ``path`` through a temporary file in the same directory.
+
+    The temporary file is flushed and fsync'ed, takes over the permission bits of the file it
+    replaces, and is renamed over ``path`` (the file a symbolic link points to) by
+    ``os.replace`` (atomic on POSIX and Windows).
+    On any failure, including KeyboardInterrupt, it is removed and ``path`` is untouched.
+    """
+    # through a symbolic link: replace the file it points to, as open(path, "wb") wrote it
+    path = os.path.realpath(path)
+    directory, base = os.path.split(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{base}.{os.urandom(6).hex()}{_TEMP_SUFFIX}")
+        try:
+            fd = os.open(tmp, flags, 0o666)  # the umask applies, as for open(path, "wb")
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 48 random bits
+        raise FileExistsError(f"could not create a temporary file in {directory!r}")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode = None
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if hasattr(os, "O_DIRECTORY"):  # make the rename itself durable (POSIX)
+        try:
+            dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return
+        try:
+            os.fsync(dfd)
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)
 
 
 def save(model: Any, path: str | os.PathLike) -> None:
     """Save a fitted estimator to ``path`` (written exactly there, ``.npz`` format).
 
+    The model is first checked against the schema :func:`load` enforces (so a saved file can
+    always be loaded back), then written atomically: a failure at any point leaves an
+    existing file at ``path`` byte for byte intact and no temporary file behind.
+
     Parameters
     ----------
     model : fitted estimator of this package
     path : str or path-like
+
+    Raises
+    ------
+    TypeError
+        Not an estimator of this package, or a fitted attribute that cannot be stored.
+    NotFittedError
+        The model is not fitted.
+    ValueError
+        The model's parameters or fitted attributes are invalid (e.g. after ``set_params``
+        with an invalid value): the file would not load.
 
     Examples
     --------
@@ -84,15 +140,18 @@ def save(model: Any, path: str | os.PathLike) -> None:
     >>> bool(np.array_equal(load(path).transform(X), model.transform(X)))
     True
     """
+    from ._io_schema import REGISTRY, validate
+
     name = type(model).__name__
-    if _REGISTRY.get(name) != type(model).__module__:
+    if REGISTRY.get(name) != type(model).__module__:
         raise TypeError(
-            f"save() handles the estimators of nystrom_priors ({sorted(_REGISTRY)}), got "
+            f"save() handles the estimators of nystrom_priors ({sorted(REGISTRY)}), got "
             f"{type(model).__module__}.{name}."
         )
     check_is_fitted(model)
     from . import __version__
 
+    path = os.fspath(path)
     arrays: dict[str, np.ndarray] = {}
     params: dict[str, Any] = {}
     for key, value in model.get_params().items():
@@ -119,19 +178,34 @@ def save(model: Any, path: str | os.PathLike) -> None:
             arrays[f"attr:{key}"] = value
         else:
             attrs[key] = _to_json_value(value, f"fitted attribute {key!r}")
-    meta = {"class": name, "library_version": __version__, "params": params, "attrs": attrs}
-    with open(path, "wb") as fh:
-        np.savez(
-            fh,
+    meta = json.dumps({"class": name, "library_version": __version__, "params": params,
+                       "attrs": attrs})
+    # what load will see: JSON round-tripped metadata, the same arrays
+    validate(f"the {name} being saved to {path!r}", json.loads(meta), arrays)
+    _write_atomic(
+        path,
+        dict(
             __nystrom_priors__=np.array(_MAGIC),
             __format_version__=np.array(FORMAT_VERSION),
-            __meta__=np.array(json.dumps(meta)),
+            __meta__=np.array(meta),
             **arrays,
+        ),
+    )
+
+
+def _scalar_entry(path: str, entries: dict, key: str, kinds: str) -> np.ndarray | None:
+    value = entries.pop(key, None)
+    if value is not None and (value.shape != () or value.dtype.kind not in kinds):
+        raise ValueError(
+            f"{path!r} is not a valid nystrom_priors model file: field {key!r}: expected a "
+            f"scalar of kind {kinds!r}, got an array of shape {value.shape} and dtype "
+            f"{value.dtype}."
         )
+    return value
 
 
 def load(path: str | os.PathLike) -> Any:
-    """Load an estimator saved by :func:`save`.
+    """Load an estimator saved by :func:`save`, validating the whole file first.
 
     Raises
     ------
@@ -139,8 +213,14 @@ def load(path: str | os.PathLike) -> Any:
         ``path`` does not exist.
     ValueError
         The file is not a nystrom_priors model (foreign, truncated or corrupted archive), its
-        format version is newer than this library supports, or its class is unknown.
+        format version is newer than this library supports, its class is unknown, or any
+        part of it breaks the schema (see :mod:`nystrom_priors._io_schema`): sizes that do
+        not match, wrong dtypes or shapes, non-finite values, invalid parameters, malformed
+        metadata. The message names the file and the field.
     """
+    from ._io_archive import read_arrays
+    from ._io_schema import validate
+
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"No such model file: {path!r}")
@@ -149,51 +229,38 @@ def load(path: str | os.PathLike) -> Any:
             f"{path!r} is not a readable nystrom_priors model file: not an .npz (zip) archive, "
             "or a truncated or corrupted one."
         )
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            files = set(data.files)
-            if "__nystrom_priors__" not in files or str(data["__nystrom_priors__"]) != _MAGIC:
-                raise ValueError(
-                    f"{path!r} is not a nystrom_priors model file (no nystrom_priors marker); "
-                    "it must be written by nystrom_priors.save."
-                )
-            version = int(data["__format_version__"])
-            if version > FORMAT_VERSION or version < 1:
-                raise ValueError(
-                    f"{path!r} has model format version {version}, but this nystrom_priors "
-                    f"reads versions 1..{FORMAT_VERSION}; upgrade nystrom_priors to load it."
-                )
-            meta = json.loads(str(data["__meta__"]))
-            try:
-                arrays = {k: np.array(data[k]) for k in files if ":" in k}
-            except ValueError as exc:  # object arrays need pickle, which is never enabled
-                raise ValueError(
-                    f"{path!r} holds pickled (object) arrays, which nystrom_priors never "
-                    f"writes and refuses to load: {exc}"
-                ) from None
-    except ValueError:
-        raise
-    except (zipfile.BadZipFile, EOFError, OSError, KeyError, json.JSONDecodeError) as exc:
+    entries = read_arrays(path)
+    marker = _scalar_entry(path, entries, "__nystrom_priors__", "U")
+    if marker is None or str(marker) != _MAGIC:
         raise ValueError(
-            f"{path!r} is not a readable nystrom_priors model file (truncated or corrupted "
-            f"archive: {type(exc).__name__}: {exc})."
-        ) from None
-    name = meta.get("class")
-    if name not in _REGISTRY:
-        raise ValueError(
-            f"{path!r} holds an unknown estimator class {name!r}; known: {sorted(_REGISTRY)}."
+            f"{path!r} is not a nystrom_priors model file (no nystrom_priors marker); "
+            "it must be written by nystrom_priors.save."
         )
-    cls = getattr(importlib.import_module(_REGISTRY[name]), name)
-    params = {k: _from_json_value(v) for k, v in meta["params"].items()}
-    for key, value in arrays.items():
-        kind, _, attr = key.partition(":")
-        if kind == "param":
-            params[attr] = value
+    version = _scalar_entry(path, entries, "__format_version__", "iu")
+    if version is None:
+        raise ValueError(f"{path!r} is not a valid nystrom_priors model file: field "
+                         "'__format_version__': missing.")
+    version = int(version)
+    if version > FORMAT_VERSION or version < 1:
+        raise ValueError(
+            f"{path!r} has model format version {version}, but this nystrom_priors "
+            f"reads versions 1..{FORMAT_VERSION}; upgrade nystrom_priors to load it."
+        )
+    text = _scalar_entry(path, entries, "__meta__", "U")
+    if text is None:
+        raise ValueError(f"{path!r} is not a valid nystrom_priors model file: field "
+                         "'__meta__': missing.")
+    try:
+        meta = json.loads(str(text))
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(
+            f"{path!r} is not a valid nystrom_priors model file: field '__meta__': not JSON "
+            f"({type(exc).__name__}: {exc})."
+        ) from None
+    cls, params, attrs = validate(repr(path), meta, entries)
     model = cls(**params)
-    for key, value in meta["attrs"].items():
-        setattr(model, key, _from_json_value(value))
-    for key, value in arrays.items():
-        kind, _, attr = key.partition(":")
-        if kind == "attr":
-            setattr(model, attr, value)
+    for key, value in attrs.items():
+        setattr(model, key, value)
+    if isinstance(getattr(model, "landmarks_", None), np.ndarray):
+        model.landmarks_.flags.writeable = False  # as fit leaves it
     return model

@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ._validation import check_array, check_out, check_scalar
+from ._validation import check_array, check_no_overlap, check_out, check_scalar
 
 __all__ = [
     "KernelSpec",
@@ -403,19 +403,55 @@ class _Prepared:
             # |<x, z>| <= d a az; squared norms / distances <= d (a + az)^2 (rbf is centred)
             log_cross = np.log(self.d) + np.log(a) + np.log(self.z_absmax)
             log_sq = np.log(self.d) + 2.0 * np.log(a + self.z_absmax)
-        if spec.name == "poly":
+        if spec.name == "poly":  # the cross term itself, in X's dtype, or the power
             base = np.log(spec.gamma) + log_cross
             log_t = np.logaddexp(base, np.log(abs(spec.coef0) + 1e-300))
-            return spec.degree * max(log_t, 0.0) >= top
+            return spec.degree * max(log_t, 0.0) >= top or log_cross >= top
         return max(log_cross, log_sq) >= top
 
-    def _check_finite(self, X: np.ndarray, out: np.ndarray, what: str) -> None:
-        """Raise if ``out`` holds a non-finite value; looked at only when ``_may_overflow``."""
+    def _scaled(self, X: np.ndarray) -> "tuple[np.ndarray, _Prepared]":
+        """``(X / 2^e, landmark side / 2^e)`` when X's or Z's scale would overflow the squared
+        norms or cross terms (X's dtype; float64 for the Laplacian's L1 sums) of a distance
+        or polynomial kernel: the kernel's scale takes ``2^(2e)`` (``2^e`` for L1 distances),
+        so ``gamma d`` is unchanged and a huge width still gives a finite kernel (E -> 1).
+        Powers of two are exact: where nothing would have overflowed the result is the same
+        bit for bit. Returns ``(X, self)`` when nothing would overflow or when the rescaled
+        gamma would not be finite (the kernel itself leaves the range; compute refuses it)."""
+        spec = self.spec
+        if spec.name not in ("rbf", "laplacian", "poly") or X.size == 0:
+            return X, self
+        span = max(float(X.max()), -float(X.min())) + float(np.abs(self.shift).max(initial=0.0))
+        span += self.z_absmax
+        power = 1 if spec.name == "laplacian" else 2
+        limit = np.finfo(np.float64 if power == 1 else X.dtype).max
+        with np.errstate(divide="ignore"):
+            if np.log(self.d) + power * np.log(span) < np.log(limit) - np.log(8.0):
+                return X, self
+        e = _binary_exponent(span)
+        with np.errstate(over="ignore"):
+            gamma = float(np.ldexp(spec.gamma, power * e))
+        if not np.isfinite(gamma):
+            return X, self
+        new = object.__new__(_Prepared)
+        new.__dict__.update(self.__dict__)
+        new.spec = KernelSpec(spec.name, gamma=gamma, degree=spec.degree, coef0=spec.coef0)
+        new.Zs = np.ldexp(self.Zs, -e).astype(self.dtype)
+        new.ZsT = np.ascontiguousarray(new.Zs.T)
+        new.shift = np.ldexp(self.shift, -e)
+        new.zaux = np.ldexp(self.zaux, -2 * e) if spec.name == "rbf" else self.zaux
+        new.z_absmax = float(np.ldexp(self.z_absmax, -e))
+        return np.ldexp(X, -e).astype(X.dtype, copy=False), new
+
+    def _check_finite(self, X: np.ndarray, out: np.ndarray, what: str,
+                      shown: "tuple[np.ndarray, _Prepared] | None" = None) -> None:
+        """Raise if ``out`` holds a non-finite value; looked at only when ``_may_overflow``.
+        ``shown``: the unscaled input and landmark side, for the message."""
         if not self._may_overflow(X):
             return
         with np.errstate(over="ignore", invalid="ignore"):  # inf - inf in the sum: NaN
             if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
                 return
+        X, self = shown if shown is not None else (X, self)
         spec = self.spec
         detail = (f" of degree {spec.degree}, gamma {spec.gamma:.3g}, coef0 {spec.coef0:.3g}"
                   if spec.name == "poly" else "")
@@ -431,8 +467,9 @@ class _Prepared:
     def compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
         """Fill ``out`` (n, m) with k(X, Z); X validated, same dtype and width as Z. Raises
         ValueError if a kernel value overflows X's dtype."""
-        self._compute(X, out, tile, path)
-        self._check_finite(X, out, "k(X, Z)")
+        Xs, prep = self._scaled(X)
+        prep._compute(Xs, out, tile, path)
+        prep._check_finite(Xs, out, "k(X, Z)", shown=(X, self))
 
     def _compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
         from ._numba import _extrapolate as kx
@@ -494,17 +531,18 @@ class _Prepared:
             return False
         from ._numba import _extrapolate as kx
 
-        spec = self.spec
+        Xs, prep = self._scaled(X)
+        spec = prep.spec
         # taller tiles than for E alone: each tile's GEMM repacks the m x r projection
         itemsize = X.dtype.itemsize
         tile = max(_tile_rows(self.m, self.d, itemsize),
                    min(1024, (8 << 20) // max(1, self.m * itemsize)))
         with _BLAS:
             kx.project_blas(
-                X, self.Zs, self.ZsT, self.zaux, self.shift, spec.code, float(spec.gamma),
+                Xs, prep.Zs, prep.ZsT, prep.zaux, prep.shift, spec.code, float(spec.gamma),
                 float(spec.coef0), int(spec.degree), P, out, tile,
             )
-        self._check_finite(X, out, "k(X, Z) @ projection")
+        prep._check_finite(Xs, out, "k(X, Z) @ projection", shown=(X, self))
         return True
 
 
@@ -579,7 +617,8 @@ def extrapolate(
         BLAS path (``d > FUSED_MAX_FEATURES``, non-linear kernels), where BLAS may sum in
         another order for other tile heights (differences of a few ulp).
     out : ndarray of shape (n, m), optional
-        C-contiguous, writeable buffer of X's dtype (e.g. a ``np.memmap``) to write into.
+        C-contiguous, writeable buffer of X's dtype (e.g. a ``np.memmap``) to write into; it
+        must not share memory with X or Z (``ValueError``).
 
     Returns
     -------
@@ -607,6 +646,7 @@ def extrapolate(
     ((2, 1), 0.367879)
     """
     X = check_array(X)
+    Z = check_array(Z, name="Z")
     prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype)
     tile = _check_block_rows(block_rows)
     shape = (X.shape[0], prep.m)
@@ -614,6 +654,7 @@ def extrapolate(
         out = np.empty(shape, dtype=X.dtype)
     else:
         check_out(out, shape, X.dtype)
+        check_no_overlap(out, {"X": X, "Z": Z})
     prep.compute(X, out, tile, _FORCE_PATH)
     return out
 

@@ -102,8 +102,37 @@ def kmeans(
         previous, inertia = inertia, float(mindist.sum())
         if not changed or previous - inertia <= tol * inertia:
             break
-        kk.update_centers(Xw, labels, centers, mindist)
+        _update_centers(Xw, labels, centers, mindist)
     return np.ldexp(centers, e), labels, n_iter
+
+
+def _update_centers(X: np.ndarray, labels: np.ndarray, centers: np.ndarray,
+                    mindist: np.ndarray) -> None:
+    """Lloyd's centre update (means; an empty cluster takes the farthest unused point), in
+    chunks of rows of about ``WORK`` multiply-adds: Ctrl-C is handled between them."""
+    from ._chunks import rows_per_call
+    from ._numba import _kmeans as kk
+
+    sums = np.zeros(centers.shape)
+    counts = np.zeros(centers.shape[0], dtype=np.int64)
+    step = rows_per_call(X.shape[1])
+    for s in range(0, X.shape[0], step):
+        kk.accumulate_centers(X[s : s + step], labels[s : s + step], sums, counts)
+    order = np.zeros(1, dtype=np.int64)
+    if (counts == 0).any():
+        order = np.argsort(-mindist, kind="mergesort")
+    kk.finish_centers(X, sums, counts, centers, order)
+
+
+def _fold_centres(X: np.ndarray, C: np.ndarray, closest: np.ndarray) -> None:
+    """``_kmeans.fold_centres`` in chunks of rows of about ``WORK`` multiply-adds (rows are
+    independent: the same result), so that Ctrl-C is handled between them."""
+    from ._chunks import rows_per_call
+    from ._numba import _kmeans as kk
+
+    step = rows_per_call(C.shape[0] * X.shape[1])
+    for s in range(0, X.shape[0], step):
+        kk.fold_centres(X[s : s + step], C, closest[s : s + step])
 
 
 def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -128,7 +157,7 @@ def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     closest = np.full(n, np.inf)
     folded, c = 0, 1
     while c < k:
-        kk.fold_centres(X, X[out[folded:c]], closest)
+        _fold_centres(X, X[out[folded:c]], closest)
         folded = c
         cum = np.cumsum(closest)
         if not cum[-1] > 0.0:
@@ -185,6 +214,7 @@ def select_landmarks(
     Returns
     -------
     Z : ndarray of shape (m, d), dtype of X
+        A new array (user-given landmarks are copied).
 
     Examples
     --------
@@ -206,7 +236,8 @@ def select_landmarks(
             raise ValueError(
                 f"User-given landmarks have {Z.shape[1]} features, but X has {d} features."
             )
-        return np.ascontiguousarray(Z, dtype=src.dtype)
+        # always a copy: a fitted model must not change when the caller mutates their array
+        return np.array(Z, dtype=src.dtype, order="C", copy=True)
     if not isinstance(method, str) or method not in LANDMARK_METHODS:
         raise ValueError(
             f"method must be one of {list(LANDMARK_METHODS)} or an (m, d) array of landmarks, "

@@ -73,126 +73,27 @@ from typing import Any
 
 import numpy as np
 
-from ._base import BaseEstimator, FactorTransformMixin
-from ._validation import check_array, check_option, check_random_state, check_scalar
+from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
+from ._bounds import (
+    _BOUND_RULES,
+    _check_percentiles,
+    _zero_length_tol,
+    distance_bounds,
+    pair_lengths,
+)
+from ._validation import check_option, check_random_state, check_scalar
 from .exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
 from .nystrom import _LandmarkKernelMixin, psd_pinv
-from .side_info import check_pairs, pairs_from_labels
+from .side_info import (
+    check_labels,
+    check_pairs,
+    check_pairs_agree_with_labels,
+    pairs_from_labels,
+)
 
 __all__ = ["LogDetKernelLearner", "VonNeumannKernelLearner", "distance_bounds"]
 
 _INITS = ("nystrom", "linear")
-_BOUND_RULES = ("percentile", "relative")
-# a pair whose factor rows differ by less than this (relative) has length zero for the learner:
-# Bregman projections keep its distance at exactly 0 (metric-learn divides by it and crashes)
-_ZERO_LENGTH = 1e-12
-
-
-def _zero_length_tol(dtype: Any) -> float:
-    """Relative length ||g_i - g_j|| / ||(g_i, g_j)|| below which a pair counts as zero-length.
-
-    Rows of duplicated samples may differ by round-off of the dtype they were computed in
-    (a GEMM's result depends on a row's position in the blocking), so the threshold follows
-    that dtype: ~1e-12 for float64, ~8e-6 for float32.
-    """
-    eps = np.finfo(dtype).eps if np.dtype(dtype).kind == "f" else np.finfo(np.float64).eps
-    return max(_ZERO_LENGTH, 64.0 * float(eps))
-
-
-def _percentile_pairs(
-    G: np.ndarray, rng: np.random.Generator, zero_tol: float, max_pairs: int = 200_000
-) -> np.ndarray:
-    """Squared distances ||g_a - g_b||^2 between rows that are not (numerically) coincident:
-    all pairs, or a random sample. Computed from differences, never ||a||^2 + ||b||^2 - 2 a.b,
-    whose cancellation turns equal rows into spurious distances of order eps ||g||^2."""
-    u = G.shape[0]
-    if u < 2:
-        return np.zeros(0)
-    if u * (u - 1) // 2 <= max_pairs:
-        a, b = np.triu_indices(u, k=1)
-    else:
-        a = rng.integers(0, u, size=max_pairs)
-        b = rng.integers(0, u - 1, size=max_pairs)
-        b = b + (b >= a)  # b != a
-    sq = (G * G).sum(axis=1)
-    d = np.empty(a.size)
-    step = max(1, 2**22 // max(1, G.shape[1]))
-    for s in range(0, a.size, step):
-        diff = G[a[s : s + step]] - G[b[s : s + step]]
-        d[s : s + step] = np.einsum("ij,ij->i", diff, diff)
-    return d[d > zero_tol**2 * (sq[a] + sq[b])]
-
-
-def distance_bounds(
-    G0: np.ndarray,
-    pairs: np.ndarray,
-    *,
-    rule: str = "percentile",
-    epsilon: float = 0.25,
-    percentiles: tuple[float, float] = (5.0, 95.0),
-    random_state: Any = None,
-    zero_length: float | None = None,
-) -> np.ndarray:
-    """Default squared-distance bounds for pairs, from the initial kernel ``K0 = G0 G0^T``.
-
-    Parameters
-    ----------
-    G0 : ndarray of shape (n, r)
-        Factor rows of the initial kernel.
-    pairs : ndarray of shape (k, 3)
-        Rows ``[i, j, +1 | -1]``, indices into ``G0``'s rows (validated like the learners'
-        ``pairs``; a duplicated row gets its bound again).
-    rule : {"percentile", "relative"}
-        ``"percentile"`` (ITML): must-link pairs get the ``percentiles[0]``-th percentile of the
-        squared distances between the constrained samples, cannot-link pairs the
-        ``percentiles[1]``-th. ``"relative"`` (Kulis et al. 2006, Sec. 6):
-        ``(1 - epsilon) d0`` for must-link and ``(1 + epsilon) d0`` for cannot-link, with
-        ``d0`` the pair's own initial squared distance.
-    epsilon : float in [0, 1)
-    percentiles : (low, high) in [0, 100]
-    random_state : None, int or Generator
-        Sampling of pairs for the percentiles when there are more than 200,000.
-    zero_length : float, optional
-        Pairs of rows closer than ``zero_length * ||(g_i, g_j)||`` count as coincident and are
-        left out of the percentiles (duplicated samples would otherwise give a zero bound).
-        Default: ~1e-12 for float64 ``G0``, ~8e-6 for float32.
-
-    Returns
-    -------
-    bounds : ndarray of shape (k,), float64, all > 0 for pairs of distinct rows
-    """
-    rule = check_option(rule, "bound_rule", _BOUND_RULES)
-    G0 = check_array(G0, name="G0")
-    with warnings.catch_warnings():  # one bound per given row, duplicates included
-        warnings.simplefilter("ignore", UserWarning)
-        check_pairs(pairs, G0.shape[0])
-    pairs = np.asarray(pairs).astype(np.int64)
-    zero_tol = (
-        _zero_length_tol(G0.dtype)
-        if zero_length is None
-        else check_scalar(zero_length, "zero_length", lo=0.0)
-    )
-    G0 = G0.astype(np.float64, copy=False)
-    i, j, s = pairs[:, 0], pairs[:, 1], pairs[:, 2]
-    if rule == "relative":
-        eps = check_scalar(epsilon, "epsilon", lo=0.0, hi=1.0, hi_closed=False)
-        d0 = ((G0[i] - G0[j]) ** 2).sum(axis=1)
-        return np.where(s > 0, (1.0 - eps) * d0, (1.0 + eps) * d0)
-    pct = np.asarray(percentiles, dtype=np.float64)
-    if pct.shape != (2,) or not np.all(np.isfinite(pct)) or pct[0] < 0 or pct[1] > 100:
-        raise ValueError(f"percentiles must be two numbers in [0, 100], got {percentiles!r}.")
-    rng = check_random_state(random_state)
-    idx = np.unique(pairs[:, :2])
-    d = _percentile_pairs(G0[idx], rng, zero_tol)
-    if d.size == 0:
-        raise ValueError(
-            "the constrained samples all coincide in the initial kernel: no positive distance "
-            "to take percentiles of. Pass bounds explicitly or check for duplicated samples."
-        )
-    lo, hi = np.percentile(d, pct)
-    return np.where(s > 0, lo, hi).astype(np.float64)
-
-
 def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
     """Is ``y = max(increment, 0)`` (approximately) a Farkas certificate of infeasibility?
 
@@ -328,6 +229,23 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
     def _kernel_gamma_param(self) -> Any:
         return self.kernel_gamma
 
+    _kernel_gamma_name = "kernel_gamma"
+
+    def _validate_params(self) -> None:
+        """Check every parameter on its own (type and range), without data (see
+        :meth:`Nystrom._validate_params`)."""
+        super()._validate_params()
+        check_option(self.init, "init", _INITS)
+        if "gamma" in self._param_names():
+            check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=False, allow_inf=True)
+        self._check_fit_params()
+        check_option(self.bound_rule, "bound_rule", _BOUND_RULES)
+        check_scalar(self.epsilon, "epsilon", lo=0.0, hi=1.0, hi_closed=False)
+        _check_percentiles(self.percentiles)
+        for name in ("n_constraints", "rank"):
+            if getattr(self, name) is not None:
+                check_scalar(getattr(self, name), name, kind="int", lo=1)
+
     def _features_block(self, X: np.ndarray) -> np.ndarray:
         if self.init_ == "nystrom":
             return _LandmarkKernelMixin._features_block(self, X)
@@ -405,6 +323,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 k_raw = user.shape[0] if user.ndim == 2 else -1
                 _check_bounds(braw, k_raw, "bounds", positive=True)
             checked, kept = check_pairs(user, n, return_index=True)
+            if y is not None:  # against the labels, not the pairs drawn from them
+                check_pairs_agree_with_labels(checked, kept, check_labels(y, n), n)
             blocks.append(checked)
             bound_blocks.append(None if bounds is None else np.asarray(bounds, float)[kept])
         elif bounds is not None:
@@ -417,7 +337,9 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         if blocks:
             D = np.concatenate(blocks)
             if len(blocks) > 1:  # labels and pairs together: drop repeats across the two
-                D, kept = check_pairs(D, n, return_index=True)
+                with warnings.catch_warnings():  # repeats across the two are expected
+                    warnings.simplefilter("ignore", UserWarning)
+                    D, kept = check_pairs(D, n, return_index=True)
                 bb = [
                     np.full(b.shape[0], np.nan) if bnd is None else bnd
                     for b, bnd in zip(blocks, bound_blocks)
@@ -428,11 +350,17 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                     bound_blocks[0] if bound_blocks[0] is not None else np.full(D.shape[0], np.nan)
                 )
             G0.prefetch(D[:, :2])
-            v = G0[D[:, 0]] - G0[D[:, 1]]
-            v2 = (v * v).sum(axis=1)
-            scale = (G0[D[:, 0]] ** 2).sum(axis=1) + (G0[D[:, 1]] ** 2).sum(axis=1)
             zero_tol = _zero_length_tol(G0.dtype)
-            zero = v2 <= zero_tol**2 * scale
+            zero, differ = pair_lengths(G0[D[:, 0]], G0[D[:, 1]], zero_tol,
+                                        f"{type(self).__name__} (initial kernel)")
+            if zero.all() and sim_pairs is None:
+                under = int((zero & differ).sum())
+                raise ValueError(
+                    "every pair has zero length in the initial kernel; nothing to learn."
+                    + (f" {under} of them join different rows whose squared distance "
+                       "underflows float64: rescale X or the kernel (width, kernel_gamma)."
+                       if under else "")
+                )
             if zero.any():
                 warnings.warn(
                     f"{int(zero.sum())} pair(s) have zero length in the initial kernel (e.g. "
@@ -442,8 +370,6 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                     stacklevel=3,
                 )
                 D, given = D[~zero], given[~zero]
-            if D.shape[0] == 0 and sim_pairs is None:
-                raise ValueError("every pair has zero length in the initial kernel; nothing to learn.")
             missing = np.isnan(given)
             if missing.any():
                 rule = check_option(self.bound_rule, "bound_rule", _BOUND_RULES)
@@ -597,7 +523,9 @@ _COMMON_PARAMS_DOC = """
         Percentiles of the ``"percentile"`` rule.
     n_constraints : int, optional
         Pairs drawn from labels in ``fit(X, y)``; default ``20 * n_classes**2`` (as
-        metric-learn), capped at all pairs.
+        metric-learn), capped at all pairs and at 10,000 (so that the default never grows
+        with the square of the number of labels). Drawing costs O(n_constraints), whatever
+        the number of labels.
     n_landmarks : int, default=100
         Landmarks of the Nystrom initial kernel.
     kernel : {"rbf", "laplacian", "poly", "linear", "cosine"}, default="rbf"
@@ -728,6 +656,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         self.random_state = random_state
         self.verbose = verbose
 
+    @atomic_fit
     def fit(
         self,
         X: Any,
@@ -759,7 +688,8 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         -------
         self
         """
-        from ._numba._bregman import burg_sweeps, burg_violation
+        from ._chunks import WORK, resumable_sweeps
+        from ._numba._bregman import burg_run, burg_violation
 
         # X may be an array, a memmap or a dask array (see _FactorRows)
         gamma = check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=False, allow_inf=True)
@@ -774,9 +704,19 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         bhat = c["b"].copy()
         Bt = np.eye(r)
         args = (Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, lam, float(gamma), Bt)
+        # carried between the kernel's calls (it returns every WORK multiply-adds: Ctrl-C)
+        lam_old, fac, state = lam.copy(), np.zeros((3, r)), np.zeros(4)
 
         def step(start, n, conv, viol, lamnorm):
-            return burg_sweeps(*args, n, float(tol), conv, viol, lamnorm)
+            def run(done, todo):
+                return burg_run(*args, todo, float(tol), conv[done:], viol[done:],
+                                lamnorm[done:], lam_old, fac, state, WORK)
+
+            def violation(c0, c1):
+                return burg_violation(*args[:6], bhat, Bt, c0, c1)
+
+            return resumable_sweeps(run, violation, nc, 1.5 * r * r, n, float(tol), viol,
+                                    lambda: bool(state[3]))
 
         cert = dict(G=Gc, I1=c["I1"], I2=c["I2"], kind=c["kind"], delta=c["delta"], b=bhat)
         n_sweeps, status, conv, viol, lamnorm = self._run(step, lam, cert, max_iter)
@@ -798,7 +738,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
             remedy += " Similarity constraints are always hard: check similarity_bounds."
         self._finish(n_sweeps, status, conv, viol, lamnorm, remedy)
         self.max_violation_ = float(
-            burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt)
+            burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt, 0, nc)
         )
         return self
 
@@ -887,11 +827,13 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         self.random_state = random_state
         self.verbose = verbose
 
+    @atomic_fit
     def fit(
         self, X: Any, y: Any = None, *, pairs: Any = None, bounds: Any = None
     ) -> "VonNeumannKernelLearner":
         """Learn the kernel from labels and/or distance constraints (see LogDetKernelLearner.fit)."""
-        from ._numba._bregman import vn_sweeps, vn_violation
+        from ._chunks import WORK, resumable_sweeps
+        from ._numba._bregman import vn_run, vn_violation
 
         # X may be an array, a memmap or a dask array (see _FactorRows)
         tol, max_iter = self._check_fit_params()
@@ -908,12 +850,21 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         nc = c["b"].shape[0]
         lam = np.zeros(nc)
         evals = np.zeros(max_iter, dtype=np.int64)
+        # carried between the kernel's calls (it returns every WORK multiply-adds: Ctrl-C)
+        lam_old, state = lam.copy(), np.zeros(3)
+        cons = (V, c["I1"], c["I2"], c["delta"], c["b"])
 
         def step(start, n, conv, viol, lamnorm):
-            return vn_sweeps(
-                V, c["I1"], c["I2"], c["delta"], c["b"], lam, W, dlog, n, float(tol), conv,
-                viol, lamnorm, evals[start:start + n],
-            )
+            def run(done, todo):
+                return vn_run(*cons, lam, W, dlog, todo, float(tol), conv[done:], viol[done:],
+                              lamnorm[done:], evals[start + done:start + n], lam_old, state,
+                              WORK)
+
+            def violation(c0, c1):
+                return vn_violation(*cons, W, dlog, c0, c1)
+
+            return resumable_sweeps(run, violation, nc, 2.0 * r * r, n, float(tol), viol,
+                                    lambda: False)
 
         cert = dict(G=np.ascontiguousarray(G0[c["rows"]]), I1=c["I1"], I2=c["I2"],
                     kind=c["kind"], delta=c["delta"], b=c["b"])
@@ -931,5 +882,5 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
             "von Neumann learning has no slack: use LogDetKernelLearner with a finite gamma, "
             "fewer or looser constraints, or a larger rank.",
         )
-        self.max_violation_ = float(vn_violation(V, c["I1"], c["I2"], c["delta"], c["b"], W, dlog))
+        self.max_violation_ = float(vn_violation(*cons, W, dlog, 0, nc))
         return self

@@ -42,17 +42,35 @@ from typing import Any
 
 import numpy as np
 
-from ._base import BaseEstimator, FactorTransformMixin
+from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
+from ._graph import (
+    _WEIGHTS,
+    _exponent,
+    _knn_scaled,
+    dense_weights,
+    gaussian_graph,
+    gaussian_weights,
+    knn_graph,
+    knn_search,
+    normalized_laplacian,
+    squared_distances,
+)
 from ._validation import (
     check_array,
     check_is_fitted,
     check_n_features,
     check_option,
     check_random_state,
+    check_random_state_param,
     check_scalar,
 )
 from .exceptions import ConvergenceWarning
-from .side_info import check_pairs, pairs_from_labels
+from .side_info import (
+    check_labels,
+    check_pairs,
+    check_pairs_agree_with_labels,
+    pairs_from_labels,
+)
 
 __all__ = [
     "BCDNPKL",
@@ -66,158 +84,20 @@ __all__ = [
 
 _LOSSES = {"square": 0, "hinge": 1, "squared_hinge": 2}
 _GRAPHS = ("knn", "dense")
-_WEIGHTS = ("binary", "gaussian")
+# a dense block of more float64 entries than this (32 MiB) is named in a warning: its size
+# grows with the square of the samples (or constrained samples) it spans
+_QUADRATIC_ENTRIES = 1 << 22
 
 
-def knn_search(
-    X: np.ndarray, Y: np.ndarray | None = None, n_neighbors: int = 5, *, block_rows: int = 2048
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact k nearest neighbours of the rows of Y among the rows of X (Euclidean).
-
-    Blockwise: the cross products by BLAS, the selection in a parallel Numba kernel (ties to
-    the smaller index, so results do not depend on threads). With ``Y=None`` the neighbours of
-    X's own rows, excluding each row itself.
-
-    Returns
-    -------
-    indices : ndarray of shape (n_Y, k), int64, nearest first
-    distances : ndarray of shape (n_Y, k), float64 (Euclidean)
-    """
-    from ._numba._bcd import knn_select
-
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    self_search = Y is None
-    Yq = X if self_search else np.ascontiguousarray(Y, dtype=np.float64)
-    k = int(n_neighbors)
-    limit = X.shape[0] - (1 if self_search else 0)
-    if k < 1 or k > limit:
-        raise ValueError(
-            f"n_neighbors={n_neighbors} must be in [1, {limit}] for {X.shape[0]} samples"
-            + (" (a sample is not its own neighbour)." if self_search else ".")
+def _warn_quadratic(entries: int, what: str, remedy: str, stacklevel: int = 3) -> None:
+    """Warn, before it is allocated, about a dense block whose size is quadratic in n."""
+    if entries > _QUADRATIC_ENTRIES:
+        warnings.warn(
+            f"BCDNPKL: {what}: {entries:,} float64 entries ({entries * 8 / 2**20:,.0f} MiB); "
+            f"time and memory grow with the square of the samples it spans. {remedy}",
+            UserWarning,
+            stacklevel=stacklevel + 1,
         )
-    xn = np.einsum("ij,ij->i", X, X)
-    yn = xn if self_search else np.einsum("ij,ij->i", Yq, Yq)
-    for name, A, sq in (("X", X, xn), ("Y", Yq, yn)):
-        if not np.isfinite(sq).all():  # distances would be inf - inf = NaN
-            raise ValueError(
-                f"knn_search: squared norms of {name}'s rows overflow float64 (max |x| = "
-                f"{float(np.abs(A).max()):.3g}); rescale the data."
-            )
-    idx = np.empty((Yq.shape[0], k), dtype=np.int64)
-    d2 = np.empty((Yq.shape[0], k), dtype=np.float64)
-    step = max(1, min(block_rows, (1 << 24) // max(1, X.shape[0])))
-    for s in range(0, Yq.shape[0], step):
-        cross = Yq[s : s + step] @ X.T
-        knn_select(cross, yn[s : s + step], xn, s, self_search, k, idx[s : s + step],
-                   d2[s : s + step])
-    return idx, np.sqrt(d2)
-
-
-def _sigma_from_knn(dist: np.ndarray) -> float:
-    """Half the mean distance to the (up to) 10 nearest neighbours (Hu et al., Sec. 4.2)."""
-    sigma = 0.5 * float(dist[:, :10].mean())
-    if not sigma > 0:
-        raise ValueError(
-            "all samples coincide with their nearest neighbours (mean neighbour distance 0); "
-            "the Gaussian graph width is undefined."
-        )
-    return sigma
-
-
-def knn_graph(
-    X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: float | None = None
-):
-    """Symmetrised kNN graph as a scipy CSR matrix (edge if either sample is among the other's
-    k nearest; no self loops).
-
-    Parameters
-    ----------
-    X : array-like of shape (n, d)
-    n_neighbors : int, default=5
-    weights : {"binary", "gaussian"}, default="binary"
-        Edge weight 1, or ``exp(-||xi - xj||^2 / (2 sigma^2))``.
-    sigma : float, optional
-        Gaussian width; default half the mean distance to the 10 nearest neighbours.
-
-    Returns
-    -------
-    S : scipy.sparse.csr_matrix of shape (n, n), symmetric
-    sigma : float or None
-        The width used (None for binary weights).
-    """
-    import scipy.sparse as sp
-
-    X = check_array(X)
-    weights = check_option(weights, "weights", _WEIGHTS)
-    n = X.shape[0]
-    k = int(check_scalar(n_neighbors, "n_neighbors", kind="int", lo=1))
-    if k >= n:
-        raise ValueError(f"n_neighbors={k} must be < n_samples={n}.")
-    kk = max(k, min(10, n - 1)) if (weights == "gaussian" and sigma is None) else k
-    idx, dist = knn_search(X, None, kk)
-    if weights == "gaussian":
-        sigma = _sigma_from_knn(dist) if sigma is None else float(
-            check_scalar(sigma, "sigma", lo=0.0, lo_closed=False)
-        )
-        vals = np.exp(-(dist[:, :k] ** 2) / (2.0 * sigma**2))
-    else:
-        sigma = None
-        vals = np.ones((n, k))
-    rows = np.repeat(np.arange(n), k)
-    A = sp.csr_matrix((vals.ravel(), (rows, idx[:, :k].ravel())), shape=(n, n))
-    S = A.maximum(A.T).tocsr()
-    S.setdiag(0.0)
-    S.eliminate_zeros()
-    return S, sigma
-
-
-def gaussian_graph(X: Any, *, sigma: float | None = None) -> tuple[np.ndarray, float]:
-    """Dense Gaussian similarity ``exp(-||xi - xj||^2 / (2 sigma^2))``, zero diagonal;
-    sigma defaults to half the mean distance to the 10 nearest neighbours."""
-    from scipy.spatial.distance import cdist
-
-    X = check_array(X).astype(np.float64)
-    n = X.shape[0]
-    if n < 2:
-        raise ValueError("a graph needs at least two samples.")
-    D2 = cdist(X, X, "sqeuclidean")
-    if not np.isfinite(D2).all():
-        raise ValueError(
-            f"gaussian_graph: squared distances overflow float64 (max |x| = "
-            f"{float(np.abs(X).max()):.3g}); rescale the data."
-        )
-    if not D2.max() > 0.0 and np.ptp(X, axis=0).max() > 0.0:
-        raise ValueError(
-            f"gaussian_graph: the samples differ, but their squared distances underflow float64 "
-            f"(max |x| = {float(np.abs(X).max()):.3g}); rescale the data."
-        )
-    if sigma is None:
-        Dn = np.sqrt(D2)
-        np.fill_diagonal(Dn, np.inf)
-        sigma = _sigma_from_knn(np.sort(Dn, axis=1)[:, : min(10, n - 1)])
-    else:
-        sigma = float(check_scalar(sigma, "sigma", lo=0.0, lo_closed=False))
-    S = np.exp(-D2 / (2.0 * sigma**2))
-    np.fill_diagonal(S, 0.0)
-    return S, sigma
-
-
-def normalized_laplacian(S: Any, delta: float):
-    """``Delta = (1 + delta) I - D^{-1/2} S D^{-1/2}`` (sparse in, sparse out; dense in, dense
-    out). Returns ``(Delta, degrees)``. Isolated samples (degree 0) are refused."""
-    import scipy.sparse as sp
-
-    delta = float(check_scalar(delta, "delta", lo=0.0, lo_closed=False))
-    deg = np.asarray(S.sum(axis=1)).ravel()
-    if (deg <= 0).any():
-        i = int(np.flatnonzero(deg <= 0)[0])
-        raise ValueError(f"sample {i} has no graph neighbour (degree 0); the Laplacian's "
-                         "normalisation is undefined.")
-    dis = 1.0 / np.sqrt(deg)
-    if sp.issparse(S):
-        N = sp.diags(dis) @ S @ sp.diags(dis)
-        return ((1.0 + delta) * sp.identity(S.shape[0], format="csr") - N).tocsr(), deg
-    return (1.0 + delta) * np.eye(S.shape[0]) - dis[:, None] * S * dis[None, :], deg
 
 
 class _BoundarySystem:
@@ -255,8 +135,17 @@ class _BoundarySystem:
             return
         frontier = np.flatnonzero(np.diff(self.D_UL.indptr) > 0)
         self.frontier = frontier
+        lowrank = self.U.size < frontier.size and self.U.size <= lowrank_limit
+        _warn_quadratic(
+            self.U.size * (self.U.size + L.size) if lowrank else frontier.size**2,
+            f"the constraints touch {L.size} samples, {frontier.size} of them next to "
+            "unconstrained samples: the boundary kernel's dense block holds",
+            "Fewer constrained samples (fewer pairs, or a smaller n_constraints with y) keep "
+            "it small.",
+            stacklevel=4,
+        )
         D_UU = Delta[self.U][:, self.U] if sparse else Delta[np.ix_(self.U, self.U)]
-        if self.U.size < frontier.size and self.U.size <= lowrank_limit:
+        if lowrank:
             from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
             dense_UU = D_UU.toarray() if sparse else np.asarray(D_UU)
@@ -355,7 +244,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     max_iter : int, default=1000
         Maximum sweeps.
     n_constraints : int, optional
-        Pairs drawn from labels in ``fit(X, y)`` (default ``20 * n_classes**2``).
+        Pairs drawn from labels in ``fit(X, y)`` (default ``20 * n_classes**2``, capped at all
+        pairs and at 10,000).
     random_state : None, int or Generator
         Random start of V (uniform [0, 1), as the paper's ``rand(r, l)``) and pairs from labels.
     verbose : bool or int, default=0
@@ -366,6 +256,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     ----------
     embedding_ : ndarray of shape (n, r)
         G for the training samples (``Z = G G^T``).
+    X_fit_ : ndarray of shape (n, d)
+        A copy of the training samples (new samples are extended over their neighbours).
     V_ : ndarray of shape (l, r)
         Rows of G on the constrained samples (``Z_BD = V V^T``).
     constrained_ : ndarray of shape (l,)
@@ -374,6 +266,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     graph_ : scipy.sparse.csr_matrix or ndarray of shape (n, n)
     degrees_ : ndarray of shape (n,)
     delta_, sigma_, rank_ : float, float or None, int
+    graph_type_, n_neighbors_, weights_ : str, int, str
+        The graph's settings at fit time; ``transform`` extends over this graph.
     objective_path_ : ndarray of shape (n_iter_ + 1,)
         Objective of eq. 1 at the start and after every sweep.
     objective_ : float
@@ -429,17 +323,55 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         self.verbose = verbose
 
     # -- fitting -------------------------------------------------------------------------
+    def _validate_params(self) -> dict[str, Any]:
+        """Check every parameter on its own (type and range), without data; return the
+        resolved values. ``fit`` starts here, ``load`` refuses a model file whose parameters
+        fail and ``save`` refuses to write one."""
+        from ._progress import check_verbose
+
+        C = float(check_scalar(self.C, "C", lo=0.0, lo_closed=False))
+        loss = _LOSSES.get(self.loss) if isinstance(self.loss, str) else None
+        if loss is None:
+            raise ValueError(f"loss must be one of {list(_LOSSES)}, got {self.loss!r}.")
+        out = dict(
+            C=C,
+            loss=loss,
+            graph=check_option(self.graph, "graph", _GRAPHS),
+            weights=check_option(self.weights, "weights", _WEIGHTS),
+            k=int(check_scalar(self.n_neighbors, "n_neighbors", kind="int", lo=1)),
+            delta=C / 2.0 if self.delta is None else float(
+                check_scalar(self.delta, "delta", lo=0.0, lo_closed=False)
+            ),
+            tol=float(check_scalar(self.tol, "tol", lo=0.0)),
+            max_iter=int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1)),
+            verbose=check_verbose(self.verbose),
+        )
+        if self.sigma is not None:
+            check_scalar(self.sigma, "sigma", lo=0.0, lo_closed=False)
+        for name in ("rank", "n_constraints"):
+            if getattr(self, name) is not None:
+                check_scalar(getattr(self, name), name, kind="int", lo=1)
+        check_random_state_param(self.random_state)
+        return out
+
     def _pairs(self, n: int, y: Any, pairs: Any, rng: np.random.Generator) -> np.ndarray:
         blocks = []
         if y is not None:
             blocks.append(pairs_from_labels(y, n, self.n_constraints, random_state=rng))
         if pairs is not None:
-            blocks.append(check_pairs(pairs, n))
+            checked, kept = check_pairs(pairs, n, return_index=True)
+            if y is not None:  # against the labels, not the pairs drawn from them
+                check_pairs_agree_with_labels(checked, kept, check_labels(y, n), n)
+            blocks.append(checked)
         if not blocks:
             raise ValueError("no side information: give pairs ([i, j, +1/-1] rows) or y.")
-        P = np.concatenate(blocks)
-        return check_pairs(P, n) if len(blocks) > 1 else P
+        if len(blocks) == 1:
+            return blocks[0]
+        with warnings.catch_warnings():  # repeats across labels and pairs are expected
+            warnings.simplefilter("ignore", UserWarning)
+            return check_pairs(np.concatenate(blocks), n)
 
+    @atomic_fit
     def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> "BCDNPKL":
         """Build the graph, reduce to the boundary kernel and run BCD.
 
@@ -455,31 +387,27 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         -------
         self
         """
-        from ._numba._bcd import bcd_sweeps
-        from ._progress import Progress, check_verbose
+        from ._chunks import WORK
+        from ._numba._bcd import bcd_run, objective
+        from ._progress import Progress
 
         X = check_array(X)
         n = X.shape[0]
-        C = float(check_scalar(self.C, "C", lo=0.0, lo_closed=False))
-        loss = _LOSSES.get(self.loss) if isinstance(self.loss, str) else None
-        if loss is None:
-            raise ValueError(f"loss must be one of {list(_LOSSES)}, got {self.loss!r}.")
-        graph = check_option(self.graph, "graph", _GRAPHS)
-        weights = check_option(self.weights, "weights", _WEIGHTS)
-        k = int(check_scalar(self.n_neighbors, "n_neighbors", kind="int", lo=1))
+        p = self._validate_params()
+        C, loss, graph, weights, k = p["C"], p["loss"], p["graph"], p["weights"], p["k"]
+        delta, tol, max_iter = p["delta"], p["tol"], p["max_iter"]
         if k >= n:
             raise ValueError(f"n_neighbors={k} must be < n_samples={n}.")
-        delta = C / 2.0 if self.delta is None else float(
-            check_scalar(self.delta, "delta", lo=0.0, lo_closed=False)
-        )
-        tol = float(check_scalar(self.tol, "tol", lo=0.0))
-        max_iter = int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
         rng = check_random_state(self.random_state)
         P = self._pairs(n, y, pairs, rng)
 
         if graph == "knn":
             S, sigma = knn_graph(X, k, weights=weights, sigma=self.sigma)
         else:
+            _warn_quadratic(
+                n * n, f"graph='dense' builds an n x n Gaussian similarity matrix (n = {n})",
+                "graph='knn' (a sparse graph) scales to large n.",
+            )
             S, sigma = gaussian_graph(X, sigma=self.sigma)
         Delta, deg = normalized_laplacian(S, delta)
         self._warn_components(S, P)
@@ -501,6 +429,12 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         r = barvinok_pataki_rank(P.shape[0]) if self.rank is None else int(
             check_scalar(self.rank, "rank", kind="int", lo=1)
         )
+        origin = "given" if self.rank is not None else f"from the {P.shape[0]} pairs"
+        _warn_quadratic(
+            L.size * r,
+            f"rank={r} ({origin}) makes the factor V of the {L.size} constrained samples hold",
+            "A smaller rank, or fewer pairs, keeps it small.",
+        )
         A = system.A
         V = rng.random((L.size, r))
         Wt = system.Wt
@@ -511,17 +445,19 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(np.float64),
             Wt, WV, tptr, tidx, tsgn, V, C, loss,
         )
-        # Verbose fits run the sweeps in chunks to report between them. A chunk starts by
-        # re-evaluating the objective at the same state, so the result is bit-identical.
-        chunk = 10 if check_verbose(self.verbose) else max_iter
+        # the kernel returns every WORK multiply-adds (Ctrl-C) and resumes at state[0]
+        obj[0] = objective(*args)
+        state = np.zeros(1, dtype=np.int64)
         n_sweeps, converged = 0, False
         with Progress(self.verbose, max_iter, "BCDNPKL sweeps", "sweep") as progress:
             while n_sweeps < max_iter and not converged:
-                k, converged = bcd_sweeps(
-                    *args, min(chunk, max_iter - n_sweeps), tol, obj[n_sweeps:], dual
+                done, status = bcd_run(
+                    *args, max_iter - n_sweeps, tol, obj[n_sweeps:], dual, state, WORK
                 )
-                n_sweeps += k
-                progress.update(k, objective=obj[n_sweeps])
+                converged = status == 1
+                if done:
+                    n_sweeps += done
+                    progress.update(done, objective=obj[n_sweeps])
             progress.close(f"objective {obj[n_sweeps]:.6g}, converged={converged}")
         if not converged:
             warnings.warn(
@@ -532,7 +468,12 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
                 stacklevel=2,
             )
         self.n_features_in_ = X.shape[1]
-        self.X_fit_ = X
+        # the model's own copy: mutating the caller's X must not change the fitted model
+        self.X_fit_ = np.array(X, copy=True)
+        # the graph transform extends over is the fitted one, whatever set_params does later
+        self.graph_type_ = graph
+        self.n_neighbors_ = k
+        self.weights_ = "gaussian" if graph == "dense" else weights
         self._graph = S
         self.degrees_ = deg
         self.delta_ = delta
@@ -596,39 +537,47 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
 
     def _transform_validated(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Harmonic extension: ``phi(x) = sum_j S_xj / sqrt(d_x d_j) phi(x_j) / (1 + delta)``
-        over the k nearest training samples; a sample equal to a training sample gets that
-        sample's learned row (so ``transform(X_train)`` equals ``fit_transform``)."""
-        k = int(self.n_neighbors)
-        if self.graph == "dense":
-            from scipy.spatial.distance import cdist
+        over the k nearest training samples (every training sample for the dense graph); a
+        sample equal to a training sample gets that sample's learned row (so
+        ``transform(X_train)`` equals ``fit_transform``). Distances are taken in units of
+        ``2^e ~ max |x|`` (exact; any finite scale works) and, for the dense graph, a block of
+        query rows at a time (memory O(block x n), not O(n_query x n))."""
+        if out is None:
+            out = np.empty((X.shape[0], self.embedding_.shape[1]), dtype=X.dtype)
+        # the dense graph weighs every training sample: a block of 2^22 / n query rows at once
+        step = (1 << 22) // self.X_fit_.shape[0] if self.graph_type_ == "dense" else X.shape[0]
+        step = max(1, step)
+        for s in range(0, X.shape[0], step):
+            out[s : s + step] = self._extend(X[s : s + step])
+        return out
 
-            D2 = cdist(X.astype(np.float64), self.X_fit_.astype(np.float64), "sqeuclidean")
-            S = np.exp(-D2 / (2.0 * self.sigma_**2))
+    def _extend(self, X: np.ndarray) -> np.ndarray:
+        Xf = self.X_fit_
+        if self.graph_type_ == "dense":
+            e = _exponent(Xf, X)
+            D2 = squared_distances(X.astype(np.float64), Xf.astype(np.float64), e)
+            S = dense_weights(D2, self.sigma_, e)
             dx = S.sum(axis=1)
             W = S / np.sqrt(np.maximum(dx, 1e-300)[:, None] * self.degrees_[None, :])
             G = W @ self.embedding_ / (1.0 + self.delta_)
             nearest = np.argmin(D2, axis=1)
-            same = np.all(self.X_fit_[nearest] == X, axis=1)
+            same = np.all(Xf[nearest] == X, axis=1)
         else:
-            idx, dist = knn_search(self.X_fit_, X, k)
-            if self.weights == "gaussian":
-                s = np.exp(-(dist**2) / (2.0 * self.sigma_**2))
+            idx, dist, e = _knn_scaled(Xf, X, self.n_neighbors_)
+            if self.weights_ == "gaussian":
+                s = gaussian_weights(dist, self.sigma_, e)
             else:
                 s = np.ones_like(dist)
             dx = s.sum(axis=1, keepdims=True)
             w = s / np.sqrt(np.maximum(dx, 1e-300) * self.degrees_[idx])
             G = np.einsum("ik,ikr->ir", w, self.embedding_[idx]) / (1.0 + self.delta_)
             # a training sample is among its own k nearest (its distance is 0 up to round-off)
-            match = np.all(self.X_fit_[idx] == X[:, None, :], axis=2)  # (n_q, k), exact equality
+            match = np.all(Xf[idx] == X[:, None, :], axis=2)  # (n_q, k), exact equality
             same = match.any(axis=1)
             nearest = idx[np.arange(X.shape[0]), np.argmax(match, axis=1)]
         if same.any():
             G[same] = self.embedding_[nearest[same]]
-        G = G.astype(X.dtype, copy=False)
-        if out is not None:
-            out[...] = G
-            return out
-        return G
+        return G.astype(X.dtype, copy=False)
 
     @property
     def n_components_(self) -> int:

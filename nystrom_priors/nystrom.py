@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ._base import BaseEstimator, FactorTransformMixin
-from ._validation import check_random_state, check_scalar
+from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
+from ._validation import check_array, check_random_state, check_random_state_param, check_scalar
 from .kernels import KernelSpec, _canonical_name, _Prepared, extrapolate, make_kernel
 from .landmarks import LANDMARK_METHODS, select_landmarks
 
@@ -30,7 +30,8 @@ def psd_pinv(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray]:
     W : ndarray of shape (m, m)
         Symmetric (symmetrised here) and PSD up to round-off.
     rcond : float
-        Eigenvalues ``<= rcond * max(eigenvalue)`` (and all non-positive ones) are dropped.
+        Eigenvalues ``<= rcond * max(eigenvalue)`` (and all non-positive ones, and those whose
+        inverse would overflow: ``<= m / float64 max``) are dropped.
 
     Returns
     -------
@@ -53,7 +54,15 @@ def _psd_eig(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray, np.nd
             "The landmark kernel matrix W has no positive eigenvalue (the kernel is zero on "
             "the landmarks); choose another kernel or landmarks."
         )
-    return lam, U, lam > rcond * top
+    # W^+ = U diag(1 / lam) U^T must be finite: its entries reach sum 1 / lam <= m / lam_min
+    floor = W.shape[0] / np.finfo(np.float64).max
+    if not top > floor:
+        raise ValueError(
+            f"The landmark kernel matrix W's eigenvalues are at most {top:.3g}: the kernel "
+            "values on the landmarks underflow float64, and W^+ would overflow. Rescale X or "
+            "the kernel (width, gamma, coef0)."
+        )
+    return lam, U, (lam > rcond * top) & (lam > floor)
 
 
 _PREPARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -73,6 +82,9 @@ class _LandmarkKernelMixin:
         self.landmarks_ = select_landmarks(
             X, self.n_landmarks, method=landmarks, random_state=rng
         )
+        # the model's own copy (select_landmarks copies user-given arrays), read-only so that
+        # the landmark-side quantities derived from it cannot silently go stale
+        self.landmarks_.flags.writeable = False
         spec = make_kernel(
             self.kernel,
             width=self.width,
@@ -81,31 +93,82 @@ class _LandmarkKernelMixin:
             coef0=self.coef0,
             X=X,
         )
+        # the kernel transform uses is fixed here: set_params after fit must not change it
+        self.kernel_ = spec.name
         self.gamma_ = float(spec.gamma)
+        self.degree_ = int(spec.degree)
+        self.coef0_ = float(spec.coef0)
         self.width_ = spec.width
 
     def _kernel_gamma_param(self) -> Any:
         """The user's kernel scale (``gamma`` here; learners whose ``gamma`` means slack override)."""
         return self.gamma
 
+    _kernel_gamma_name = "gamma"
+
+    def _validate_params(self) -> None:
+        """Check every landmark / kernel parameter on its own (type and range), without data.
+
+        The same checks ``fit`` applies when it resolves the kernel and the landmarks (their
+        combination, e.g. ``width`` with a polynomial kernel, is checked by ``fit``); ``load``
+        refuses a model file whose parameters fail here and ``save`` refuses to write one.
+        """
+        check_scalar(self.n_landmarks, "n_landmarks", kind="int", lo=1)
+        _canonical_name(self.kernel)
+        if self.width is not None:
+            check_scalar(self.width, "width", lo=0.0, lo_closed=False)
+        gamma = self._kernel_gamma_param()
+        if gamma is not None:
+            check_scalar(gamma, self._kernel_gamma_name, lo=0.0, lo_closed=False)
+        check_scalar(self.degree, "degree", kind="int", lo=1, hi=64)
+        check_scalar(self.coef0, "coef0")
+        landmarks = self.landmarks
+        if isinstance(landmarks, str):
+            if landmarks not in LANDMARK_METHODS:
+                raise ValueError(
+                    f"landmarks must be one of {list(LANDMARK_METHODS)} or an (m, d) array, "
+                    f"got {landmarks!r}."
+                )
+        else:
+            check_array(landmarks, name="landmarks")
+        if self.rcond is not None:
+            check_scalar(self.rcond, "rcond", lo=0.0, hi=1.0, hi_closed=False)
+        check_random_state_param(self.random_state)
+
     def _kernel_spec(self) -> KernelSpec:
+        """The fitted kernel (``kernel_``, ``gamma_``, ``degree_``, ``coef0_``), never the
+        current parameters: ``set_params`` after ``fit`` does not change what ``transform``
+        computes."""
         return KernelSpec(
-            _canonical_name(self.kernel),
-            gamma=self.gamma_,
-            degree=int(self.degree),
-            coef0=float(self.coef0),
+            _canonical_name(self.kernel_),
+            gamma=float(self.gamma_),
+            degree=int(self.degree_),
+            coef0=float(self.coef0_),
         )
 
     def _prepared(self, dtype: np.dtype) -> "_Prepared":
-        """Landmark-side quantities for ``dtype``, computed once per fitted model."""
-        # kept outside __dict__: transform must not change the fitted state (scikit-learn's
-        # check_dict_unchanged), and copies / pickles must not carry it
+        """Landmark-side quantities for ``dtype``, reused while the fitted state is the same.
+
+        Kept outside ``__dict__`` (transform must not change the fitted state, scikit-learn's
+        check_dict_unchanged, and copies / pickles must not carry it). An entry is reused only
+        for the same kernel and the very same landmark array with unchanged contents (read-only
+        arrays, as ``fit`` and ``load`` leave them, cannot change; writeable ones are compared
+        with a snapshot), so a model behaves the same whatever it transformed before.
+        """
+        dtype = np.dtype(dtype)
+        spec = self._kernel_spec()
+        Z = self.landmarks_
         cache = _PREPARED.setdefault(self, {})
-        key = (np.dtype(dtype), id(self.landmarks_), self.gamma_)
-        prep = cache.get(key)
-        if prep is None:
-            cache.clear()
-            prep = cache[key] = _Prepared(self.landmarks_, self._kernel_spec(), np.dtype(dtype))
+        entry = cache.get(dtype)
+        if entry is not None:
+            prep, Zref, snapshot = entry
+            if prep.spec == spec and Zref is Z and (
+                snapshot is None or np.array_equal(snapshot, Z)
+            ):
+                return prep
+        prep = _Prepared(Z, spec, dtype)
+        snapshot = None if not Z.flags.writeable else np.array(Z, copy=True)
+        cache[dtype] = (prep, Z, snapshot)
         return prep
 
     def _features_block(self, X: np.ndarray) -> np.ndarray:
@@ -182,8 +245,13 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
     landmarks_ : ndarray of shape (m, d)
     width_ : float or None
         The width b used (distance kernels).
+    kernel_ : str
+        The kernel's canonical name at fit time.
     gamma_ : float
         The resolved kernel scale (``1/width_`` for distance kernels).
+    degree_, coef0_ : int, float
+        Polynomial parameters at fit time (``transform`` uses these fitted values, not the
+        current parameters).
     S0_ : ndarray of shape (m, m)
         ``W^+``, float64.
     eigenvalues_ : ndarray of shape (r,)
@@ -232,6 +300,7 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
         self.rcond = rcond
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X: Any, y: Any = None) -> "Nystrom":
         """Choose landmarks and compute ``W^+``.
 

@@ -21,7 +21,13 @@ import numpy as np
 
 from ._validation import check_random_state, check_scalar
 
-__all__ = ["Labels", "check_labels", "check_pairs", "labels_to_pairs"]
+__all__ = [
+    "Labels",
+    "check_labels",
+    "check_pairs",
+    "check_pairs_agree_with_labels",
+    "labels_to_pairs",
+]
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,66 @@ def check_pairs(
     return canon[kept]
 
 
+# all pairs are enumerated only up to this many (n_constraints=None): 2^25 rows are 800 MB
+_MAX_ALL_PAIRS = 1 << 25
+# default number of pairs a learner derives from labels: 20 n_classes^2 (metric-learn's rule),
+# but never more than this, whatever the number of classes or labels
+MAX_DEFAULT_CONSTRAINTS = 10_000
+
+
+class _PairIndex:
+    """Unranking of the pairs among ``l`` labeled samples, without enumerating them.
+
+    The pairs ``(p, q)``, ``p < q``, of labeled positions are ordered lexicographically (the
+    order of ``np.triu_indices(l, 1)``); must-link pairs (same class) and cannot-link pairs
+    each keep that order. ``must(t)`` / ``cannot(t)`` return the t-th pair of each kind in
+    O(log l) per pair after O(l log l) set-up, so k pairs cost O(k log l + l log l) time and
+    O(k + l) memory, where enumerating all pairs costs O(l^2).
+    """
+
+    def __init__(self, codes: np.ndarray) -> None:
+        l = codes.shape[0]
+        self.l = l
+        self.codes = codes
+        order = np.argsort(codes, kind="stable")  # positions grouped by class, ascending
+        self.order = order
+        where = np.empty(l, dtype=np.int64)  # where[p]: index of position p in order
+        where[order] = np.arange(l)
+        counts = np.bincount(codes)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        rank = where - starts[codes]  # rank of p among its class's positions
+        self.where, self.rank, self.starts = where, rank, starts
+        same_after = counts[codes] - rank - 1  # same-class partners q > p
+        diff_after = (l - 1 - np.arange(l)) - same_after
+        self.cum_same = np.cumsum(same_after)
+        self.cum_diff = np.cumsum(diff_after)
+        self.n_must = int(self.cum_same[-1]) if l else 0
+        self.n_cannot = int(self.cum_diff[-1]) if l else 0
+        # g = position - rank within the class is non-decreasing along each class's block;
+        # keyed by class it is sorted, so one searchsorted counts class members before q
+        self.big = 2 * l + 2
+        g = order - (np.arange(l) - starts[codes[order]])
+        self.key = codes[order] * self.big + g
+        self.g = g
+
+    def must(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = np.searchsorted(self.cum_same, t, side="right")
+        prev = np.where(p > 0, self.cum_same[np.maximum(p - 1, 0)], 0)
+        # the (t - prev)-th class member after p
+        return p, self.order[self.where[p] + 1 + (t - prev)]
+
+    def cannot(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = np.searchsorted(self.cum_diff, t, side="right")
+        prev = np.where(p > 0, self.cum_diff[np.maximum(p - 1, 0)], 0)
+        offset = t - prev  # the offset-th position q > p of another class
+        c = self.codes[p]
+        g_p = self.g[self.where[p]]
+        # class members before q: all up to p, and those after p with g <= g_p + offset
+        members = np.searchsorted(self.key, c * self.big + g_p + offset, side="right")
+        skipped = members - (self.starts[c] + self.rank[p] + 1)
+        return p, p + 1 + offset + skipped
+
+
 def labels_to_pairs(
     y: Any,
     n_constraints: int | None = None,
@@ -177,19 +243,24 @@ def labels_to_pairs(
 ) -> np.ndarray:
     """Turn partial labels into must-link / cannot-link pairs.
 
+    Drawing ``k`` pairs costs O(k log l + l log l) time and O(k + l) memory for ``l`` labeled
+    samples: the pairs are never enumerated (60,000 labels give 1,000 pairs in milliseconds).
+    Must-link and cannot-link pairs are each drawn uniformly without replacement.
+
     Parameters
     ----------
     y : array-like of shape (n,)
         Labels with -1 for unlabeled samples.
     n_constraints : int, optional
-        Number of distinct pairs to draw among the labeled samples; None gives all of them.
+        Number of distinct pairs to draw among the labeled samples; None gives all of them
+        (refused beyond 2^25 pairs: pass a number).
     same_fraction : float, default=0.5
         Fraction of must-link pairs when drawing (as available).
     random_state : None, int or Generator
 
     Returns
     -------
-    pairs : ndarray of shape (k, 3), int64, rows ``[i, j, +-1]`` with ``i < j``
+    pairs : ndarray of shape (k, 3), int64, rows ``[i, j, +-1]`` with ``i < j``, sorted
 
     Examples
     --------
@@ -200,30 +271,41 @@ def labels_to_pairs(
     y = np.asarray(y)
     labels = check_labels(y, y.shape[0])
     idx = labels.index
-    if idx.size < 2:
+    l = idx.size
+    if l < 2:
         raise ValueError("y has a single labeled sample; no pair can be formed.")
-    ii, jj = np.triu_indices(idx.size, k=1)
-    same = labels.codes[ii] == labels.codes[jj]
-    all_pairs = np.stack([idx[ii], idx[jj], np.where(same, 1, -1)], axis=1).astype(np.int64)
+    total = l * (l - 1) // 2
     if n_constraints is None:
-        return all_pairs
+        if total > _MAX_ALL_PAIRS:
+            raise ValueError(
+                f"y has {l} labeled samples: all {total} pairs would take "
+                f"{24 * total / 2**30:.1f} GiB; pass n_constraints to draw a number of them."
+            )
+        ii, jj = np.triu_indices(l, k=1)
+        same = labels.codes[ii] == labels.codes[jj]
+        return np.stack([idx[ii], idx[jj], np.where(same, 1, -1)], axis=1).astype(np.int64)
     k = int(check_scalar(n_constraints, "n_constraints", kind="int", lo=1))
     frac = check_scalar(same_fraction, "same_fraction", lo=0.0, hi=1.0)
     rng = check_random_state(random_state)
-    pos = np.flatnonzero(same)
-    neg = np.flatnonzero(~same)
-    if k > all_pairs.shape[0]:
+    if k > total:
         raise ValueError(
-            f"n_constraints={k} exceeds the {all_pairs.shape[0]} distinct pairs among the "
-            f"{idx.size} labeled samples."
+            f"n_constraints={k} exceeds the {total} distinct pairs among the {l} labeled "
+            "samples."
         )
-    n_pos = min(pos.size, int(round(frac * k)))
-    n_neg = min(neg.size, k - n_pos)
-    n_pos = min(pos.size, k - n_neg)
-    pick = np.concatenate(
-        [rng.choice(pos, n_pos, replace=False), rng.choice(neg, n_neg, replace=False)]
-    )
-    return all_pairs[np.sort(pick)]
+    pairs = _PairIndex(labels.codes)
+    n_pos = min(pairs.n_must, int(round(frac * k)))
+    n_neg = min(pairs.n_cannot, k - n_pos)
+    n_pos = min(pairs.n_must, k - n_neg)
+    # the same draws as choosing among the enumerated pairs of each kind (Generator.choice
+    # of an array picks by index): the pairs do not depend on how they are found
+    t_pos = rng.choice(pairs.n_must, n_pos, replace=False)
+    t_neg = rng.choice(pairs.n_cannot, n_neg, replace=False)
+    p1, q1 = pairs.must(t_pos)
+    p2, q2 = pairs.cannot(t_neg)
+    p, q = np.concatenate([p1, p2]), np.concatenate([q1, q2])
+    sign = np.concatenate([np.ones(n_pos, np.int64), -np.ones(n_neg, np.int64)])
+    order = np.lexsort((q, p))
+    return np.stack([idx[p[order]], idx[q[order]], sign[order]], axis=1).astype(np.int64)
 
 
 def pairs_from_labels(
@@ -233,8 +315,9 @@ def pairs_from_labels(
 
     Validates ``y`` (length ``n_samples``, -1 = unlabeled), draws ``n_constraints`` distinct
     pairs among the labeled samples (default ``20 * n_classes**2`` as metric-learn, capped at
-    all pairs), half must-link where available, and orders them must-link first (ITML's order).
-    Warns when the labeled samples hold a single class.
+    all pairs and at ``MAX_DEFAULT_CONSTRAINTS`` = 10,000, so that many labels or classes
+    never make the default quadratic), half must-link where available, and orders them
+    must-link first (ITML's order). Warns when the labeled samples hold a single class.
     """
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n_samples:
@@ -249,7 +332,45 @@ def pairs_from_labels(
     total = labels.index.size * (labels.index.size - 1) // 2
     if total == 0:
         raise ValueError("y has a single labeled sample; no pair can be formed.")
-    k = n_constraints if n_constraints is not None else min(total, 20 * labels.n_classes**2)
-    k = int(check_scalar(k, "n_constraints", kind="int", lo=1))
+    if n_constraints is None:
+        k = min(total, 20 * labels.n_classes**2, MAX_DEFAULT_CONSTRAINTS)
+    else:
+        k = int(check_scalar(n_constraints, "n_constraints", kind="int", lo=1))
     lp = labels_to_pairs(y, min(k, total), random_state=random_state)
     return lp[np.argsort(-lp[:, 2], kind="stable")]
+
+
+def check_pairs_agree_with_labels(
+    pairs: np.ndarray, rows: np.ndarray, labels: Labels, n_samples: int
+) -> None:
+    """Raise ``ValueError`` if a given pair contradicts the labels.
+
+    A must-link pair of two labeled samples of different classes, or a cannot-link pair of
+    two samples of the same class, can never hold together with the labels. Checked against
+    the labels themselves (not against the pairs a learner draws from them), so the verdict
+    and the message are the same on every call: the first offending pair in the given order.
+
+    Parameters
+    ----------
+    pairs : ndarray of shape (k, 3)
+        Validated pairs (``check_pairs``).
+    rows : ndarray of shape (k,)
+        Their rows in the caller's ``pairs`` (for the message).
+    labels : Labels
+    n_samples : int
+    """
+    code = np.full(n_samples, -1, dtype=np.int64)
+    code[labels.index] = labels.codes
+    a, b = code[pairs[:, 0]], code[pairs[:, 1]]
+    bad = (a >= 0) & (b >= 0) & ((a == b) != (pairs[:, 2] > 0))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        i, j, sign = (int(v) for v in pairs[k])
+        ci, cj = labels.classes[a[k]].tolist(), labels.classes[b[k]].tolist()
+        kind = "must-link" if sign > 0 else "cannot-link"
+        relation = "different labels" if sign > 0 else "the same label"
+        raise ValueError(
+            f"pairs[{int(rows[k])}] = {[i, j, sign]} is a {kind} pair, but y gives "
+            f"samples {i} and {j} {relation} ({ci!r} and {cj!r}): the side information "
+            "contradicts itself."
+        )

@@ -358,11 +358,11 @@ case("GeneralizedNystrom.side-information-scale-overflow", (ValueError, r"scale 
 case("LogDetKernelLearner.projections-overflow", (ValueError, r"the Bregman projections overflowed float64 .*squared distances reach .*e\+\d\d"))(
     lambda: fit("LogDetKernelLearner", X * 3, kernel="poly", degree=64)
 )
-case("BCDNPKL.knn-distances-overflow", (ValueError, r"squared norms of X's rows overflow float64 \(max \|x\| = .*e\+200\)"))(
-    lambda: fit("BCDNPKL", X * 1e200)
-)
-case("BCDNPKL.dense-graph-distances-underflow", (ValueError, r"the samples differ, but their squared distances underflow float64"))(
-    lambda: fit("BCDNPKL", X * 1e-200, graph="dense")
+# the graphs are scale-free (neighbours and Gaussian weights with the default width): they are
+# built in units of max |x|, so samples at 1e200 or 1e-200 get the learned kernel of X
+case("BCDNPKL.knn-at-1e200", OK)(lambda: fit("BCDNPKL", X * 1e200).transform(X * 1e200))
+case("BCDNPKL.dense-graph-at-1e-200", OK)(
+    lambda: fit("BCDNPKL", X * 1e-200, graph="dense").transform(X * 1e-200)
 )
 case("extrapolate.width-negative", (ValueError, r"width must be in \(0, inf\), got -1.0"))(
     lambda: _fns().extrapolate(X, X[:5], width=-1.0)
@@ -490,6 +490,106 @@ case("load.future-version", (ValueError, r"format version 99.*reads versions 1..
 )
 case("load.foreign-npz", (ValueError, r"not a nystrom_priors model file"))(
     lambda: _load_rewritten(__nystrom_priors__=np.array("something else"))
+)
+# a model file is untrusted input: the whole schema is checked before a model is returned
+
+
+def _load_meta_edited(edit):
+    def update(arrays):
+        meta = json.loads(str(arrays["__meta__"]))
+        edit(meta)
+        return {"__meta__": np.array(json.dumps(meta))}
+
+    return _load_rewritten_with(update)
+
+
+def _load_rewritten_with(make_changes):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _saved(tmp)
+        with np.load(path) as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays.update(make_changes(arrays))
+        np.savez(os.path.join(tmp, "x.npz"), **arrays)
+        return _fns().load(os.path.join(tmp, "x.npz"))
+
+
+case("load.landmarks-width-mismatch", (ValueError, r"x\.npz'.*field 'landmarks_': shape \(8, 3\), expected \(\*, 4\)"))(
+    lambda: _load_rewritten_with(lambda a: {"attr:landmarks_": a["attr:landmarks_"][:, :3]})
+)
+case("load.projection-nan", (ValueError, r"field 'projection_': non-finite"))(
+    lambda: _load_rewritten_with(lambda a: {"attr:projection_": a["attr:projection_"] * np.nan})
+)
+case("load.negative-n-landmarks", (ValueError, r"field 'params': n_landmarks must be in \[1, inf\), got -8"))(
+    lambda: _load_meta_edited(lambda m: m["params"].update(n_landmarks=-8))
+)
+case("load.nan-width", (ValueError, r"field 'params': width must be a number, got NaN"))(
+    lambda: _load_meta_edited(lambda m: m["params"].update(width=float("nan")))
+)
+case("load.unknown-parameter", (ValueError, r"field 'params.evil': unknown parameter of Nystrom"))(
+    lambda: _load_meta_edited(lambda m: m["params"].update(evil=1))
+)
+case("load.attrs-not-an-object", (ValueError, r"field '__meta__.attrs': expected a JSON dict, got list"))(
+    lambda: _load_meta_edited(lambda m: m.update(attrs=[]))
+)
+def _load_forged_header():
+    import io
+    import zipfile
+
+    header = repr({"descr": "<f8", "fortran_order": False, "shape": (100000, 100000)})
+    header = header.encode("latin1") + b" " * 10 + b"\n"
+    payload = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + b"\0" * 64
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _saved(tmp)
+        buf = io.BytesIO()
+        with zipfile.ZipFile(path) as src, zipfile.ZipFile(buf, "w") as dst:
+            for info in src.infolist():
+                if info.filename != "attr:S0_.npy":
+                    dst.writestr(info, src.read(info))
+            dst.writestr("attr:S0_.npy", payload)
+        with open(path, "wb") as fh:
+            fh.write(buf.getvalue())
+        return _fns().load(path)
+
+
+case("load.header-claims-huge-array", (ValueError, r"member 'attr:S0_.npy'.*claims shape \(100000, 100000\)"))(
+    _load_forged_header
+)
+case("save.invalid-parameter", (ValueError, r"the Nystrom being saved .*n_landmarks must be in \[1, inf\)"))(
+    lambda: _fns().save(fit("Nystrom").set_params(n_landmarks=0), "/tmp/never-written.npz")
+)
+
+# out= may not share memory with an input (the kernels read X while they write out)
+def _extrapolate_into_x():
+    A = np.ascontiguousarray(X[:4])  # (4, 4): E = k(A, Z) has A's shape
+    return _fns().extrapolate(A, X[:4], width=1.0, out=A)
+
+
+def _stream_into_x():
+    B = np.ascontiguousarray(X[:, :4])
+    return list(fit("Nystrom", m=4).iter_transform(B, out=B))
+
+
+case("extrapolate.out-aliases-X", (ValueError, r"out shares memory with X"))(_extrapolate_into_x)
+case("iter_transform.out-aliases-X", (ValueError, r"out shares memory with X"))(_stream_into_x)
+
+# helpers
+case("pair_accuracy.nan-labels", (ValueError, r"labels_true\[1\] = .*nan.*NaN"))(
+    lambda: _fns().pair_accuracy([0.0, np.nan, 1.0], [0, 1, 1])
+)
+case("normalized_mutual_info.2d-labels", (ValueError, r"labels_pred must be a 1-D array of labels, got shape \(2, 2\)"))(
+    lambda: _fns().normalized_mutual_info([0, 1, 1, 0], [[0, 1], [1, 0]])
+)
+case("distance_bounds.reversed-percentiles", (ValueError, r"percentiles must be two numbers \(low, high\) with 0 <= low <= high <= 100.*got \(95, 5\)"))(
+    lambda: _fns().distance_bounds(X, PAIRS, percentiles=(95, 5))
+)
+case("labels_to_pairs.all-pairs-quadratic", (ValueError, r"all 799980000 pairs would take .*pass n_constraints"))(
+    lambda: _fns().labels_to_pairs(np.arange(40000) % 3)
+)
+case("LogDetKernelLearner.pairs-contradict-labels", (ValueError, r"pairs\[0\] = \[0, 3, -1\] is a cannot-link pair, but y gives samples 0 and 3 the same label \(0 and 0\)"))(
+    lambda: make("LogDetKernelLearner", init="linear").fit(X, Y, pairs=np.array([[0, 3, -1]]))
+)
+case("BCDNPKL.pairs-contradict-labels", (ValueError, r"pairs\[1\] = \[0, 1, 1\] is a must-link pair, but y gives samples 0 and 1 different labels"))(
+    lambda: make("BCDNPKL").fit(X, Y, pairs=np.array([[0, 3, 1], [0, 1, 1]]))
 )
 case("load.missing-file", (FileNotFoundError, r"No such model file"))(
     lambda: _fns().load("/nonexistent/model.npz")

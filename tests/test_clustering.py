@@ -85,3 +85,37 @@ def test_kmeans_is_scale_invariant_where_squared_distances_overflow():
         np.testing.assert_array_equal(labels_b, labels)
         np.testing.assert_array_equal(Cb, C * scale)
         assert it_b == it
+
+
+# ----- the scores refuse labelings they cannot compare ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "a, b, match",
+    [
+        ([0.0, 1.0, np.nan, 1.0], [0, 1, 1, 0], r"labels_true\[2\] = .*nan.*NaN"),
+        ([0, 1, 1, 0], [0.0, np.inf, 1.0, 1.0], r"labels_pred\[1\]"),
+        (np.array(["a", None, "b", "a"], dtype=object), [0, 1, 1, 0], "missing"),
+        ([0, 1, 1, 0], [0, 1, 1], "differ in length"),
+        (np.array([[0, 1], [1, 0]]), [0, 1, 1, 0], r"1-D .*shape \(2, 2\)"),
+        ([0, 1, 1, 0], np.array([[0], [1], [1], [0]]), r"labels_pred must be a 1-D"),
+        (np.array([1j, 2j, 1j, 2j]), [0, 1, 1, 0], "complex"),
+        (np.array([1, "a", 2.5, 1], dtype=object), [0, 1, 1, 0], "cannot be compared"),
+    ],
+)
+def test_scores_refuse_nan_missing_and_mismatched_labels(a, b, match):
+    for score in (pair_accuracy, normalized_mutual_info):
+        with pytest.raises(ValueError, match=match):
+            score(a, b)
+
+
+@pytest.mark.parametrize("pairs", [[[0, 1.5]], [[0, np.nan]], np.array([[True, False]])])
+def test_pair_accuracy_refuses_non_integer_pairs(pairs):
+    with pytest.raises(ValueError, match="integer sample indices"):
+        pair_accuracy([0, 1, 1], [0, 1, 0], pairs)
+
+
+def test_scores_accept_strings_and_integral_float_pairs():
+    assert pair_accuracy(["a", "a", "b"], ["x", "x", "y"]) == 1.0
+    assert pair_accuracy([0, 1, 1], [0, 1, 0], np.array([[1.0, 2.0]])) == 0.0
+    assert normalized_mutual_info(np.array(["a", "b"]), [1, 2]) == 1.0

@@ -4,8 +4,9 @@ Over shapes, dtypes, scales (1e-8 ... 1e8), landmark counts and degenerate data 
 rows, constant or collinear columns, identical samples, tiny n), each learner either
 
 * fits and transforms to finite factors whose kernel G G^T is PSD, whose learned matrix
-  (S_, the Bregman factor, the BCD boundary kernel) is PSD within round-off, and whose
-  transform of the training rows is reproducible; or
+  (S_, the Bregman factor, the BCD boundary kernel) is PSD within round-off, whose
+  transform of the training rows is reproducible, and which saves and loads back identically;
+  or
 * raises ValueError / TypeError with a message naming what was wrong.
 
 Anything else — a RuntimeWarning (overflow, invalid value: pyproject turns them into errors),
@@ -14,12 +15,15 @@ another exception type, NaN/inf output — fails.
 
 from __future__ import annotations
 
+import os
+import tempfile
 import warnings
 
 import numpy as np
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
+from model_files import assert_identical
 
 from nystrom_priors import (
     BCDNPKL,
@@ -27,6 +31,8 @@ from nystrom_priors import (
     LogDetKernelLearner,
     Nystrom,
     VonNeumannKernelLearner,
+    load,
+    save,
 )
 
 CLEAN = (ValueError, TypeError)
@@ -103,8 +109,15 @@ def _assert_psd(M, what):
 
 
 def _repeatable(model, X, G):
-    """Transforming the same rows again gives the same result (no hidden state)."""
+    """Transforming the same rows again gives the same result (no hidden state), and so does
+    the model saved and loaded back (the schema accepts every model fit can produce)."""
     np.testing.assert_array_equal(model.transform(X), G)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.npz")
+        save(model, path)
+        back = load(path)
+    assert_identical(model, back)
+    np.testing.assert_array_equal(back.transform(X), G)
 
 
 @given(problems())

@@ -1,8 +1,14 @@
-"""Persistence: exact round trips and clear refusals."""
+"""Persistence: exact round trips, clear refusals of untrusted files, atomic saves."""
 
+import copy
+import io
 import json
+import os
+import stat
+import tracemalloc
 import zipfile
 
+import model_files as mf
 import numpy as np
 import pytest
 
@@ -91,3 +97,355 @@ def test_refuses_unfitted_and_foreign_objects(tmp_path):
         save(Nystrom(), tmp_path / "m.npz")
     with pytest.raises(TypeError, match="handles the estimators of nystrom_priors"):
         save(object(), tmp_path / "m.npz")
+
+
+# ----- every class round-trips; the schema refuses what does not fit ------------------------
+
+
+@pytest.fixture(scope="module")
+def models():
+    return mf.fitted_models()
+
+
+@pytest.mark.parametrize("name", sorted(mf.fitted_models()))
+def test_every_class_round_trips_identically(tmp_path, models, name):
+    model = models[name]
+    save(model, tmp_path / "m.npz")
+    back = load(tmp_path / "m.npz")
+    mf.assert_identical(model, back)
+    X, _ = mf.training_data()
+    Xt = X.astype(getattr(model, "X_fit_", getattr(model, "landmarks_", X)).dtype)
+    np.testing.assert_array_equal(back.transform(Xt), model.transform(Xt))
+
+
+def test_files_without_the_fitted_kernel_attributes_still_load(tmp_path, models):
+    """Files written before transform used kernel_ / degree_ / coef0_ (and BCDNPKL's graph
+    settings) derive them from the saved parameters."""
+    for name in ("Nystrom-user-landmarks", "BCDNPKL"):
+        model = models[name]
+        raw = mf.saved_bytes(model, tmp_path)
+        keys = ("kernel_", "degree_", "coef0_", "graph_type_", "n_neighbors_", "weights_")
+        old = mf.rewrite(raw, meta_update=lambda m: [m["attrs"].pop(k, None) for k in keys])
+        (tmp_path / "old.npz").write_bytes(old)
+        back = load(tmp_path / "old.npz")
+        mf.assert_identical(model, back)
+
+
+def _refused(tmp_path, raw, *fields):
+    path = tmp_path / "bad-model.npz"
+    path.write_bytes(raw)
+    with pytest.raises(ValueError) as info:
+        load(path)
+    assert type(info.value) is ValueError  # exactly, not a subclass
+    message = str(info.value)
+    assert str(path) in message, message
+    for field in fields:
+        assert field in message, (field, message)
+    return message
+
+
+def _set(section, key, value):
+    def update(m):
+        m[section][key] = value
+
+    return update
+
+
+def _drop(section, key):
+    def update(m):
+        del m[section][key]
+
+    return update
+
+
+# (model, mutation, words the message must contain); each of these loads on 48d5a79 and then
+# fails later, inside transform, or silently gives a different model
+SCHEMA_CASES = {
+    "landmarks-width": ("Nystrom", lambda e: {"attr:landmarks_": e["attr:landmarks_"][:, :2]},
+                        ["landmarks_", "shape"]),
+    "landmarks-rows": ("Nystrom", lambda e: {"attr:landmarks_": e["attr:landmarks_"][:-1]},
+                       ["eigenvalues_"]),
+    "landmarks-nan": ("Nystrom", lambda e: {"attr:landmarks_": np.where(
+        np.arange(e["attr:landmarks_"].size).reshape(e["attr:landmarks_"].shape) == 3, np.nan,
+        e["attr:landmarks_"])}, ["landmarks_", "finite"]),
+    "landmarks-int": ("Nystrom", lambda e: {"attr:landmarks_": e["attr:landmarks_"].astype(
+        np.int64)}, ["landmarks_", "dtype"]),
+    "landmarks-complex": ("Nystrom", lambda e: {"attr:landmarks_": e["attr:landmarks_"] + 0j},
+                          ["landmarks_"]),
+    "landmarks-text": ("Nystrom", lambda e: {"attr:landmarks_": np.array(["a", "b"])},
+                       ["landmarks_"]),
+    "projection-shape": ("Nystrom", lambda e: {"attr:projection_": e["attr:projection_"].T[:3]},
+                         ["projection_", "shape"]),
+    "eigenvalue-count": ("Nystrom", lambda e: {"attr:eigenvalues_": np.ones(20)},
+                         ["eigenvalues_"]),
+    "eigenvalue-negative": ("Nystrom", lambda e: {"attr:eigenvalues_": -e["attr:eigenvalues_"]},
+                            ["eigenvalues_", "> 0"]),
+    "S0-shape": ("Nystrom", lambda e: {"attr:S0_": e["attr:S0_"][:, :-1]}, ["S0_"]),
+    "unknown-array": ("Nystrom", lambda e: {"attr:transform": np.zeros(3)}, ["transform"]),
+    "bad-entry-name": ("Nystrom", lambda e: {"evil": np.zeros(3)}, ["evil"]),
+    "user-landmarks-width": ("Nystrom-user-landmarks",
+                             lambda e: {"param:landmarks": e["param:landmarks"][:, :1]},
+                             ["landmarks"]),
+    "S-shape": ("GeneralizedNystrom", lambda e: {"attr:S_": np.eye(3)}, ["S_", "shape"]),
+    "S-inf": ("GeneralizedNystrom", lambda e: {"attr:S_": e["attr:S_"] * np.inf},
+              ["S_", "finite"]),
+    "gn-projection-rows": ("GeneralizedNystrom",
+                           lambda e: {"attr:projection_": e["attr:projection_"][1:]},
+                           ["projection_"]),
+    "gn-lam-path": ("GeneralizedNystrom-nka",
+                    lambda e: {"attr:lam_path_": e["attr:lam_path_"][:-1]},
+                    ["criterion_path_"]),
+    "B-shape": ("LogDetKernelLearner", lambda e: {"attr:B_": e["attr:B_"][:, :-1]}, ["B_"]),
+    "P0-nan": ("LogDetKernelLearner", lambda e: {"attr:P0_": e["attr:P0_"] * np.nan},
+               ["P0_", "finite"]),
+    "pairs-sign": ("LogDetKernelLearner",
+                   lambda e: {"attr:pairs_": e["attr:pairs_"] * np.array([1, 1, 2])},
+                   ["pairs_"]),
+    "pairs-float": ("LogDetKernelLearner", lambda e: {"attr:pairs_": e["attr:pairs_"] * 1.0},
+                    ["pairs_", "dtype"]),
+    "dual-count": ("LogDetKernelLearner", lambda e: {"attr:dual_": e["attr:dual_"][:-1]},
+                   ["dual_"]),
+    "bounds-zero": ("LogDetKernelLearner", lambda e: {"attr:bounds_": 0 * e["attr:bounds_"]},
+                    ["bounds_"]),
+    "similarity-count": ("LogDetKernelLearner-linear",
+                         lambda e: {"attr:similarity_bounds_": np.zeros(3)},
+                         ["similarity_bounds_"]),
+    "linear-with-landmarks": ("LogDetKernelLearner-linear",
+                              lambda e: {"attr:landmarks_": np.zeros((3, 3))}, ["landmarks_"]),
+    "vn-W": ("VonNeumannKernelLearner", lambda e: {"attr:W_": e["attr:W_"][:-1]}, ["W_"]),
+    "vn-basis": ("VonNeumannKernelLearner", lambda e: {"attr:basis_": e["attr:basis_"][1:]},
+                 ["basis_"]),
+    "embedding-rows": ("BCDNPKL", lambda e: {"attr:embedding_": e["attr:embedding_"][:-1]},
+                       ["embedding_"]),
+    "X-fit-width": ("BCDNPKL", lambda e: {"attr:X_fit_": e["attr:X_fit_"][:, :2]},
+                    ["X_fit_"]),
+    "bcd-pair-out-of-range": ("BCDNPKL", lambda e: {"attr:pairs_": e["attr:pairs_"] + 1000},
+                              ["pairs_"]),
+    "bcd-constrained": ("BCDNPKL", lambda e: {"attr:constrained_": e["attr:constrained_"][::-1]},
+                        ["constrained_"]),
+    "bcd-degrees": ("BCDNPKL", lambda e: {"attr:degrees_": 0 * e["attr:degrees_"]},
+                    ["degrees_"]),
+    "bcd-V": ("BCDNPKL", lambda e: {"attr:V_": e["attr:V_"][:, :1]}, ["V_"]),
+}
+
+META_CASES = {
+    "meta-not-object": ("Nystrom", None, ["__meta__"]),
+    "params-not-object": ("Nystrom", lambda m: m.update(params=[1, 2]), ["__meta__.params"]),
+    "attrs-missing": ("Nystrom", lambda m: m.pop("attrs"), ["__meta__.attrs"]),
+    "class-not-string": ("Nystrom", lambda m: m.update({"class": 3}), ["__meta__.class"]),
+    "meta-unknown-key": ("Nystrom", lambda m: m.update(pickle="x"), ["__meta__.pickle"]),
+    "unknown-param": ("Nystrom", _set("params", "evil", 1), ["params.evil"]),
+    "missing-param": ("Nystrom", _drop("params", "n_landmarks"), ["params.n_landmarks"]),
+    "negative-n-landmarks": ("Nystrom", _set("params", "n_landmarks", -3), ["n_landmarks"]),
+    "string-n-landmarks": ("Nystrom", _set("params", "n_landmarks", "8"), ["n_landmarks"]),
+    "nan-width": ("Nystrom", _set("params", "width", float("nan")), ["width"]),
+    "nan-gamma": ("Nystrom", _set("params", "gamma", float("nan")), ["gamma"]),
+    "unknown-kernel": ("Nystrom", _set("params", "kernel", "sigmoid"), ["kernel"]),
+    "negative-random-state": ("Nystrom", _set("params", "random_state", -1), ["random_state"]),
+    "object-param": ("Nystrom", _set("params", "rcond", {"a": 1}), ["params.rcond"]),
+    "missing-attr": ("Nystrom", _drop("attrs", "gamma_"), ["gamma_", "missing"]),
+    "unknown-attr": ("Nystrom", _set("attrs", "fit", 1), ["attrs.fit"]),
+    "attr-type": ("Nystrom", _set("attrs", "n_features_in_", "3"), ["n_features_in_"]),
+    "attr-negative-gamma": ("Nystrom", _set("attrs", "gamma_", -1.0), ["gamma_"]),
+    "attr-width-mismatch": ("Nystrom", _set("attrs", "width_", 2.0), ["width_"]),
+    "attr-kernel": ("Nystrom", _set("attrs", "kernel_", "sigmoid"), ["kernel_"]),
+    "gn-bad-lam": ("GeneralizedNystrom", _set("params", "lam", "best"), ["lam"]),
+    "gn-converged-type": ("GeneralizedNystrom", _set("attrs", "converged_", 1), ["converged_"]),
+    "logdet-nan-gamma": ("LogDetKernelLearner", _set("params", "gamma", float("nan")),
+                         ["gamma"]),
+    "logdet-percentiles": ("LogDetKernelLearner",
+                           _set("params", "percentiles", {"__tuple__": [95.0, 5.0]}),
+                           ["percentiles"]),
+    "logdet-n-iter": ("LogDetKernelLearner", _set("attrs", "n_iter_", 1000), ["path_"]),
+    "logdet-init": ("LogDetKernelLearner", _set("attrs", "init_", "pca"), ["init_"]),
+    "bcd-loss": ("BCDNPKL", _set("params", "loss", "log"), ["loss"]),
+    "bcd-sigma": ("BCDNPKL-dense", _set("attrs", "sigma_", None), ["sigma_"]),
+    "bcd-rank": ("BCDNPKL", _set("attrs", "rank_", 7), ["rank_"]),
+    "bcd-neighbors": ("BCDNPKL", _set("attrs", "n_neighbors_", 0), ["n_neighbors_"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCHEMA_CASES))
+def test_schema_refuses_inconsistent_arrays(tmp_path, models, case):
+    name, mutate, fields = SCHEMA_CASES[case]
+    raw = mf.saved_bytes(models[name], tmp_path)
+    _refused(tmp_path, mf.rewrite(raw, **mutate(mf.entries(raw))), *fields)
+
+
+@pytest.mark.parametrize("case", sorted(META_CASES))
+def test_schema_refuses_malformed_metadata_and_parameters(tmp_path, models, case):
+    name, update, fields = META_CASES[case]
+    raw = mf.saved_bytes(models[name], tmp_path)
+    if update is None:
+        bad = mf.rewrite(raw, __meta__=np.array("[1, 2]"))
+    else:
+        bad = mf.rewrite(raw, meta_update=update)
+    _refused(tmp_path, bad, *fields)
+
+
+@pytest.mark.parametrize(
+    "entry, value, field",
+    [
+        ("__meta__", np.array("{not json"), "__meta__"),
+        ("__meta__", np.array([1, 2]), "__meta__"),
+        ("__format_version__", np.array(1.0), "__format_version__"),
+        ("__format_version__", np.array([1]), "__format_version__"),
+    ],
+)
+def test_refuses_malformed_special_entries(tmp_path, models, entry, value, field):
+    raw = mf.saved_bytes(models["Nystrom"], tmp_path)
+    _refused(tmp_path, mf.rewrite(raw, **{entry: value}), field)
+
+
+def test_refused_files_would_crash_later_on_the_old_loader(tmp_path, models):
+    """The failure mode the schema prevents: a file that loads and fails inside transform."""
+    raw = mf.saved_bytes(models["Nystrom"], tmp_path)
+    e = mf.entries(raw)
+    bad = mf.rewrite(raw, **{"attr:projection_": e["attr:projection_"][:, :2].T.copy()})
+    _refused(tmp_path, bad, "projection_")
+
+
+# ----- sizes are checked before anything is allocated ---------------------------------------
+
+
+def _npy_header(shape, dtype="<f8"):
+    header = repr({"descr": dtype, "fortran_order": False, "shape": tuple(shape)})
+    header = header.encode("latin1")
+    pad = 64 - (10 + len(header) + 1) % 64
+    header += b" " * pad + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+
+
+def _with_member(raw, name, payload, compress=zipfile.ZIP_STORED):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(raw)) as src, zipfile.ZipFile(buf, "w") as dst:
+        for info in src.infolist():
+            if info.filename != name:
+                dst.writestr(info, src.read(info))
+        dst.writestr(name, payload, compress_type=compress)
+    return buf.getvalue()
+
+
+def _peak_of_load(path):
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as info:
+            load(path)
+        assert type(info.value) is ValueError
+        return tracemalloc.get_traced_memory()[1], str(info.value)
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("shape", [(20_000, 10_000), (10**9, 10**9), (2**62,)])
+def test_array_header_claiming_more_than_the_file_is_refused_without_allocating(
+    tmp_path, models, shape
+):
+    raw = mf.saved_bytes(models["Nystrom"], tmp_path)
+    bad = _with_member(raw, "attr:S0_.npy", _npy_header(shape) + b"\0" * 64)
+    path = tmp_path / "bomb.npz"
+    path.write_bytes(bad)
+    peak, message = _peak_of_load(path)
+    assert peak < 8 << 20, peak  # the claim is 1.6 GB and more
+    assert "attr:S0_" in message and str(path) in message
+
+
+def test_zip_member_claiming_a_huge_expansion_is_refused(tmp_path, models):
+    raw = mf.saved_bytes(models["Nystrom"], tmp_path)
+    # a genuine zip bomb: 200 MB of zeros deflate to 200 kB
+    bomb = _npy_header((25_000_000,)) + bytes(200_000_000)
+    bad = _with_member(raw, "attr:S0_.npy", bomb, compress=zipfile.ZIP_DEFLATED)
+    path = tmp_path / "bomb.npz"
+    path.write_bytes(bad)
+    peak, message = _peak_of_load(path)
+    assert peak < 8 << 20, peak
+    assert "out of proportion" in message and "attr:S0_" in message
+    # a forged size field on a stored member
+    data = bytearray(raw)
+    with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+        info = zf.getinfo("attr:S0_.npy")
+    cd = data.rfind(b"PK\x01\x02", 0, len(data))
+    while cd >= 0:
+        name_len = int.from_bytes(data[cd + 28 : cd + 30], "little")
+        if data[cd + 46 : cd + 46 + name_len] == b"attr:S0_.npy":
+            data[cd + 24 : cd + 28] = (info.file_size * 1000).to_bytes(4, "little")
+            break
+        cd = data.rfind(b"PK\x01\x02", 0, cd)
+    path.write_bytes(bytes(data))
+    peak, message = _peak_of_load(path)
+    assert "attr:S0_" in message
+
+
+# ----- atomic save --------------------------------------------------------------------------
+
+
+def _listing(directory):
+    return sorted(os.listdir(directory))
+
+
+@pytest.mark.parametrize("where", ["savez", "fsync", "replace", "interrupt"])
+def test_failed_save_leaves_the_previous_file_intact(tmp_path, models, monkeypatch, where):
+    path = tmp_path / "model.npz"
+    save(models["Nystrom"], path)
+    before = path.read_bytes()
+    listing = _listing(tmp_path)
+    real_savez = np.savez
+
+    def broken_savez(fh, **arrays):
+        real_savez(fh, **arrays)  # the whole archive is written, then the disk fails
+        fh.write(b"garbage")
+        raise OSError(28, "No space left on device")
+
+    def interrupted_savez(fh, **arrays):
+        fh.write(b"PK\x03\x04partial")
+        raise KeyboardInterrupt
+
+    def broken(*args, **kwargs):
+        raise OSError(5, "Input/output error")
+
+    if where == "savez":
+        monkeypatch.setattr(np, "savez", broken_savez)
+    elif where == "interrupt":
+        monkeypatch.setattr(np, "savez", interrupted_savez)
+    else:
+        monkeypatch.setattr(os, where, broken)
+    expected = KeyboardInterrupt if where == "interrupt" else OSError
+    with pytest.raises(expected):
+        save(models["GeneralizedNystrom"], path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert _listing(tmp_path) == listing
+    mf.assert_identical(load(path), models["Nystrom"])
+
+
+def test_save_refuses_a_model_that_would_not_load(tmp_path, models):
+    path = tmp_path / "model.npz"
+    save(models["Nystrom"], path)
+    before = path.read_bytes()
+    broken = copy.deepcopy(models["Nystrom"]).set_params(n_landmarks=-1)
+    with pytest.raises(ValueError, match="n_landmarks"):
+        save(broken, path)
+    assert path.read_bytes() == before and _listing(tmp_path) == ["model.npz"]
+
+
+def test_save_keeps_permissions_and_refuses_a_directory(tmp_path, models):
+    path = tmp_path / "model.npz"
+    save(models["Nystrom"], path)
+    os.chmod(path, 0o600)
+    save(models["BCDNPKL"], path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert type(load(path)).__name__ == "BCDNPKL"
+    (tmp_path / "dir.npz").mkdir()
+    with pytest.raises(OSError):
+        save(models["Nystrom"], tmp_path / "dir.npz")
+    assert _listing(tmp_path) == ["dir.npz", "model.npz"]
+
+
+def test_save_through_a_symbolic_link_replaces_its_target(tmp_path, models):
+    target = tmp_path / "real.npz"
+    save(models["Nystrom"], target)
+    link = tmp_path / "link.npz"
+    link.symlink_to(target)
+    save(models["BCDNPKL"], link)
+    assert link.is_symlink() and type(load(target)).__name__ == "BCDNPKL"
+    assert _listing(tmp_path) == ["link.npz", "real.npz"]

@@ -589,3 +589,25 @@ def test_infeasibility_detector_agrees_with_an_sdp_oracle():
             assert model.infeasible_ and not model.converged_, (trial, margin)
             checked["infeasible"] += 1
     assert checked["feasible"] >= 3 and checked["infeasible"] >= 3, checked
+
+
+@pytest.mark.parametrize(
+    "percentiles",
+    [(95.0, 5.0), (50.0, 40.0), (-1.0, 50.0), (5.0, 101.0), (150.0, 200.0), (np.nan, 95.0),
+     (5.0,), (5.0, 50.0, 95.0), "5-95"],
+)
+@pytest.mark.parametrize("rule", ["percentile", "relative"])
+def test_distance_bounds_refuse_reversed_or_out_of_range_percentiles(percentiles, rule):
+    G0 = np.random.default_rng(0).normal(size=(10, 3))
+    pairs = np.array([[0, 1, 1], [2, 3, -1]])
+    with pytest.raises(ValueError, match="percentiles must be two numbers .*low <= high"):
+        distance_bounds(G0, pairs, rule=rule, percentiles=percentiles)
+
+
+def test_learners_refuse_reversed_percentiles():
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    for cls in (LogDetKernelLearner, VonNeumannKernelLearner):
+        with pytest.raises(ValueError, match="percentiles"):
+            cls(init="linear", percentiles=(95, 5)).fit(X, pairs=np.array([[0, 1, 1]]))
+    bounds = distance_bounds(X, np.array([[0, 1, 1], [2, 3, -1]]), percentiles=(30, 30))
+    assert bounds[0] == bounds[1]  # low == high is allowed

@@ -355,3 +355,50 @@ def test_persistence_round_trip(tmp_path):
         X_new = rng.normal(size=(7, 2))
         assert np.array_equal(m2.transform(X_new), m.transform(X_new))
         assert np.array_equal(m2.embedding_, m.embedding_)
+
+
+# ----- settings whose cost is quadratic in n are named before they are paid -------------------
+
+
+def _stops_on_warning(make_fit, match):
+    """With the warning turned into an error, the fit stops where it warns: before the
+    quadratic allocation."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(UserWarning, match=match):
+            make_fit()
+
+
+def test_dense_graph_on_many_samples_warns_naming_the_setting():
+    X = np.random.default_rng(0).normal(size=(2100, 2))
+    _stops_on_warning(lambda: BCDNPKL(graph="dense", max_iter=1).fit(X, pairs=[[0, 1, 1]]),
+                      r"graph='dense' builds an n x n .*n = 2100.*graph='knn'")
+
+
+def test_many_constrained_samples_warn_about_the_boundary_block():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(6000, 2))
+    idx = rng.permutation(6000)[:3000].reshape(-1, 2)
+    pairs = np.column_stack([idx, np.where(np.arange(1500) % 2 == 0, 1, -1)])
+    _stops_on_warning(lambda: BCDNPKL(max_iter=1).fit(X, pairs=pairs),
+                      r"constraints touch 3000 samples.*dense block.*n_constraints")
+
+
+def test_large_rank_warns_naming_it():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 2))
+    idx = rng.permutation(3000).reshape(-1, 2)
+    pairs = np.column_stack([idx, np.ones(1500, dtype=int)])
+    _stops_on_warning(lambda: BCDNPKL(rank=2000, max_iter=1).fit(X, pairs=pairs),
+                      r"rank=2000 \(given\).*V of the 3000 constrained")
+
+
+def test_moderate_settings_do_not_warn():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 2))
+    y = np.where(rng.random(500) < 0.3, (X[:, 0] > 0).astype(int), -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        BCDNPKL(graph="dense", max_iter=5, random_state=0).fit(X, y)
+        BCDNPKL(max_iter=5, random_state=0).fit(X, y)

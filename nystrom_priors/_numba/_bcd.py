@@ -300,30 +300,60 @@ def objective(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss):
 
 
 @njit(cache=True, nogil=True)
-def bcd_sweeps(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss, max_sweeps, tol,
-               obj_out, dual):
-    """Gauss-Seidel sweeps over the columns until the relative objective decrease < tol.
+def bcd_run(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss, max_sweeps, tol,
+            obj_out, dual, state, budget):
+    """Gauss-Seidel sweeps over the columns until the relative objective decrease < tol,
+    resumable: the call returns after about ``budget`` multiply-adds (so that Python can
+    handle Ctrl-C) and the next call resumes at column ``state[0]``.
 
     The boundary kernel is ``Dt = A - W^T W``: A sparse (CSR arrays), ``Wt = W^T`` dense
-    (l x m, m = 0 allowed) and ``P = W V`` (m x r, kept current). ``obj_out[0]`` receives the
-    starting objective and ``obj_out[s]`` the value after sweep s.
-    Returns (sweeps run, converged).
+    (l x m, m = 0 allowed) and ``P = W V`` (m x r, kept current). ``obj_out[0]`` holds the
+    objective before the first (possibly resumed) sweep of this call (the caller's
+    :func:`objective`, or the previous call's last value); ``obj_out[s]`` receives the value
+    after sweep s.
+
+    Returns
+    -------
+    sweeps, status
+        Sweeps completed in this call; status 0 max_sweeps reached, 1 converged, 2 paused.
     """
     l, r = V.shape
     g = np.empty(r)
     old = np.empty(r)
-    prev = objective(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss)
-    obj_out[0] = prev
-    for s in range(1, max_sweeps + 1):
-        for i in range(l):
+    m = Wt.shape[1]
+    i0 = state[0]
+    spent = 0
+    s = 0
+    while s < max_sweeps:
+        for i in range(i0, l):
             _update_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss, g,
                            dual, old)
+            t = tptr[i + 1] - tptr[i]
+            spent += (indptr[i + 1] - indptr[i] + m + t * t + 1) * r + t * t * t
+            if spent >= budget and i + 1 < l:
+                state[0] = i + 1
+                return s, 2
+        i0 = 0
+        state[0] = 0
         cur = objective(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss)
+        prev = obj_out[s]
+        s += 1
         obj_out[s] = cur
         if abs(prev - cur) <= tol * max(abs(cur), 1e-300):
-            return s, True
-        prev = cur
-    return max_sweeps, False
+            return s, 1
+    return s, 0
+
+
+@njit(cache=True, nogil=True)
+def bcd_sweeps(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss, max_sweeps, tol,
+               obj_out, dual):
+    """:func:`bcd_run` in one call from the starting objective (benchmarks).
+    Returns (sweeps run, converged)."""
+    obj_out[0] = objective(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss)
+    state = np.zeros(1, dtype=np.int64)
+    k, status = bcd_run(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss,
+                        max_sweeps, tol, obj_out, dual, state, np.iinfo(np.int64).max)
+    return k, status == 1
 
 
 @njit(cache=True, nogil=True)

@@ -25,7 +25,10 @@ eigenvectors) and ``W`` by ``W U`` (a BLAS r-by-r product, O(r^3); the paper's O
 step needs the fast multipole method, which we do not implement).
 
 Status codes returned by the drivers: 0 converged, 1 max_sweeps reached, 2 a similarity
-constraint is unreachable in the current range space.
+constraint is unreachable in the current range space, 3 paused (``burg_run`` / ``vn_run``
+return after a bounded amount of work, so that Python can handle Ctrl-C, and resume where
+they stopped), 4 a sweep met the tolerance (the caller checks all constraints at the final
+state, in chunks).
 """
 
 import math
@@ -39,6 +42,8 @@ _EPS = 2.220446049250313e-16
 CONVERGED = 0
 MAX_ITER = 1
 INFEASIBLE = 2
+PAUSED = 3  # the work budget of the call is spent; call again to resume
+CHECK = 4  # a sweep met tol: the caller checks every constraint at the final state
 
 
 # --------------------------------------------------------------------------------------------
@@ -347,14 +352,14 @@ def _sweep_stats(lam, lam_old, s, conv_out, lamnorm_out):
 
 
 @njit(cache=True, nogil=True)
-def burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt):
-    """Largest relative violation of all constraints at the current state (no update)."""
+def burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt, c0, c1):
+    """Largest relative violation of constraints ``c0 .. c1 - 1`` at the current state."""
     r = Bt.shape[0]
     v = np.empty(r)
     a = np.empty(r)
     cc = np.empty(r)
     worst = 0.0
-    for c in range(I1.shape[0]):
+    for c in range(c0, c1):
         if kind[c] == 0:
             _diff(G, I1[c], I2[c], v)
             _tri_dot(Bt, v, a)
@@ -378,11 +383,11 @@ def burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt):
 
 
 @njit(cache=True, nogil=True)
-def burg_sweeps(
+def burg_run(
     G, I1, I2, kind, delta, bvec, bhat, lam, gamma, Bt, max_sweeps, tol,
-    conv_out, viol_out, lamnorm_out,
+    conv_out, viol_out, lamnorm_out, lam_old, fac, state, budget,
 ):
-    """Cyclic Burg projections until the dual's relative change and the violation are < tol.
+    """Cyclic Burg projections, resumable: at most about ``budget`` multiply-adds per call.
 
     Parameters
     ----------
@@ -406,36 +411,49 @@ def burg_sweeps(
         ``B^T``, upper triangular, updated in place (the strict lower triangle is never read
         or written).
     max_sweeps, tol
-        Stopping controls. The caller runs this in chunks and tests for infeasibility in
-        between (a Farkas certificate from the dual increments, see logdet.py).
+        Sweeps still to run (a paused sweep counts) and the stopping tolerance.
     conv_out, viol_out, lamnorm_out : (max_sweeps,) float64
         Per-sweep relative dual change, largest relative violation seen during the sweep
-        (before each projection; the exact final one when the stopping test fires), and
-        ``||lam||_2``.
+        (before each projection), and ``||lam||_2``.
+    lam_old : (c,) float64
+        The duals at the start of the current sweep (the caller starts it as ``lam``).
+    fac : (3, r) float64
+        A projection's factor ``B <- B chol(I + beta w w^T)`` still owed to ``Bt`` (rows
+        dg, cf, w), carried from one call to the next.
+    state : (4,) float64
+        Next constraint of the current sweep, the sweep's largest violation so far, whether
+        ``fac`` is pending, whether a similarity constraint was unreachable; zeros at first.
+    budget : int
+        Multiply-adds after which the call returns (``PAUSED``) to let Python handle signals
+        (Ctrl-C); the next call resumes exactly there, so results do not depend on it.
 
     Returns
     -------
-    n_sweeps, status
+    sweeps, status
+        Sweeps completed in this call; ``CONVERGED``, ``MAX_ITER``, ``INFEASIBLE`` (a
+        similarity constraint unreachable), ``PAUSED`` or ``CHECK`` (the duals and the sweep's
+        violations are below tol: the caller checks all constraints at the final state with
+        :func:`burg_violation`, then continues or stops).
     """
     r = Bt.shape[0]
     nc = I1.shape[0]
     v = np.empty(r)
     w = np.empty(r)
-    pw = np.empty(r)
-    dg = np.empty(r)
-    cf = np.empty(r)
     S = np.empty(r)
     a = np.empty(r)
     cc = np.empty(r)
     y2 = np.empty(r)
-    lam_old = lam.copy()
-    status = MAX_ITER
+    dg = fac[0]
+    cf = fac[1]
+    pw = fac[2]
+    c0 = int(state[0])
+    worst = state[1]
+    pending = state[2] != 0.0
+    unreachable = state[3] != 0.0
+    spent = 0
     s = 0
-    unreachable = False
-    pending = False
     while s < max_sweeps:
-        worst = 0.0
-        for c in range(nc):
+        for c in range(c0, nc):
             if kind[c] == 0:
                 _diff(G, I1[c], I2[c], v)
                 _tri_pass(Bt, pending, dg, cf, pw, S, v, w)
@@ -447,6 +465,7 @@ def burg_sweeps(
                     for k in range(r):
                         pw[k] = w[k]
                     pending = True
+                spent += r * r
             else:
                 if pending:
                     _tri_apply(Bt, dg, cf, pw, S)
@@ -457,26 +476,66 @@ def burg_sweeps(
                 if vi < 0.0:
                     unreachable = True
                     vi = 1.0
+                spent += 4 * r * r
             if vi > worst:
                 worst = vi
+            if spent >= budget and c + 1 < nc:
+                state[0] = c + 1
+                state[1] = worst
+                state[2] = 1.0 if pending else 0.0
+                state[3] = 1.0 if unreachable else 0.0
+                return s, PAUSED
+        c0 = 0
         if pending:
             _tri_apply(Bt, dg, cf, pw, S)
             pending = False
         viol_out[s] = worst
         conv = _sweep_stats(lam, lam_old, s, conv_out, lamnorm_out)
         s += 1
+        state[0] = 0.0
+        state[1] = 0.0
+        state[2] = 0.0
+        state[3] = 1.0 if unreachable else 0.0
         if conv < tol and worst < tol:
-            # projections late in the sweep disturb earlier constraints: check them all at the
-            # final state before calling it converged
-            final = burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt)
-            viol_out[s - 1] = final
-            if final < tol:
-                status = CONVERGED
-                break
+            # projections late in the sweep disturb earlier constraints: the caller checks
+            # them all at the final state before calling it converged
+            return s, CHECK
         if unreachable:
-            status = INFEASIBLE
-            break
-    return s, status
+            return s, INFEASIBLE
+        worst = 0.0
+    return s, MAX_ITER
+
+
+@njit(cache=True, nogil=True)
+def burg_sweeps(
+    G, I1, I2, kind, delta, bvec, bhat, lam, gamma, Bt, max_sweeps, tol,
+    conv_out, viol_out, lamnorm_out,
+):
+    """:func:`burg_run` in one call, the final check included (benchmarks). Returns
+    ``(sweeps, status)`` with status ``CONVERGED``, ``MAX_ITER`` or ``INFEASIBLE``."""
+    r = Bt.shape[0]
+    nc = I1.shape[0]
+    lam_old = lam.copy()
+    fac = np.zeros((3, r))
+    state = np.zeros(4)
+    done = 0
+    while True:
+        k, status = burg_run(
+            G, I1, I2, kind, delta, bvec, bhat, lam, gamma, Bt, max_sweeps - done, tol,
+            conv_out[done:], viol_out[done:], lamnorm_out[done:], lam_old, fac, state,
+            np.iinfo(np.int64).max,
+        )
+        done += k
+        if status != CHECK:
+            return done, status
+        final = burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt, 0, nc)
+        viol_out[done - 1] = final
+        if final < tol:
+            return done, CONVERGED
+        if state[3] != 0.0:
+            return done, INFEASIBLE
+        if done >= max_sweeps:
+            return done, MAX_ITER
 
 
 # --------------------------------------------------------------------------------------------
@@ -851,13 +910,14 @@ def _vn_distance(V, i1, i2, W, dlog, v, w):
 
 
 @njit(cache=True, nogil=True)
-def vn_violation(V, I1, I2, delta, bvec, W, dlog):
-    """Largest relative violation of all distance constraints at the current state."""
+def vn_violation(V, I1, I2, delta, bvec, W, dlog, c0, c1):
+    """Largest relative violation of distance constraints ``c0 .. c1 - 1`` at the current
+    state."""
     r = W.shape[0]
     v = np.empty(r)
     w = np.empty(r)
     worst = 0.0
-    for c in range(I1.shape[0]):
+    for c in range(c0, c1):
         p = _vn_distance(V, I1[c], I2[c], W, dlog, v, w)
         viol = max(0.0, delta[c] * (p - bvec[c])) / bvec[c]
         if viol > worst:
@@ -866,15 +926,17 @@ def vn_violation(V, I1, I2, delta, bvec, W, dlog):
 
 
 @njit(cache=True, nogil=True)
-def vn_sweeps(
+def vn_run(
     V, I1, I2, delta, bvec, lam, W, dlog, max_sweeps, tol,
-    conv_out, viol_out, lamnorm_out, evals_out,
+    conv_out, viol_out, lamnorm_out, evals_out, lam_old, state, budget,
 ):
-    """Cyclic von Neumann projections (Algorithm 2, distance constraints, hard).
+    """Cyclic von Neumann projections (Algorithm 2, distance constraints, hard), resumable.
 
     ``V`` holds the rows of the orthonormal basis ``V0`` for the constrained samples; the
     kernel is ``V0 W diag(exp(dlog)) W^T V0^T``. ``W`` and ``dlog`` are updated in place.
-    ``evals_out[s]`` counts the evaluations of f (each O(r^2)) in sweep s.
+    ``evals_out[s]`` counts the evaluations of f (each O(r^2)) in sweep s. ``lam_old``,
+    ``state`` (next constraint, the sweep's largest violation and evaluations so far) and
+    ``budget`` (multiply-adds per call), returns and statuses as :func:`burg_run`.
     """
     r = W.shape[0]
     nc = I1.shape[0]
@@ -883,43 +945,51 @@ def vn_sweeps(
     theta = np.empty(r)
     U = np.empty((r, r))
     cvec = np.empty(r)
-    lam_old = lam.copy()
-    status = MAX_ITER
+    c0 = int(state[0])
+    worst = state[1]
+    nev_total = int(state[2])
+    spent = 0
     s = 0
     while s < max_sweeps:
-        worst = 0.0
-        nev_total = 0
-        for c in range(nc):
+        for c in range(c0, nc):
+            spent += r * r
             p = _vn_distance(V, I1[c], I2[c], W, dlog, v, w)
-            if p <= 0.0:
-                continue
-            b = bvec[c]
-            dl_ = delta[c]
-            viol = max(0.0, dl_ * (p - b)) / b
-            if viol > worst:
-                worst = viol
-            if dl_ * (p - b) <= 0.0 and lam[c] == 0.0:
-                continue  # satisfied with a zero dual: the clipped step is zero
-            rho_star, nev = vn_root(dlog, w, b, theta, U, cvec)
-            nev_total += nev
-            alpha = min(lam[c], dl_ * rho_star)
-            if alpha == 0.0:
-                continue
-            lam[c] -= alpha
-            rho = dl_ * alpha
-            dpr1_eig(dlog, w, rho, theta, U)
-            Wn = np.dot(W, U)
-            W[:, :] = Wn
-            for k in range(r):
-                dlog[k] = theta[k]
+            if p > 0.0:
+                b = bvec[c]
+                dl_ = delta[c]
+                viol = max(0.0, dl_ * (p - b)) / b
+                if viol > worst:
+                    worst = viol
+                # satisfied with a zero dual: the clipped step is zero
+                if not (dl_ * (p - b) <= 0.0 and lam[c] == 0.0):
+                    rho_star, nev = vn_root(dlog, w, b, theta, U, cvec)
+                    nev_total += nev
+                    spent += nev * r * r
+                    alpha = min(lam[c], dl_ * rho_star)
+                    if alpha != 0.0:
+                        lam[c] -= alpha
+                        rho = dl_ * alpha
+                        dpr1_eig(dlog, w, rho, theta, U)
+                        Wn = np.dot(W, U)
+                        W[:, :] = Wn
+                        for k in range(r):
+                            dlog[k] = theta[k]
+                        spent += r * r * r
+            if spent >= budget and c + 1 < nc:
+                state[0] = c + 1
+                state[1] = worst
+                state[2] = nev_total
+                return s, PAUSED
+        c0 = 0
         viol_out[s] = worst
         evals_out[s] = nev_total
         conv = _sweep_stats(lam, lam_old, s, conv_out, lamnorm_out)
         s += 1
+        state[0] = 0.0
+        state[1] = 0.0
+        state[2] = 0.0
         if conv < tol and worst < tol:
-            final = vn_violation(V, I1, I2, delta, bvec, W, dlog)
-            viol_out[s - 1] = final
-            if final < tol:
-                status = CONVERGED
-                break
-    return s, status
+            return s, CHECK
+        worst = 0.0
+        nev_total = 0
+    return s, MAX_ITER

@@ -119,24 +119,28 @@ def sample_centres(X, closest, cum, out, start, c, stop, uniforms, max_rejection
 
 
 @njit(cache=True, nogil=True)
-def update_centers(X, labels, centers, mindist):
-    """Lloyd's centre update: centers[c] = mean of X[labels == c].
-
-    Empty clusters are re-seeded with the point farthest from its centre (largest
-    ``mindist``) that is not yet used for another empty cluster, as scikit-learn does.
-    Returns the number of empty clusters that were re-seeded.
-    """
+def accumulate_centers(X, labels, sums, counts):
+    """sums[c] += the rows of X labelled c, counts[c] += their number (float64 sums, rows in
+    order: a caller may feed X in consecutive chunks without changing the result)."""
     n, d = X.shape
-    m = centers.shape[0]
-    counts = np.zeros(m, dtype=np.int64)
-    sums = np.zeros((m, d), dtype=np.float64)
     for i in range(n):
         c = labels[i]
         counts[c] += 1
         for k in range(d):
             sums[c, k] += X[i, k]
+
+
+@njit(cache=True, nogil=True)
+def finish_centers(X, sums, counts, centers, order):
+    """Lloyd's centre update from :func:`accumulate_centers`: centers[c] = sums[c] / counts[c].
+
+    Empty clusters are re-seeded with the points of ``order`` in turn (the caller passes the
+    rows farthest from their centres first, as scikit-learn does; only read when a cluster
+    is empty). Returns the number of empty clusters that were re-seeded.
+    """
+    d = X.shape[1]
+    m = centers.shape[0]
     n_empty = 0
-    order = np.argsort(-mindist, kind="mergesort")
     used = 0
     for c in range(m):
         if counts[c] > 0:

@@ -1,0 +1,203 @@
+"""Squared-distance bounds of pairwise constraints, and the lengths of pairs in float64.
+
+The Bregman learners constrain squared distances ``d(i, j) = ||g_i - g_j||^2`` in the factor
+space of the initial kernel. :func:`distance_bounds` sets default bounds (ITML's percentiles,
+or Kulis et al.'s relative margins); :func:`pair_lengths` decides which pairs a projection can
+move at all: none whose rows coincide (relative length below ``zero_tol``) or whose squared
+length is not a normal float64 (``1 / d`` overflows), and it refuses squared distances that
+overflow float64 (they used to pass as "zero length").
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._validation import check_array, check_option, check_random_state, check_scalar
+from .side_info import check_pairs
+
+__all__ = ["distance_bounds", "pair_lengths"]
+
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def _range_error(top: float, what: str) -> ValueError:
+    return ValueError(
+        f"{what}: squared distances overflow float64 (the factor rows reach {top:.3g}); "
+        "rescale X or the kernel (width, kernel_gamma, degree)."
+    )
+
+
+def pair_lengths(A: np.ndarray, B: np.ndarray, zero_tol: float,
+                 what: str = "the initial kernel") -> tuple[np.ndarray, np.ndarray]:
+    """Which pairs of rows ``(A[k], B[k])`` have zero length, and which rows differ.
+
+    A pair has zero length when ``||a - b||^2 <= zero_tol^2 (||a||^2 + ||b||^2)`` (the rows
+    coincide up to round-off) or when ``||a - b||^2`` is below the normal float64 range (no
+    projection can move it: ``1 / d`` overflows).
+
+    Returns
+    -------
+    zero, differ : bool ndarrays of shape (k,)
+
+    Raises
+    ------
+    ValueError
+        The squared distances or norms overflow float64.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = A - B
+        v2 = (v * v).sum(axis=1)
+        scale = (A**2).sum(axis=1) + (B**2).sum(axis=1)
+    if not (np.isfinite(v2).all() and np.isfinite(scale).all()):
+        raise _range_error(max(float(np.abs(A).max()), float(np.abs(B).max())), what)
+    zero = (v2 <= zero_tol**2 * scale) | (v2 < _TINY)
+    return zero, v.any(axis=1)
+
+
+_BOUND_RULES = ("percentile", "relative")
+# a pair whose factor rows differ by less than this (relative) has length zero for the learner:
+# Bregman projections keep its distance at exactly 0 (metric-learn divides by it and crashes)
+_ZERO_LENGTH = 1e-12
+
+
+def _zero_length_tol(dtype: Any) -> float:
+    """Relative length ||g_i - g_j|| / ||(g_i, g_j)|| below which a pair counts as zero-length.
+
+    Rows of duplicated samples may differ by round-off of the dtype they were computed in
+    (a GEMM's result depends on a row's position in the blocking), so the threshold follows
+    that dtype: ~1e-12 for float64, ~8e-6 for float32.
+    """
+    eps = np.finfo(dtype).eps if np.dtype(dtype).kind == "f" else np.finfo(np.float64).eps
+    return max(_ZERO_LENGTH, 64.0 * float(eps))
+
+
+def _percentile_pairs(
+    G: np.ndarray, rng: np.random.Generator, zero_tol: float, max_pairs: int = 200_000
+) -> np.ndarray:
+    """Squared distances ||g_a - g_b||^2 between rows that are not (numerically) coincident:
+    all pairs, or a random sample. Computed from differences, never ||a||^2 + ||b||^2 - 2 a.b,
+    whose cancellation turns equal rows into spurious distances of order eps ||g||^2."""
+    u = G.shape[0]
+    if u < 2:
+        return np.zeros(0)
+    if u * (u - 1) // 2 <= max_pairs:
+        a, b = np.triu_indices(u, k=1)
+    else:
+        a = rng.integers(0, u, size=max_pairs)
+        b = rng.integers(0, u - 1, size=max_pairs)
+        b = b + (b >= a)  # b != a
+    sq = (G * G).sum(axis=1)
+    d = np.empty(a.size)
+    step = max(1, 2**22 // max(1, G.shape[1]))
+    for s in range(0, a.size, step):
+        diff = G[a[s : s + step]] - G[b[s : s + step]]
+        d[s : s + step] = np.einsum("ij,ij->i", diff, diff)
+    # as pair_lengths: coincident rows and squared distances below the normal range are out
+    return d[(d > zero_tol**2 * (sq[a] + sq[b])) & (d >= _TINY)]
+
+
+def _check_percentiles(percentiles: Any) -> np.ndarray:
+    """``(low, high)`` with ``0 <= low <= high <= 100``, as a float64 array of shape (2,)."""
+    try:
+        pct = np.asarray(percentiles, dtype=np.float64)
+    except (TypeError, ValueError):
+        pct = None
+    if (
+        pct is None
+        or pct.shape != (2,)
+        or not np.all(np.isfinite(pct))
+        or not 0.0 <= pct[0] <= pct[1] <= 100.0
+    ):
+        raise ValueError(
+            "percentiles must be two numbers (low, high) with 0 <= low <= high <= 100 (low "
+            f"for must-link, high for cannot-link bounds), got {percentiles!r}."
+        )
+    return pct
+
+
+def distance_bounds(
+    G0: np.ndarray,
+    pairs: np.ndarray,
+    *,
+    rule: str = "percentile",
+    epsilon: float = 0.25,
+    percentiles: tuple[float, float] = (5.0, 95.0),
+    random_state: Any = None,
+    zero_length: float | None = None,
+) -> np.ndarray:
+    """Default squared-distance bounds for pairs, from the initial kernel ``K0 = G0 G0^T``.
+
+    Parameters
+    ----------
+    G0 : ndarray of shape (n, r)
+        Factor rows of the initial kernel.
+    pairs : ndarray of shape (k, 3)
+        Rows ``[i, j, +1 | -1]``, indices into ``G0``'s rows (validated like the learners'
+        ``pairs``; a duplicated row gets its bound again).
+    rule : {"percentile", "relative"}
+        ``"percentile"`` (ITML): must-link pairs get the ``percentiles[0]``-th percentile of the
+        squared distances between the constrained samples, cannot-link pairs the
+        ``percentiles[1]``-th. ``"relative"`` (Kulis et al. 2006, Sec. 6):
+        ``(1 - epsilon) d0`` for must-link and ``(1 + epsilon) d0`` for cannot-link, with
+        ``d0`` the pair's own initial squared distance.
+    epsilon : float in [0, 1)
+    percentiles : (low, high) with 0 <= low <= high <= 100
+        Reversed or out-of-range percentiles are refused (``ValueError``).
+    random_state : None, int or Generator
+        Sampling of pairs for the percentiles when there are more than 200,000.
+    zero_length : float, optional
+        Pairs of rows closer than ``zero_length * ||(g_i, g_j)||`` count as coincident and are
+        left out of the percentiles (duplicated samples would otherwise give a zero bound).
+        Default: ~1e-12 for float64 ``G0``, ~8e-6 for float32.
+
+    Returns
+    -------
+    bounds : ndarray of shape (k,), float64, all > 0 for pairs of distinct rows
+    """
+    rule = check_option(rule, "bound_rule", _BOUND_RULES)
+    # both rules' settings are checked whichever applies: a bad one never passes unnoticed
+    eps = check_scalar(epsilon, "epsilon", lo=0.0, hi=1.0, hi_closed=False)
+    pct = _check_percentiles(percentiles)
+    G0 = check_array(G0, name="G0")
+    with warnings.catch_warnings():  # one bound per given row, duplicates included
+        warnings.simplefilter("ignore", UserWarning)
+        check_pairs(pairs, G0.shape[0])
+    pairs = np.asarray(pairs).astype(np.int64)
+    zero_tol = (
+        _zero_length_tol(G0.dtype)
+        if zero_length is None
+        else check_scalar(zero_length, "zero_length", lo=0.0)
+    )
+    G0 = G0.astype(np.float64, copy=False)
+    with np.errstate(over="ignore"):
+        if not np.isfinite(np.einsum("ij,ij->i", G0, G0)).all():
+            raise _range_error(float(np.abs(G0).max()), "distance_bounds")
+    i, j, s = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+    if rule == "relative":
+        zero, differ = pair_lengths(G0[i], G0[j], zero_tol, "distance_bounds")
+        if (zero & differ).any():
+            k = int(np.flatnonzero(zero & differ)[0])
+            raise ValueError(
+                f"distance_bounds: the pair {pairs[k, :2].tolist()} joins different rows whose "
+                "squared distance is zero in float64 (it underflows, or the rows differ by "
+                "round-off only): no relative bound. Rescale G0 or pass bounds explicitly."
+            )
+        d0 = ((G0[i] - G0[j]) ** 2).sum(axis=1)
+        return np.where(s > 0, (1.0 - eps) * d0, (1.0 + eps) * d0)
+    rng = check_random_state(random_state)
+    idx = np.unique(pairs[:, :2])
+    d = _percentile_pairs(G0[idx], rng, zero_tol)
+    if d.size == 0:
+        differ = np.ptp(G0[idx], axis=0).max() > 0.0
+        raise ValueError(
+            "the constrained samples all coincide in the initial kernel: no positive distance "
+            "to take percentiles of. "
+            + ("Their rows differ, but the squared distances underflow float64: rescale X or "
+               "the kernel, or pass bounds explicitly." if differ else
+               "Pass bounds explicitly or check for duplicated samples.")
+        )
+    lo, hi = np.percentile(d, pct)
+    return np.where(s > 0, lo, hi).astype(np.float64)

@@ -1,0 +1,441 @@
+"""The schema of saved models: what :func:`nystrom_priors.load` accepts (and ``save`` writes).
+
+A model file is untrusted input. Before a model is returned, every part of it is checked:
+
+* the metadata is a JSON object with exactly the keys ``class``, ``library_version``,
+  ``params`` and ``attrs`` of the right JSON types;
+* the parameters are exactly the estimator's (no unknown name, none missing) and pass the
+  estimator's own parameter validation (``_validate_params``);
+* the fitted attributes are exactly the ones the class (and its ``init``) defines, of the
+  right Python type or array dtype; every array's shape agrees with the parameters and with
+  the other arrays (landmark width = ``n_features_in_``, factor and S shapes, eigenvalue,
+  pair, bound and dual counts, per-sweep paths of length ``n_iter_``); values are finite where
+  transform or a kernel computes with them, and in range where the math needs it (positive
+  eigenvalues, degrees and widths, sample indices inside the training set).
+
+Attributes that older files of format version 1 lack (``kernel_``, ``degree_``, ``coef0_``,
+``graph_type_``, ``n_neighbors_``, ``weights_``: what transform uses since the parameters may
+change after fit) are derived from the saved parameters.
+
+Every refusal is a ``ValueError`` that names the file and the field.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["REGISTRY", "validate"]
+
+REGISTRY = {
+    "Nystrom": "nystrom_priors.nystrom",
+    "GeneralizedNystrom": "nystrom_priors.generalized",
+    "LogDetKernelLearner": "nystrom_priors.logdet",
+    "VonNeumannKernelLearner": "nystrom_priors.logdet",
+    "BCDNPKL": "nystrom_priors.npkl",
+}
+_META_KEYS = {"class": str, "library_version": str, "params": dict, "attrs": dict}
+_F64 = (np.dtype(np.float64),)
+_FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
+_I64 = (np.dtype(np.int64),)
+_LANDMARK_ATTRS = ("landmarks_", "eigenvalues_", "S0_", "gamma_", "width_", "kernel_",
+                   "degree_", "coef0_")
+
+
+class InvalidModel(Exception):
+    """Internal: a model file (or a model to save) that breaks the schema; callers get a
+    ValueError with the same message."""
+
+
+class _Fields:
+    """Checked access to the fitted attributes of one file; records which were read."""
+
+    def __init__(self, where: str, attrs: dict[str, Any], params: dict[str, Any]) -> None:
+        self.where = where
+        self.attrs = attrs
+        self.params = params
+        self.used: set[str] = set()
+
+    def fail(self, field: str, problem: str) -> InvalidModel:
+        return InvalidModel(f"{self.where}: field {field!r}: {problem}.")
+
+    def get(self, name: str) -> Any:
+        self.used.add(name)
+        if name not in self.attrs:
+            raise self.fail(name, "missing (a required fitted attribute)")
+        return self.attrs[name]
+
+    def absent(self, name: str, why: str) -> None:
+        if name in self.attrs:
+            raise self.fail(name, f"unexpected ({why})")
+
+    # -- scalars ------------------------------------------------------------------------
+    def integer(self, name: str, lo: int | None = None, hi: int | None = None) -> int:
+        v = self.get(name)
+        if type(v) is not int:
+            raise self.fail(name, f"expected an integer, got {_kind(v)}")
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise self.fail(name, f"{v} is outside [{lo}, {'inf' if hi is None else hi}]")
+        return v
+
+    def real(self, name: str, *, finite: bool = False, nan: bool = True, lo: float | None = None,
+             strict: bool = False) -> float:
+        v = self.get(name)
+        if type(v) is not float:
+            raise self.fail(name, f"expected a float, got {_kind(v)}")
+        if math.isnan(v):
+            if nan and not finite:
+                return v
+            raise self.fail(name, "NaN")
+        if finite and math.isinf(v):
+            raise self.fail(name, f"must be finite, got {v}")
+        if lo is not None and (v <= lo if strict else v < lo):
+            raise self.fail(name, f"must be {'>' if strict else '>='} {lo}, got {v!r}")
+        return v
+
+    def boolean(self, name: str) -> bool:
+        v = self.get(name)
+        if type(v) is not bool:
+            raise self.fail(name, f"expected true or false, got {_kind(v)}")
+        return v
+
+    def option(self, name: str, options: tuple[str, ...]) -> str:
+        v = self.get(name)
+        if not isinstance(v, str) or v not in options:
+            raise self.fail(name, f"expected one of {list(options)}, got {_kind(v)}")
+        return v
+
+    # -- arrays -------------------------------------------------------------------------
+    def array(self, name: str, shape: tuple, why: str = "", *, dtypes: tuple = _F64,
+              finite: bool = True, positive: bool = False, nonneg: bool = False,
+              kinds: str | None = None) -> np.ndarray:
+        """An array attribute. ``shape`` holds ints (required extents) or None (free);
+        ``why`` names the fields the extents come from."""
+        a = self.get(name)
+        if not isinstance(a, np.ndarray):
+            raise self.fail(name, f"expected an array, got {_kind(a)}")
+        if kinds is not None:
+            if a.dtype.kind not in kinds:
+                raise self.fail(name, f"dtype {a.dtype} is not numeric")
+        elif a.dtype not in dtypes:
+            raise self.fail(name, f"dtype {a.dtype}, expected {' or '.join(map(str, dtypes))}")
+        if a.ndim != len(shape) or any(
+            want is not None and got != want for got, want in zip(a.shape, shape)
+        ):
+            want = "(" + ", ".join("*" if w is None else str(w) for w in shape) + ")"
+            raise self.fail(name, f"shape {a.shape}, expected {want}"
+                            + (f" ({why})" if why else ""))
+        if a.dtype.kind == "f":
+            if finite and not np.isfinite(a).all():
+                raise self.fail(name, "non-finite values (NaN or inf)")
+            if positive and not (a > 0).all():
+                raise self.fail(name, "values must be > 0")
+            if nonneg and not (a >= 0).all():
+                raise self.fail(name, "values must be >= 0")
+        return a
+
+    def pairs(self, name: str, n: int | None, *, strict: bool = True) -> np.ndarray:
+        """Rows ``[i, j, +-1]`` with ``0 <= i < j`` (``i <= j`` unless strict) ``< n``."""
+        P = self.array(name, (None, 3), dtypes=_I64)
+        if P.size:
+            i, j, s = P[:, 0], P[:, 1], P[:, 2]
+            ok = (i >= 0) & ((i < j) if strict else (i <= j)) & np.isin(s, (-1, 1))
+            if n is not None:
+                ok &= j < n
+            if not ok.all():
+                k = int(np.flatnonzero(~ok)[0])
+                rule = "i < j" if strict else "i <= j"
+                bound = f" < n = {n} (X_fit_ rows)" if n is not None else ""
+                raise self.fail(
+                    name, f"row {k} = {P[k].tolist()} is not [i, j, +-1] with 0 <= {rule}{bound}"
+                )
+        return P
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"an array of shape {v.shape} and dtype {v.dtype}"
+    text = repr(v)
+    return f"{type(v).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+# ----- per-class attribute schemas --------------------------------------------------------
+
+
+def _landmark_part(f: _Fields, d: int) -> tuple[int, int]:
+    """The landmark / kernel attributes of the Nystrom family; returns (m, k): landmarks and
+    kept eigenvalues."""
+    from .kernels import KERNEL_CODES, _canonical_name
+
+    p = f.params
+    if not {"kernel_", "degree_", "coef0_"} & set(f.attrs):
+        # an older file: the fitted kernel was the parameters' at save time
+        f.attrs.update(kernel_=_canonical_name(p["kernel"]), degree_=int(p["degree"]),
+                       coef0_=float(p["coef0"]))
+    kernel = f.option("kernel_", tuple(KERNEL_CODES))
+    f.integer("degree_", 1, 64)
+    f.real("coef0_", finite=True)
+    needs_gamma = kernel in ("rbf", "laplacian", "poly")
+    gamma = f.real("gamma_", finite=True, lo=0.0, strict=needs_gamma)
+    width = f.get("width_")
+    if kernel in ("rbf", "laplacian"):
+        if type(width) is not float or width != 1.0 / gamma:
+            raise f.fail("width_", f"expected 1 / gamma_ = {1.0 / gamma!r}, got {_kind(width)}")
+    elif width is not None:
+        raise f.fail("width_", f"expected None for the {kernel!r} kernel, got {_kind(width)}")
+    Z = f.array("landmarks_", (None, d), f"d = n_features_in_ = {d}", dtypes=_FLOATS)
+    m = Z.shape[0]
+    if m < 1:
+        raise f.fail("landmarks_", "no landmark (shape (0, d))")
+    ev = f.array("eigenvalues_", (None,), positive=True)
+    if not 1 <= ev.size <= m or (np.diff(ev) > 0).any():
+        raise f.fail("eigenvalues_", f"expected 1 to m = {m} descending eigenvalues (m = "
+                     f"landmarks_ rows), got {ev.size}")
+    f.array("S0_", (m, m), "m = landmarks_ rows")
+    user = p.get("landmarks")
+    if isinstance(user, np.ndarray) and (user.ndim != 2 or user.shape[1] != d):
+        raise f.fail("params.landmarks", f"shape {user.shape}, expected (*, {d}) "
+                     f"(n_features_in_ = {d})")
+    return m, ev.size
+
+
+def _nystrom(f: _Fields) -> None:
+    d = f.integer("n_features_in_", lo=1)
+    m, k = _landmark_part(f, d)
+    f.array("projection_", (m, k), "m = landmarks_ rows, k = eigenvalues_ count")
+
+
+def _generalized(f: _Fields) -> None:
+    d = f.integer("n_features_in_", lo=1)
+    m, _ = _landmark_part(f, d)
+    f.array("S_", (m, m), "m = landmarks_ rows")
+    P = f.array("projection_", (m, None), "m = landmarks_ rows")
+    if P.shape[1] > m:
+        raise f.fail("projection_", f"{P.shape[1]} columns, at most m = {m} (landmarks_ rows)")
+    f.real("lam_", nan=False, lo=0.0, strict=True)
+    f.integer("n_iter_", lo=0)
+    f.boolean("converged_")
+    f.real("certificate_")
+    f.array("classes_", (None,), kinds="biuf")
+    lam = f.params.get("lam")
+    path = f.array("lam_path_", (None,), positive=True)
+    if path.size and not isinstance(lam, str):
+        raise f.fail("lam_path_", f"a lambda path for the fixed lam={lam!r}")
+    f.array("criterion_path_", (path.size,), "the length of lam_path_", finite=False)
+    f.array("cv_error_path_", (path.size if lam == "auto" else 0,),
+            "lam_path_'s length for lam='auto', else 0", finite=False)
+    scale = f.real("lam_scale_")
+    if not math.isnan(scale) and not scale > 0:
+        raise f.fail("lam_scale_", f"must be > 0 or NaN, got {scale!r}")
+
+
+def _bregman(f: _Fields, von_neumann: bool) -> None:
+    d = f.integer("n_features_in_", lo=1)
+    init = f.option("init_", ("nystrom", "linear"))
+    if init == "nystrom":
+        q, k = _landmark_part(f, d)
+    else:
+        for name in _LANDMARK_ATTRS:
+            f.absent(name, "init_='linear' has no landmarks")
+        q, k = d, d
+    rows = "landmarks_ rows" if init == "nystrom" else "n_features_in_"
+    P0 = f.array("P0_", (q, None), f"{q} = {rows}")
+    r0 = P0.shape[1]
+    if not 1 <= r0 <= k:
+        cols = "eigenvalues_ count" if init == "nystrom" else "n_features_in_"
+        raise f.fail("P0_", f"{r0} columns, expected 1 to {k} ({cols})")
+    pairs = f.pairs("pairs_", None)
+    nd = pairs.shape[0]
+    f.array("bounds_", (nd,), "one per row of pairs_", positive=True)
+    n_iter = f.integer("n_iter_", lo=0)
+    for name in ("dual_change_path_", "violation_path_", "dual_norm_path_"):
+        f.array(name, (n_iter,), "one per sweep, n_iter_", finite=False)
+    f.boolean("converged_")
+    f.boolean("infeasible_")
+    f.real("max_violation_")
+    if von_neumann:
+        T = f.array("basis_", (r0, None), "rows: P0_ columns")
+        r = T.shape[1]
+        if not 1 <= r <= r0:
+            raise f.fail("basis_", f"{r} columns, expected 1 to {r0} (P0_ columns)")
+        f.array("W_", (r, r), "r = basis_ columns")
+        f.array("spectrum_", (r,), "r = basis_ columns", nonneg=True)  # exp(d) may underflow
+        f.array("projection_", (q, r), "P0_ rows, r = basis_ columns")
+        f.array("dual_", (nd,), "one per row of pairs_", nonneg=True)
+        f.array("evaluations_path_", (n_iter,), "one per sweep, n_iter_", dtypes=_I64)
+        return
+    f.array("B_", (r0, r0), "r = P0_ columns")
+    f.array("projection_", (q, r0), "P0_'s shape")
+    f.array("slack_bounds_", (nd,), "one per row of pairs_")
+    sim = f.pairs("similarity_pairs_", None, strict=False)
+    f.array("similarity_bounds_", (sim.shape[0],), "one per row of similarity_pairs_")
+    f.array("dual_", (nd + sim.shape[0],), "one per row of pairs_ and similarity_pairs_",
+            nonneg=True)
+
+
+def _bcdnpkl(f: _Fields) -> None:
+    p = f.params
+    d = f.integer("n_features_in_", lo=1)
+    X = f.array("X_fit_", (None, d), f"d = n_features_in_ = {d}", dtypes=_FLOATS)
+    n = X.shape[0]
+    if n < 2:
+        raise f.fail("X_fit_", f"{n} training sample(s), a graph needs at least 2")
+    if not {"graph_type_", "n_neighbors_", "weights_"} & set(f.attrs):
+        # an older file: the graph's settings were the parameters' at save time
+        f.attrs.update(graph_type_=p["graph"], n_neighbors_=int(p["n_neighbors"]),
+                       weights_="gaussian" if p["graph"] == "dense" else p["weights"])
+    graph = f.option("graph_type_", ("knn", "dense"))
+    f.integer("n_neighbors_", 1, n - 1)
+    weights = f.option("weights_", ("binary", "gaussian"))
+    if graph == "dense" and weights != "gaussian":
+        raise f.fail("weights_", f"a dense graph has Gaussian weights, got {weights!r}")
+    G = f.array("embedding_", (n, None), "n = X_fit_ rows")
+    r = G.shape[1]
+    if r < 1:
+        raise f.fail("embedding_", "no column")
+    f.array("degrees_", (n,), "n = X_fit_ rows", positive=True)
+    f.real("delta_", finite=True, lo=0.0, strict=True)
+    sigma = f.get("sigma_")
+    if weights == "gaussian":
+        if type(sigma) is not float or not 0.0 < sigma < math.inf:
+            raise f.fail("sigma_", f"expected a positive float for Gaussian weights, got "
+                         f"{_kind(sigma)}")
+    elif sigma is not None:
+        raise f.fail("sigma_", f"expected None for binary weights, got {_kind(sigma)}")
+    if f.integer("rank_", lo=1) != r:
+        raise f.fail("rank_", f"expected {r} (embedding_ columns)")
+    pairs = f.pairs("pairs_", n)
+    L = f.array("constrained_", (None,), dtypes=_I64)
+    if not np.array_equal(L, np.unique(pairs[:, :2])):
+        raise f.fail("constrained_", "not the samples of pairs_ (sorted, unique)")
+    f.array("V_", (L.size, r), "constrained_ count, embedding_ columns")
+    n_iter = f.integer("n_iter_", lo=0)
+    f.array("objective_path_", (n_iter + 1,), "n_iter_ + 1", finite=False)
+    f.real("objective_")
+    f.boolean("converged_")
+
+
+_SCHEMAS = {
+    "Nystrom": _nystrom,
+    "GeneralizedNystrom": _generalized,
+    "LogDetKernelLearner": lambda f: _bregman(f, von_neumann=False),
+    "VonNeumannKernelLearner": lambda f: _bregman(f, von_neumann=True),
+    "BCDNPKL": _bcdnpkl,
+}
+
+
+# ----- entry point ------------------------------------------------------------------------
+
+
+def _from_json(value: Any, where: str, field: str) -> Any:
+    """JSON value -> parameter / attribute value (tuples are stored as {"__tuple__": [...]})."""
+    if isinstance(value, list):
+        return [_from_json(v, where, field) for v in value]
+    if isinstance(value, dict):
+        if set(value) == {"__tuple__"} and isinstance(value["__tuple__"], list):
+            return tuple(_from_json(v, where, field) for v in value["__tuple__"])
+        raise InvalidModel(f"{where}: field {field!r}: a JSON object, not a saved value.")
+    return value
+
+
+def validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[type, dict, dict]:
+    """Check a model file's metadata and arrays against the schema (see :func:`_validate`).
+
+    Raises
+    ------
+    ValueError
+        Naming ``where`` and the field.
+    """
+    try:
+        return _validate(where, meta, arrays)
+    except InvalidModel as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[type, dict, dict]:
+    """Check a model file's metadata and arrays against the schema.
+
+    Parameters
+    ----------
+    where : str
+        How messages name the file (``"'path'"``, or the model being saved).
+    meta : object
+        The decoded JSON metadata.
+    arrays : dict
+        The ``param:<name>`` / ``attr:<name>`` arrays.
+
+    Returns
+    -------
+    cls, params, attrs
+        The estimator class, its parameters and its fitted attributes (values as the model
+        holds them; attributes that older files lack are derived).
+
+    Raises
+    ------
+    InvalidModel
+    """
+    if not isinstance(meta, dict):
+        raise InvalidModel(f"{where}: field '__meta__': expected a JSON object, got {_kind(meta)}.")
+    for key, kind in _META_KEYS.items():
+        if key not in meta:
+            raise InvalidModel(f"{where}: field '__meta__.{key}': missing.")
+        if not isinstance(meta[key], kind):
+            raise InvalidModel(f"{where}: field '__meta__.{key}': expected a JSON "
+                               f"{kind.__name__}, got {_kind(meta[key])}.")
+    extra = sorted(set(meta) - set(_META_KEYS))
+    if extra:
+        raise InvalidModel(f"{where}: field '__meta__.{extra[0]}': unknown key.")
+    name = meta["class"]
+    if name not in REGISTRY:
+        raise InvalidModel(
+            f"{where} holds an unknown estimator class {name!r}; known: {sorted(REGISTRY)} "
+            "(field '__meta__.class')."
+        )
+    cls = getattr(importlib.import_module(REGISTRY[name]), name)
+
+    params: dict[str, Any] = {}
+    attrs: dict[str, Any] = {}
+    for key, value in meta["params"].items():
+        params[key] = _from_json(value, where, f"params.{key}")
+    for key, value in meta["attrs"].items():
+        attrs[key] = _from_json(value, where, f"attrs.{key}")
+    for key, value in arrays.items():
+        kind, _, field = key.partition(":")
+        target = {"param": params, "attr": attrs}.get(kind)
+        if target is None or not field:
+            raise InvalidModel(f"{where}: field {key!r}: unknown entry.")
+        if value.dtype.kind not in "biuf":
+            raise InvalidModel(f"{where}: field {key!r}: dtype {value.dtype} is not numeric.")
+        if field in target:
+            raise InvalidModel(f"{where}: field {key!r}: given both as an array and in the "
+                               "metadata.")
+        target[field] = value
+
+    names = set(cls._param_names())
+    for key in sorted(set(params) - names):
+        raise InvalidModel(f"{where}: field 'params.{key}': unknown parameter of {name} "
+                           f"(valid: {sorted(names)}).")
+    for key in sorted(names - set(params)):
+        raise InvalidModel(f"{where}: field 'params.{key}': missing.")
+    probe = cls(**params)
+    try:
+        probe._validate_params()
+        check = getattr(probe, "_check_params", None)  # GeneralizedNystrom's own checks
+        if check is not None:
+            check()
+    except (TypeError, ValueError) as exc:
+        raise InvalidModel(f"{where}: field 'params': {exc}") from None
+
+    fields = _Fields(where, dict(attrs), params)
+    try:
+        _SCHEMAS[name](fields)
+    except InvalidModel:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:  # a parameter an older rule reads
+        raise InvalidModel(f"{where}: field 'params': {type(exc).__name__}: {exc}") from None
+    for key in sorted(set(fields.attrs) - fields.used):
+        raise InvalidModel(f"{where}: field 'attrs.{key}': unknown fitted attribute of {name}.")
+    return cls, params, fields.attrs

@@ -1,0 +1,216 @@
+"""Scale extremes: huge widths, data at 1e+-150 and beyond.
+
+Every result is finite and exact where the math says so (the Nystrom kernel on its landmarks),
+or the input is refused with a ValueError that says why -- never inf, NaN or an overflow /
+invalid-value RuntimeWarning passed to the user (pyproject turns those into errors here).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from conftest import NO_JIT
+
+import nystrom_priors as npr
+
+PAIRS = np.array([[0, 3, 1], [1, 4, 1], [0, 1, -1], [2, 5, 1], [1, 2, -1], [6, 9, -1]])
+
+
+def _data(n=60, d=3, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d))
+
+
+# ----- BCDNPKL's graphs are scale-free ------------------------------------------------------
+
+
+@pytest.mark.parametrize("exponent", [-600, -200, 200, 600])
+@pytest.mark.parametrize(
+    "kw", [{}, {"weights": "gaussian"}, {"graph": "dense"}], ids=["knn", "gaussian", "dense"]
+)
+def test_bcdnpkl_at_any_scale_learns_the_same_kernel(exponent, kw):
+    """Neighbours and Gaussian weights (default width) do not change when the samples are
+    scaled by a power of two: the learned factor is the same, bit for bit."""
+    X = _data()
+    new = _data(7, seed=1)
+    s = 2.0**exponent
+    ref = npr.BCDNPKL(random_state=0, **kw).fit(X, pairs=PAIRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = npr.BCDNPKL(random_state=0, **kw).fit(X * s, pairs=PAIRS)
+        G = model.transform(new * s)
+    np.testing.assert_array_equal(model.embedding_, ref.embedding_)
+    np.testing.assert_array_equal(G, ref.transform(new))
+    if ref.sigma_ is not None:
+        assert model.sigma_ == ref.sigma_ * s
+
+
+def test_bcdnpkl_far_queries_get_zero_rows():
+    """A sample far outside the training scale is nobody's neighbour in weight: its
+    Gaussian-weighted extension tends to 0, and comes out as exactly that, finite."""
+    X = _data()
+    model = npr.BCDNPKL(weights="gaussian", random_state=0).fit(X, pairs=PAIRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        G = model.transform(X[:3] * 1e300)
+    assert np.isfinite(G).all() and not G.any()
+
+
+# ----- extrapolation: a huge width gives E -> 1 at any data scale ----------------------------
+
+PATHS = [None, "fused", "blas", "twophase"]
+
+
+def _oracle(X, Z, kernel, gamma):
+    """The kernel in float64 from rows scaled by a power of two near max |x| (the scale
+    folded into gamma): no overflow on the way, whatever the data's scale."""
+    from scipy.spatial.distance import cdist
+
+    X, Z = np.asarray(X, np.float64), np.asarray(Z, np.float64)
+    e = int(np.frexp(max(np.abs(X).max(), np.abs(Z).max()))[1])
+    Xs, Zs = np.ldexp(X, -e), np.ldexp(Z, -e)
+    with np.errstate(over="ignore"):
+        if kernel == "rbf":
+            return np.exp(-np.ldexp(gamma, 2 * e) * cdist(Xs, Zs, "sqeuclidean"))
+        if kernel == "laplacian":
+            return np.exp(-np.ldexp(gamma, e) * cdist(Xs, Zs, "cityblock"))
+        return (np.ldexp(gamma, 2 * e) * (Xs @ Zs.T) + 1.0) ** 3
+
+
+CASES = [  # (kernel, kw, gamma for the oracle)
+    ("rbf", {"width": 1e300}, 1e-300),
+    ("rbf", {"width": 1.7e308}, 1 / 1.7e308),
+    ("rbf", {"gamma": 5e-324}, 5e-324),
+    ("laplacian", {"width": 1.7e308}, 1 / 1.7e308),
+    ("poly", {"gamma": 1e-300}, 1e-300),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(
+    "dtype, scale",
+    [(np.float64, 1.0), (np.float64, 1e100), (np.float64, 1e150), (np.float32, 1.0),
+     (np.float32, 1e19), (np.float32, 1e30)],
+)
+@pytest.mark.parametrize("kernel, kw, gamma", CASES, ids=[f"{c[0]}-{c[2]:.0e}" for c in CASES])
+def test_huge_width_gives_a_finite_exact_kernel_at_any_scale(monkeypatch, path, dtype, scale,
+                                                             kernel, kw, gamma):
+    from nystrom_priors import kernels
+
+    monkeypatch.setattr(kernels, "_FORCE_PATH", path)
+    X = (_data(40, 30 if path in ("blas", "twophase") else 3) * scale).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        E = npr.extrapolate(X, X[:6], kernel=kernel, **kw)
+    assert E.dtype == dtype and np.isfinite(E).all()
+    ref = _oracle(X, X[:6], kernel, gamma)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(E, ref, rtol=rtol, atol=rtol)
+    if np.abs(ref - 1).max() < 1e-12:  # gamma * distance below round-off: E is exactly 1
+        np.testing.assert_array_equal(E, np.ones_like(E))
+
+
+@pytest.mark.parametrize("dtype, scale", [(np.float32, 1e19), (np.float32, 1e30),
+                                          (np.float64, 1e150)])
+def test_nystrom_with_a_huge_width_is_exact_on_its_landmarks(dtype, scale):
+    X = (_data() * scale).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = npr.Nystrom(n_landmarks=8, width=1.7e308, random_state=0).fit(X)
+        G = model.transform(model.landmarks_).astype(np.float64)
+        Gx = model.transform(X)
+    assert np.isfinite(Gx).all()
+    W = _oracle(model.landmarks_, model.landmarks_, "rbf", 1 / 1.7e308)
+    assert np.abs(W - 1).max() < 1e-6  # E -> 1
+    np.testing.assert_allclose(G @ G.T, W, rtol=0, atol=10 * np.finfo(dtype).eps)
+
+
+@pytest.mark.jit_only  # run as Python (NUMBA_DISABLE_JIT=1), the kernel's overflow warns
+def test_polynomial_kernel_with_a_float32_cross_term_overflow_is_exact_or_refused():
+    """<x, z> overflows float32 at |x| ~ 1e30, while gamma <x, z> + coef0 is 1: the kernel
+    is computed, not returned as inf. With a gamma that cannot absorb the scale, refused."""
+    X = (_data(20, 3) * 1e30).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        E = npr.extrapolate(X, X[:4], kernel="poly", gamma=1e-300)
+        np.testing.assert_array_equal(E, np.ones_like(E))
+        with pytest.raises(ValueError, match="overflows float32: the 'poly' kernel"):
+            npr.extrapolate(X, X[:4], kernel="poly", gamma=1.0)
+
+
+# ----- data at 1e+-150 and beyond ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e150])
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "linear", "cosine", "poly"])
+def test_nystrom_at_extreme_data_scales_is_exact_on_landmarks_or_refused(scale, kernel):
+    X = _data() * scale
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if kernel == "poly" and scale > 1:  # (<x, z> / 3 + 1)^3 ~ 1e900: not a float64
+            if NO_JIT:  # the kernel's overflow, run as Python, warns before it is refused
+                warnings.simplefilter("ignore", RuntimeWarning)
+            with pytest.raises(ValueError, match="overflows float64: the 'poly' kernel"):
+                npr.Nystrom(n_landmarks=8, kernel=kernel, random_state=0).fit(X)
+            return
+        model = npr.Nystrom(n_landmarks=8, kernel=kernel, random_state=0).fit(X)
+        Z = model.landmarks_
+        K = model.kernel(Z)
+        W = npr.extrapolate(Z, Z, kernel=model._kernel_spec())
+        assert np.isfinite(model.transform(X)).all() and np.isfinite(model.S0_).all()
+    np.testing.assert_allclose(K, W, rtol=0, atol=1e-12 * np.abs(W).max())
+
+
+@pytest.mark.parametrize("scale", [1e-155, 1e-160])
+def test_kernel_values_below_float64_are_refused_not_inverted_to_inf(scale):
+    """The linear kernel at 1e-155 has W ~ 1e-310: W^+ would be ~1e310."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="underflow float64, and W\\^\\+ would overflow"):
+            npr.Nystrom(n_landmarks=8, kernel="linear", random_state=0).fit(_data() * scale)
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e150])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: npr.GeneralizedNystrom(n_landmarks=8, lam=1.0, random_state=0),
+        lambda: npr.LogDetKernelLearner(n_landmarks=8, gamma=1.0, random_state=0),
+        lambda: npr.VonNeumannKernelLearner(n_landmarks=8, max_iter=30, random_state=0),
+        lambda: npr.BCDNPKL(random_state=0),
+        lambda: npr.BCDNPKL(graph="dense", random_state=0),
+    ],
+    ids=["GeneralizedNystrom", "LogDet", "VonNeumann", "BCDNPKL", "BCDNPKL-dense"],
+)
+def test_learners_at_1e150_are_finite(scale, make):
+    X = _data() * scale
+    y = np.where(np.arange(60) % 2 == 0, np.arange(60) % 3, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)  # convergence notices
+        model = make().fit(X, y)
+        G = model.transform(X)
+    assert np.isfinite(G).all() and np.abs(G).max() > 0
+
+
+@pytest.mark.parametrize("cls", [npr.LogDetKernelLearner, npr.VonNeumannKernelLearner])
+@pytest.mark.parametrize("scale, word", [(1e160, "overflow"), (1e-300, "underflow")])
+def test_bregman_learners_name_overflow_and_underflow(cls, scale, word):
+    """Squared distances of the linear initial kernel leave float64: a refusal that says so
+    (it used to say 'every pair has zero length', or project into NaN)."""
+    X = _data() * scale
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=word):
+            cls(init="linear", max_iter=20).fit(X, pairs=PAIRS)
+
+
+@pytest.mark.parametrize("rule", ["percentile", "relative"])
+@pytest.mark.parametrize("scale, word", [(1e160, "overflow"), (1e-300, "underflow")])
+def test_distance_bounds_name_overflow_and_underflow(rule, scale, word):
+    G0 = _data() * scale
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=word):
+            npr.distance_bounds(G0, PAIRS, rule=rule)

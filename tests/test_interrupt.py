@@ -1,0 +1,135 @@
+"""Ctrl-C stops long fits promptly, and a stopped fit leaves no half-fitted model.
+
+Jitted loops return to Python after a bounded amount of work (``nystrom_priors._chunks``), so
+a ``KeyboardInterrupt`` (here sent by ``_thread.interrupt_main`` from a timer thread, as
+Ctrl-C would) is raised within a fraction of a second. Each problem below would run for
+half a minute or more; the bound of 5 s is generous. On the old code each of them ran its
+jitted kernel to the end of a window of 25 sweeps (Burg, von Neumann: 25-35 s) or of the
+whole fit (BCD, ~30 s) before the interrupt could be raised.
+"""
+
+from __future__ import annotations
+
+import _thread
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import nystrom_priors as npr
+
+pytestmark = pytest.mark.jit_only  # pure Python handles signals between any two lines
+
+AFTER = 1.0  # seconds into the fit when Ctrl-C arrives
+TINY = np.array([[0, 1, 1], [2, 3, -1]])
+WITHIN = 5.0  # seconds from Ctrl-C to KeyboardInterrupt, at most
+
+
+def _interrupt(fit, warm_up):
+    """Run ``fit`` and press Ctrl-C after ``AFTER`` seconds; return the seconds it took
+    from the interrupt to the KeyboardInterrupt. ``warm_up`` runs first, unbothered: loading
+    the compiled kernels is Python code, which a KeyboardInterrupt stops at once."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warm_up()
+    finished = False
+    timer = threading.Timer(AFTER, _thread.interrupt_main)
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit()
+            finished = True
+            time.sleep(10 * AFTER)  # let the interrupt land here, not in pytest
+    finally:
+        timer.cancel()
+        timer.join()
+    assert not finished, "the fit ended before Ctrl-C: the problem is too small to test"
+    latency = time.perf_counter() - start - AFTER
+    print(f"Ctrl-C to KeyboardInterrupt: {latency:.3f} s")
+    return latency
+
+
+def _pairs(rng, n_samples, n_pairs):
+    idx = rng.permutation(n_samples)[: 2 * n_pairs].reshape(-1, 2)
+    sign = np.where(np.arange(n_pairs) % 2 == 0, 1, -1)
+    return np.column_stack([idx, sign]), np.where(sign > 0, 1.0, 1000.0)
+
+
+def _assert_unfitted(model):
+    fitted = [k for k in vars(model) if k.endswith("_") and not k.startswith("_")]
+    assert not fitted, f"a stopped fit left fitted attributes behind: {fitted}"
+
+
+def test_ctrl_c_stops_burg_sweeps():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40000, 300))  # rank 300, 20,000 pairs: ~1 s per sweep
+    pairs, bounds = _pairs(rng, 40000, 20000)
+    model = npr.LogDetKernelLearner(init="linear", gamma=1.0, tol=0.0, max_iter=1000)
+    small = npr.LogDetKernelLearner(init="linear", gamma=1.0, max_iter=2)
+    assert _interrupt(lambda: model.fit(X, pairs=pairs, bounds=bounds),
+                      lambda: small.fit(X[:50, :5], pairs=TINY, bounds=[1.0, 1000.0])
+                      ) < WITHIN
+    _assert_unfitted(model)
+
+
+def test_ctrl_c_stops_von_neumann_sweeps():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 80))  # rank 80, 1,000 pairs: ~1 s per sweep
+    pairs, bounds = _pairs(rng, 2000, 1000)
+    model = npr.VonNeumannKernelLearner(init="linear", tol=0.0, max_iter=1000)
+    small = npr.VonNeumannKernelLearner(init="linear", max_iter=2)
+    assert _interrupt(lambda: model.fit(X, pairs=pairs, bounds=bounds),
+                      lambda: small.fit(X[:50, :5], pairs=TINY, bounds=[1.0, 1000.0])
+                      ) < WITHIN
+    _assert_unfitted(model)
+
+
+def test_ctrl_c_stops_bcd_and_keeps_the_previous_fit():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(2000, 2))
+    L = rng.permutation(2000)[:300]
+    a, b = rng.integers(0, 300, size=(2, 20000))
+    keep = a != b
+    ij = np.unique(np.sort(np.column_stack([L[a[keep]], L[b[keep]]]), axis=1), axis=0)
+    pairs = np.column_stack([ij, np.where(rng.random(len(ij)) < 0.5, 1, -1)])
+    model = npr.BCDNPKL(random_state=0).fit(X[:100], pairs=[[0, 1, 1], [2, 3, -1]])
+    before = {k: v for k, v in vars(model).items() if k.endswith("_")}
+    model.set_params(tol=0.0, max_iter=100)  # 300 dense columns: ~0.3 s per sweep
+    warm = npr.BCDNPKL(random_state=0, max_iter=2)
+    assert _interrupt(lambda: model.fit(X, pairs=pairs),
+                      lambda: warm.fit(X[:200], pairs=TINY)) < WITHIN
+    after = {k: v for k, v in vars(model).items() if k.endswith("_")}
+    assert after.keys() == before.keys() and all(after[k] is before[k] for k in before)
+    assert model.transform(X[:5]).shape == (5, model.n_components_)
+
+
+def test_ctrl_c_stops_kmeans():
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(20000, 16))
+    X = rng.normal(size=(200_000, 16))
+
+    def warm_up():
+        npr.kernel_kmeans(G[:100], 5, n_init=2, random_state=0)
+        npr.select_landmarks(X[:3000], 20, random_state=0)
+
+    assert _interrupt(lambda: npr.kernel_kmeans(G, 50, n_init=100_000, random_state=0),
+                      warm_up) < WITHIN
+    assert _interrupt(
+        lambda: npr.select_landmarks(X, 4000, sample_size=200_000, max_iter=10_000,
+                                     random_state=0), warm_up,
+    ) < WITHIN
+
+
+def test_fits_work_after_an_interrupted_fit():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 4))
+    pairs = np.array([[0, 1, 1], [2, 3, -1], [4, 5, 1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = npr.LogDetKernelLearner(init="linear", gamma=1.0).fit(X, pairs=pairs)
+    assert np.isfinite(model.transform(X)).all()
