@@ -221,9 +221,11 @@ def _generalized(f: _Fields) -> None:
     f.real("certificate_")
     f.array("classes_", (None,), kinds="biuf")
     lam = f.params.get("lam")
-    path = f.array("lam_path_", (None,), positive=True)
+    path = f.array("lam_path_", (None,), positive=True, finite=False)
     if path.size and not isinstance(lam, str):
         raise f.fail("lam_path_", f"a lambda path for the fixed lam={lam!r}")
+    if not np.isfinite(path[:-1]).all():  # only lam="auto"'s last candidate, the prior, is inf
+        raise f.fail("lam_path_", "non-finite values before its last entry")
     f.array("criterion_path_", (path.size,), "the length of lam_path_", finite=False)
     f.array("cv_error_path_", (path.size if lam == "auto" else 0,),
             "lam_path_'s length for lam='auto', else 0", finite=False)
