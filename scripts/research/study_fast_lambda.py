@@ -156,6 +156,7 @@ def fold_losses(E_T, E_V, codes_T, codes_V, n_classes, S0, lams, alpha=0.5):
 def run(name, split, out_dir, n_cv_splits=4, k=5):
     if os.environ.get("RX") or os.environ.get("PC"):
         n_cv_splits = 2
+    k = int(os.environ.get("K", k))
     import nystrom_priors as npr
     from nystrom_priors._generalized.problem import _build_problem, _top_gram_eig
     from nystrom_priors._generalized.psd import _factor, _psd_project
@@ -207,7 +208,7 @@ def run(name, split, out_dir, n_cv_splits=4, k=5):
     codes = labels.codes
     top_all = _top_gram_eig(El)
     res = {}
-    cvr = np.random.default_rng(2000 + split)
+    cvr = np.random.default_rng(int(os.environ.get("CVSEED", 2000)) + split)
     lams_rel = np.concatenate([10.0 ** EXPS, [np.inf]])
     S0pinv = np.linalg.pinv(S0, hermitian=True)
     xx, QQ = np.linalg.eigh(S0)
@@ -226,6 +227,7 @@ def run(name, split, out_dir, n_cv_splits=4, k=5):
                 fo = lam_cv._Fold(El @ prior[0], prior[1], T, V, codes, labels.n_classes, images=tag != "pb")
                 Lc = np.array([lam_cv._losses(fo.scores(fo.solution(rl * fo.mu_max**2)), fo.codes_V, labels.n_classes) for rl in lams_rel]).T
                 tag = "pc" if tag == "1" else tag
+                tag = tag + (os.environ["K"] if "K" in os.environ else "") + os.environ.get("TAG", "")
                 out = {tag + "sq": Lc[0], tag + "sqh": Lc[1], tag + "err": Lc[2]}
             elif os.environ.get("RX"):
                 out = fold_exact_restricted(El[T], El[V], codes[T], codes[V], labels.n_classes, S0, prior, lams_rel, RF)
@@ -241,7 +243,7 @@ def run(name, split, out_dir, n_cv_splits=4, k=5):
                 res[key[3:]] = old[key]
     np.savez(path, oracle=oracle, proj=proj,
              exps=EXPS, **{f"cv_{k}": np.array(v) for k, v in res.items()},
-             n_cv_splits=n_cv_splits, k=k)
+             n_cv_splits=n_cv_splits, k=(old["k"] if old is not None else k))
     print(f"{name} split {split} n={n} m={m} c={labels.n_classes} oracle {t_oracle:.1f}s cv {t_cv:.2f}s "
           f"nys {oracle[-1]*100:.2f} best {np.nanmin(oracle)*100:.2f} @ {EXPS[np.nanargmin(oracle[:-1])]}", flush=True)
 
@@ -264,7 +266,7 @@ if __name__ == "__main__":
             fp = os.path.join(a.out, f"{name}_{s}.npz")
             if os.path.exists(fp) and not a.cv_only:
                 continue
-            if os.environ.get("PC") and os.path.exists(fp) and ("cv_pcsq" if os.environ["PC"] == "1" else "cv_" + os.environ["PC"] + "sq") in np.load(fp):
+            if os.environ.get("PC") and os.path.exists(fp) and ("cv_pcsq" if os.environ["PC"] == "1" else "cv_" + os.environ["PC"] + os.environ.get("K", "") + os.environ.get("TAG", "") + "sq") in np.load(fp):
                 continue
             if os.environ.get("RX") and not os.environ.get("PC") and os.path.exists(fp) and "cv_rxsq" in np.load(fp):
                 continue
