@@ -34,15 +34,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # public name -> submodule that defines it
 _LAZY = {
     "Nystrom": "nystrom",
     "GeneralizedNystrom": "generalized",
-    "LogDetKernelLearner": "logdet",
-    "VonNeumannKernelLearner": "logdet",
-    "distance_bounds": "logdet",
+    "LogDetKernelLearner": "bregman",
+    "VonNeumannKernelLearner": "bregman",
+    "distance_bounds": "bregman",
     "BCDNPKL": "npkl",
     "knn_graph": "npkl",
     "kernel_kmeans": "clustering",

@@ -19,7 +19,7 @@ __all__ = ["WORK", "rows_per_call", "resumable_sweeps"]
 #: multiply-adds per jitted call (~10-50 ms at 1-3 GFLOP/s per thread)
 WORK = 1 << 25
 
-# status codes of the resumable Bregman kernels (nystrom_priors._numba._bregman)
+# status codes of the resumable Bregman kernels (nystrom_priors._numba._burg and _von_neumann)
 _CONVERGED, _MAX_ITER, _INFEASIBLE, _PAUSED, _CHECK = 0, 1, 2, 3, 4
 
 

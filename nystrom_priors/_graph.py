@@ -22,7 +22,7 @@ _WEIGHTS = ("binary", "gaussian")
 
 
 def _exponent(*arrays: np.ndarray) -> int:
-    from .kernels import _binary_exponent
+    from ._width import _binary_exponent
 
     return _binary_exponent(max(float(np.abs(a).max(initial=0.0)) for a in arrays))
 

@@ -33,8 +33,8 @@ __all__ = ["REGISTRY", "validate"]
 REGISTRY = {
     "Nystrom": "nystrom_priors.nystrom",
     "GeneralizedNystrom": "nystrom_priors.generalized",
-    "LogDetKernelLearner": "nystrom_priors.logdet",
-    "VonNeumannKernelLearner": "nystrom_priors.logdet",
+    "LogDetKernelLearner": "nystrom_priors.bregman",
+    "VonNeumannKernelLearner": "nystrom_priors.bregman",
     "BCDNPKL": "nystrom_priors.npkl",
 }
 _META_KEYS = {"class": str, "library_version": str, "params": dict, "attrs": dict}
@@ -416,6 +416,10 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
                                "metadata.")
         target[field] = value
 
+    if name == "GeneralizedNystrom" and params.get("solver") == "ipm":
+        # format 1 files of 0.1.0: the interior-point solver has been removed (it never won a
+        # benchmark); a fitted model does not depend on its solver, so it loads with the default
+        params["solver"] = "auto"
     names = set(cls._param_names())
     for key in sorted(set(params) - names):
         raise InvalidModel(f"{where}: field 'params.{key}': unknown parameter of {name} "

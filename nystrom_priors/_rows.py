@@ -97,7 +97,7 @@ class RowSource:
                 f"{self.name} has n_samples = {self.n}; the default kernel width needs at least 2 "
                 "samples."
             )
-        from .kernels import _binary_exponent, mean_squared_distance
+        from ._width import _binary_exponent, mean_squared_distance
 
         if not self.lazy:
             return mean_squared_distance(self.X)

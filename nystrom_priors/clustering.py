@@ -67,7 +67,7 @@ def kernel_kmeans(
     n_init = int(check_scalar(n_init, "n_init", kind="int", lo=1))
     max_iter = int(check_scalar(max_iter, "max_iter", kind="int", lo=1))
     rng = check_random_state(random_state)
-    from .kernels import _binary_exponent
+    from ._width import _binary_exponent
 
     # k-means is invariant to scaling G; a power of two (exact) brings max |G| into [0.5, 1),
     # so that the restarts' inertias below stay finite and comparable (at |G| ~ 1e200 all were

@@ -19,14 +19,15 @@ O(nd) by :func:`mean_squared_distance`.
 
 from __future__ import annotations
 
-import os
-import threading
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
 
+from . import _rowblocks
+from ._rowblocks import _Prepared
 from ._validation import check_array, check_no_overlap, check_out, check_scalar
+from ._width import mean_l1_distance, mean_squared_distance
 
 __all__ = [
     "KernelSpec",
@@ -42,18 +43,9 @@ KERNEL_CODES = {"linear": 0, "rbf": 1, "poly": 2, "cosine": 3, "laplacian": 4}
 _ALIASES = {"gaussian": "rbf", "polynomial": "poly"}
 KERNEL_NAMES = tuple(KERNEL_CODES) + tuple(_ALIASES)
 
-# Without threadpoolctl (no per-thread BLAS), below this many features the cross term is
-# computed inside the fused Numba pass rather than by a separate multi-threaded GEMM
-# (measured in scripts/bench_extrapolation.py: fused 2.6x vs two-phase 3.5x of a bare GEMM at
-# d = 16, 2.6x vs 2.2x at d = 32). With threadpoolctl the BLAS-per-tile path wins at every d.
-FUSED_MAX_FEATURES = 24
-# Target size of one tile of E processed by one thread: small enough to stay in L2 between
-# the GEMM and the element-wise pass.
-_TILE_BYTES = 1 << 20
+
 # Rows per block yielded by iter_extrapolate when block_rows is None (~64 MiB of float64 E).
 _STREAM_ELEMENTS = 1 << 23
-# Tests set this to "fused", "blas", "twophase" or "gemm" to exercise every path.
-_FORCE_PATH: str | None = None
 
 
 @dataclass(frozen=True)
@@ -222,330 +214,6 @@ def _scale_and_spread(X: Any) -> tuple[float, float]:
     return float(np.abs(X).max()), float(np.ptp(X, axis=0).max())
 
 
-def mean_squared_distance(X: Any) -> float:
-    """Mean pairwise squared Euclidean distance, exactly, in O(nd).
-
-    ``mean_{i != j} ||x_i - x_j||^2 = 2n/(n-1) * mean_i ||x_i - mean(X)||^2``;
-    this is the Gaussian width heuristic of Zhang et al. (2012, Sec. 5). Accumulated in float64
-    with a two-pass (centred) sum, blockwise so memory stays O(d).
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features), n_samples >= 2
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nystrom_priors import mean_squared_distance
-    >>> mean_squared_distance(np.array([[0.0, 0.0], [3.0, 4.0]]))
-    25.0
-    """
-    X = check_array(X, min_samples=2)
-    n = X.shape[0]
-    step = max(1, (1 << 20) // max(1, X.shape[1]))
-    blocks = [slice(s, s + step) for s in range(0, n, step)]
-    # in units of 2^e ~ max |x| (exact): the mean and the squares cannot overflow on the way,
-    # and a width beyond float64 comes out as inf, without an overflow warning
-    e = _binary_exponent(max(float(np.abs(X[b]).max()) for b in blocks))
-    mean = sum(np.ldexp(X[b], -e).sum(axis=0, dtype=np.float64) for b in blocks) / n
-    total = 0.0
-    for b in blocks:
-        D = np.ldexp(X[b].astype(np.float64), -e) - mean
-        total += float(np.einsum("ij,ij->", D, D))
-    with np.errstate(over="ignore"):
-        return float(np.ldexp(2.0 * total / (n - 1), 2 * e))
-
-
-def _binary_exponent(amax: float) -> int:
-    """e with amax = f 2^e, f in [0.5, 1) (0 for amax = 0): scaling by 2^-e is exact and
-    brings amax into [0.5, 1)."""
-    return int(np.frexp(amax)[1]) if amax > 0.0 else 0
-
-
-def mean_l1_distance(X: Any) -> float:
-    """Mean pairwise L1 distance, exactly, in O(d n log n).
-
-    Per feature, the sum of pairwise absolute differences of sorted values ``x_(0..n-1)`` is
-    ``sum_k x_(k) (2k - n + 1)``; the default width of the Laplacian kernel. Computed in units
-    of 2^e ~ max |x| (exact), so the weighted sums (up to n^2 max |x|) cannot overflow while
-    the mean itself is a float; returns ``inf`` when it is not (``make_kernel`` says so).
-    """
-    X = check_array(X, min_samples=2)
-    n = X.shape[0]
-    weights = 2.0 * np.arange(n, dtype=np.float64) - (n - 1)
-    e = _binary_exponent(max(float(X.max()), -float(X.min())))  # no n x d |X| copy
-    total = 0.0
-    for k in range(X.shape[1]):
-        total += float(np.sort(np.ldexp(X[:, k].astype(np.float64), -e)) @ weights)
-    with np.errstate(over="ignore"):
-        return float(np.ldexp(2.0 * total / (n * (n - 1)), e))
-
-
-class _SingleThreadedBlas:
-    """Limit BLAS to one thread while Numba threads each run their own GEMM.
-
-    Uses threadpoolctl when installed (it ships with scikit-learn); reference counted and
-    locked, so concurrent calls from several Python threads restore the user's setting exactly
-    once, when the last one leaves.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._limiter = None
-        self._controller = None
-        self._available: bool | None = None
-
-    def available(self) -> bool:
-        if self._available is None:
-            if os.environ.get("NYSTROM_PRIORS_NO_THREADPOOLCTL"):
-                self._available = False
-            else:
-                try:
-                    import scipy.linalg.cython_blas  # noqa: F401  (load the BLAS numba calls)
-                    from threadpoolctl import ThreadpoolController
-
-                    self._controller = ThreadpoolController()
-                    self._available = True
-                except Exception:
-                    self._available = False
-        return self._available
-
-    def __enter__(self) -> "_SingleThreadedBlas":
-        available = self.available()
-        with self._lock:
-            if self._depth == 0 and available:
-                self._limiter = self._controller.limit(limits=1, user_api="blas")
-            self._depth += 1
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        with self._lock:
-            self._depth -= 1
-            if self._depth == 0 and self._limiter is not None:
-                self._limiter.restore_original_limits()
-                self._limiter = None
-
-
-_BLAS = _SingleThreadedBlas()
-
-
-def _tile_rows(m: int, d: int, itemsize: int) -> int:
-    """Rows per tile: about 1 MiB of E (4 MiB when d >= 256, where taller GEMMs pay off).
-
-    Depends on shapes and dtype only, never on the thread count: BLAS may sum in a different
-    order for tiles of different heights, and results must not change with the number of
-    threads.
-    """
-    target = _TILE_BYTES * (4 if d >= 256 else 1)
-    return int(max(8, min(1024, target // max(1, m * itemsize))))
-
-
-def _row_norms(A: np.ndarray) -> np.ndarray:
-    """Euclidean row norms in float64, scaled by each row's max |a| (no under- or overflow)."""
-    A = A.astype(np.float64)
-    top = np.abs(A).max(axis=1, initial=0.0)
-    scaled = np.divide(A, top[:, None], out=np.zeros_like(A), where=top[:, None] > 0)
-    with np.errstate(over="ignore"):  # inf past float64's range; the callers report it
-        return top * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
-
-
-class _Prepared:
-    """Landmark-side quantities, computed once per call (or once per stream)."""
-
-    def __init__(self, Z: np.ndarray, spec: KernelSpec, dtype: np.dtype) -> None:
-        self.spec = spec
-        self.dtype = dtype
-        Zf = np.ascontiguousarray(Z, dtype=dtype)
-        d = Zf.shape[1]
-        self.shift = np.zeros(d, dtype=np.float64)
-        self.zaux = np.zeros(Zf.shape[0], dtype=np.float64)
-        if spec.name == "rbf":
-            # distances are shift invariant; centring on the landmarks' mean cuts cancellation
-            self.shift = Zf.mean(axis=0, dtype=np.float64)
-            Zs64 = Zf.astype(np.float64) - self.shift
-            Zf = np.ascontiguousarray(Zs64, dtype=dtype)
-            Zc = Zf.astype(np.float64)
-            self.zaux = np.einsum("ij,ij->i", Zc, Zc)
-        elif spec.name == "cosine":
-            # unit landmarks: <x, z / ||z||> / ||x|| stays in range at any scale of the data
-            nrm = _row_norms(Zf)
-            if not np.isfinite(nrm).all():
-                raise ValueError(
-                    f"k(X, Z) overflows {np.dtype(dtype).name}: the 'cosine' kernel's landmark "
-                    f"norms are not finite at max |z| = {float(np.abs(Zf).max()):.3g}. Rescale X."
-                )
-            Zf = np.ascontiguousarray(
-                np.divide(Zf.astype(np.float64), nrm[:, None], out=np.zeros(Zf.shape),
-                          where=nrm[:, None] > 0),
-                dtype=dtype,
-            )
-            self.zaux = (nrm > 0).astype(np.float64)
-        self.Zs = Zf
-        self.ZsT = np.ascontiguousarray(Zf.T)
-        self.m = Zf.shape[0]
-        self.d = d
-        self.z_absmax = float(np.abs(Zf).max(initial=0.0))
-
-    def _may_overflow(self, X: np.ndarray) -> bool:
-        """Whether k(X, Z) can leave X's float range: a bound from max |x| and max |z| only
-        (O(nd), no pass over the n x m output for ordinary data)."""
-        spec = self.spec
-        if spec.name == "laplacian" or X.size == 0:
-            return False  # exp(-distance) is in [0, 1] even when the distance overflows
-        a = max(float(X.max()), -float(X.min())) + float(np.abs(self.shift).max(initial=0.0))
-        top = np.log(float(np.finfo(X.dtype).max)) - np.log(2.0)
-        with np.errstate(divide="ignore"):  # log(0) = -inf: an all-zero side cannot overflow
-            # |<x, z>| <= d a az; squared norms / distances <= d (a + az)^2 (rbf is centred)
-            log_cross = np.log(self.d) + np.log(a) + np.log(self.z_absmax)
-            log_sq = np.log(self.d) + 2.0 * np.log(a + self.z_absmax)
-        if spec.name == "poly":  # the cross term itself, in X's dtype, or the power
-            base = np.log(spec.gamma) + log_cross
-            log_t = np.logaddexp(base, np.log(abs(spec.coef0) + 1e-300))
-            return spec.degree * max(log_t, 0.0) >= top or log_cross >= top
-        return max(log_cross, log_sq) >= top
-
-    def _scaled(self, X: np.ndarray) -> "tuple[np.ndarray, _Prepared]":
-        """``(X / 2^e, landmark side / 2^e)`` when X's or Z's scale would overflow the squared
-        norms or cross terms (X's dtype; float64 for the Laplacian's L1 sums) of a distance
-        or polynomial kernel: the kernel's scale takes ``2^(2e)`` (``2^e`` for L1 distances),
-        so ``gamma d`` is unchanged and a huge width still gives a finite kernel (E -> 1).
-        Powers of two are exact: where nothing would have overflowed the result is the same
-        bit for bit. Returns ``(X, self)`` when nothing would overflow or when the rescaled
-        gamma would not be finite (the kernel itself leaves the range; compute refuses it)."""
-        spec = self.spec
-        if spec.name not in ("rbf", "laplacian", "poly") or X.size == 0:
-            return X, self
-        span = max(float(X.max()), -float(X.min())) + float(np.abs(self.shift).max(initial=0.0))
-        span += self.z_absmax
-        power = 1 if spec.name == "laplacian" else 2
-        limit = np.finfo(np.float64 if power == 1 else X.dtype).max
-        with np.errstate(divide="ignore"):
-            if np.log(self.d) + power * np.log(span) < np.log(limit) - np.log(8.0):
-                return X, self
-        e = _binary_exponent(span)
-        with np.errstate(over="ignore"):
-            gamma = float(np.ldexp(spec.gamma, power * e))
-        if not np.isfinite(gamma):
-            return X, self
-        new = object.__new__(_Prepared)
-        new.__dict__.update(self.__dict__)
-        new.spec = KernelSpec(spec.name, gamma=gamma, degree=spec.degree, coef0=spec.coef0)
-        new.Zs = np.ldexp(self.Zs, -e).astype(self.dtype)
-        new.ZsT = np.ascontiguousarray(new.Zs.T)
-        new.shift = np.ldexp(self.shift, -e)
-        new.zaux = np.ldexp(self.zaux, -2 * e) if spec.name == "rbf" else self.zaux
-        new.z_absmax = float(np.ldexp(self.z_absmax, -e))
-        return np.ldexp(X, -e).astype(X.dtype, copy=False), new
-
-    def _check_finite(self, X: np.ndarray, out: np.ndarray, what: str,
-                      shown: "tuple[np.ndarray, _Prepared] | None" = None) -> None:
-        """Raise if ``out`` holds a non-finite value; looked at only when ``_may_overflow``.
-        ``shown``: the unscaled input and landmark side, for the message."""
-        if not self._may_overflow(X):
-            return
-        with np.errstate(over="ignore", invalid="ignore"):  # inf - inf in the sum: NaN
-            if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
-                return
-        X, self = shown if shown is not None else (X, self)
-        spec = self.spec
-        detail = (f" of degree {spec.degree}, gamma {spec.gamma:.3g}, coef0 {spec.coef0:.3g}"
-                  if spec.name == "poly" else "")
-        hint = ", lower its degree or gamma" if spec.name == "poly" else ""
-        if X.dtype != np.float64:
-            hint += ", or pass float64 data"
-        raise ValueError(
-            f"{what} overflows {X.dtype}: the {spec.name!r} kernel{detail} is not finite at "
-            f"max |x| = {float(np.abs(X).max()):.3g} and max |z| = {self.z_absmax:.3g}. "
-            f"Rescale X{hint}."
-        )
-
-    def compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
-        """Fill ``out`` (n, m) with k(X, Z); X validated, same dtype and width as Z. Raises
-        ValueError if a kernel value overflows X's dtype."""
-        Xs, prep = self._scaled(X)
-        prep._compute(Xs, out, tile, path)
-        prep._check_finite(Xs, out, "k(X, Z)", shown=(X, self))
-
-    def _compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
-        from ._numba import _extrapolate as kx
-
-        spec = self.spec
-        n = X.shape[0]
-        if n == 0:
-            return
-        if tile is None:
-            tile = _tile_rows(self.m, self.d, X.dtype.itemsize)
-        args = (spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree))
-        if spec.name == "laplacian":
-            kx.extrapolate_l1(X, self.ZsT, float(spec.gamma), out, tile)
-            return
-        if path is None:
-            if _BLAS.available():
-                path = "blas"
-            elif self.d <= FUSED_MAX_FEATURES:
-                path = "fused"
-            elif spec.name == "linear":
-                path = "gemm"
-            else:
-                path = "twophase"
-        if path == "fused":
-            kx.extrapolate_fused(X, self.ZsT, self.zaux, self.shift, *args, out, tile)
-        elif path == "gemm" or (path == "twophase" and spec.name == "linear"):
-            np.matmul(X, self.Zs.T, out=out)
-        elif path == "blas":
-            with _BLAS:
-                kx.extrapolate_blas(X, self.Zs, self.ZsT, self.zaux, self.shift, *args, out, tile)
-        elif path == "twophase":
-            # multi-threaded GEMM on large chunks, then the jitted element-wise pass
-            chunk = max(tile, (1 << 22) // max(1, self.m))
-            for s in range(0, n, chunk):
-                Xb = X[s : s + chunk]
-                Eb = out[s : s + chunk]
-                if spec.name == "rbf":
-                    Xb64 = Xb.astype(np.float64) - self.shift
-                    np.matmul(Xb64.astype(X.dtype, copy=False), self.Zs.T, out=Eb)
-                    xaux = np.einsum("ij,ij->i", Xb64, Xb64)
-                elif spec.name == "cosine":
-                    np.matmul(Xb, self.Zs.T, out=Eb)
-                    xaux = _row_norms(Xb)
-                else:
-                    np.matmul(Xb, self.Zs.T, out=Eb)
-                    xaux = np.zeros(Eb.shape[0])
-                kx.finish_rows(Eb, xaux, self.zaux, *args, tile)
-        else:
-            raise ValueError(f"unknown extrapolation path {path!r}")
-
-
-    def project(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> bool:
-        """Fill ``out`` (n, r) with ``k(X, Z) @ P`` tile by tile, if per-thread BLAS is possible.
-
-        Returns False (and does nothing) when threadpoolctl is unavailable or a test forces
-        another path; the caller then goes block by block.
-        """
-        if _FORCE_PATH not in (None, "blas") or not _BLAS.available() or X.shape[0] == 0:
-            return False
-        from ._numba import _extrapolate as kx
-
-        Xs, prep = self._scaled(X)
-        spec = prep.spec
-        # taller tiles than for E alone: each tile's GEMM repacks the m x r projection
-        itemsize = X.dtype.itemsize
-        tile = max(_tile_rows(self.m, self.d, itemsize),
-                   min(1024, (8 << 20) // max(1, self.m * itemsize)))
-        with _BLAS:
-            kx.project_blas(
-                Xs, prep.Zs, prep.ZsT, prep.zaux, prep.shift, spec.code, float(spec.gamma),
-                float(spec.coef0), int(spec.degree), P, out, tile,
-            )
-        prep._check_finite(Xs, out, "k(X, Z) @ projection", shown=(X, self))
-        return True
-
-
 def _prepare(
     X: np.ndarray | None,
     Z: Any,
@@ -655,7 +323,7 @@ def extrapolate(
     else:
         check_out(out, shape, X.dtype)
         check_no_overlap(out, {"X": X, "Z": Z})
-    prep.compute(X, out, tile, _FORCE_PATH)
+    prep.compute(X, out, tile, _rowblocks._FORCE_PATH)
     return out
 
 
@@ -734,5 +402,5 @@ def iter_extrapolate(
         if prep is None:
             prep = preps[Xb.dtype] = _Prepared(Zc, first.spec, Xb.dtype)
         out = np.empty((Xb.shape[0], prep.m), dtype=Xb.dtype)
-        prep.compute(Xb, out, None, _FORCE_PATH)
+        prep.compute(Xb, out, None, _rowblocks._FORCE_PATH)
         yield start, out

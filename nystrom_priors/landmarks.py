@@ -66,7 +66,7 @@ def kmeans(
     float64. Seeding and centre updates are jitted.
     """
     from ._numba import _kmeans as kk
-    from .kernels import _binary_exponent
+    from ._width import _binary_exponent
 
     Xw = X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
     # k-means is invariant to scaling X: a power of two (exact) brings max |x| into [0.5, 1),
@@ -144,9 +144,7 @@ def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     ``_SEED_BATCH`` by one compute-bound pass (``_kmeans.fold_centres``). Batches grow with the
     number of centres (half of them), since each new centre then removes a smaller share of the
     potential and rejections stay rare; after ``_SEED_REJECTIONS`` rejections in a row the new
-    centres are folded in early. Measured on a 10,000 x 784 float32 sample, 1000 centres, one
-    thread: 0.45x the time of one pass per centre (``scripts/bench_landmarks.py``), 1.006
-    candidates per pick. The squared distances must not overflow (callers scale X to max
+    centres are folded in early. The squared distances must not overflow (callers scale X to max
     |x| < 1): infinite weights could never be accepted.
     """
     from ._numba import _kmeans as kk
@@ -261,14 +259,13 @@ def select_landmarks(
     # over the sample (float32 vectorises over twice the lanes) and Lloyd's assignment is an
     # sgemm.
     # Centring keeps ||c||^2 - 2 x.c free of cancellation when the data sit far from the
-    # origin. Landmarks only need to summarise the density; measured on a 10,000-row sample
-    # of a 70,000 x 784 set, m = 1000, one thread: 1.8-1.95x faster than float64, inertia on
-    # 20,000 rows the same to 6 digits.
+    # origin. Landmarks only need to summarise the density, which float32 does to the
+    # inertia's sixth digit.
     # Powers of two scale (exactly) the sample to max |entry| < 1 before the mean, which
     # overflowed near float64's max, and the centred sample again before the float32 cast,
     # which holds only |x| < 3.4e38 (squared distances: 1.8e19) and flushes spreads below
     # ~1e-38 to 0: data of any float64 scale get the same landmarks up to that scale.
-    from .kernels import _binary_exponent
+    from ._width import _binary_exponent
 
     e1 = _binary_exponent(float(np.abs(sample).max(initial=0.0)))
     scaled = np.ldexp(sample, -e1)

@@ -16,7 +16,9 @@ import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
 from ._validation import check_array, check_random_state, check_random_state_param, check_scalar
-from .kernels import KernelSpec, _canonical_name, _Prepared, extrapolate, make_kernel
+from . import _rowblocks
+from ._rowblocks import _Prepared
+from .kernels import KernelSpec, _canonical_name, extrapolate, make_kernel
 from .landmarks import LANDMARK_METHODS, select_landmarks
 
 __all__ = ["Nystrom", "psd_pinv"]
@@ -172,11 +174,9 @@ class _LandmarkKernelMixin:
         return prep
 
     def _features_block(self, X: np.ndarray) -> np.ndarray:
-        from . import kernels
-
         prep = self._prepared(X.dtype)
         out = np.empty((X.shape[0], prep.m), dtype=X.dtype)
-        prep.compute(X, out, None, kernels._FORCE_PATH)
+        prep.compute(X, out, None, _rowblocks._FORCE_PATH)
         return out
 
     def _project_into(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> bool:

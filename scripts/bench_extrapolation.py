@@ -40,7 +40,6 @@ def best_of(fn, repeat: int) -> float:
 
 
 def bench_extrapolate(repeat: int, lines: list[str], shapes=SHAPES) -> None:
-    import nystrom_priors.kernels as kmod
     from nystrom_priors import extrapolate
 
     try:
@@ -53,8 +52,8 @@ def bench_extrapolate(repeat: int, lines: list[str], shapes=SHAPES) -> None:
         "",
         f"best of {repeat}; ratio = time / time of `np.matmul(X, Z.T, out=E)` in the same run",
         "",
-        "| n, d, m | GEMM ms | extrapolate / GEMM | sklearn rbf_kernel / GEMM | speed-up vs sklearn | fused | blas | two-phase |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| n, d, m | GEMM ms | extrapolate / GEMM | sklearn rbf_kernel / GEMM | speed-up vs sklearn |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for n, d, m in shapes:
         X = rng.normal(size=(n, d))
@@ -71,15 +70,6 @@ def bench_extrapolate(repeat: int, lines: list[str], shapes=SHAPES) -> None:
         }
         if rbf_kernel is not None:
             cands["sklearn"] = lambda: rbf_kernel(X, Z, gamma=1.0 / b)
-        for path in ("fused", "blas", "twophase"):
-            def run(path=path):
-                kmod._FORCE_PATH = path
-                try:
-                    extrapolate(X, Z, width=b, out=out)
-                finally:
-                    kmod._FORCE_PATH = None
-            run()
-            cands[path] = run
         for _ in range(2):
             for name, fn in cands.items():
                 time.sleep(0.5)  # let the previous candidate's spinning thread pool go idle
@@ -88,8 +78,7 @@ def bench_extrapolate(repeat: int, lines: list[str], shapes=SHAPES) -> None:
         sk = results.get("sklearn", np.nan)
         lines.append(
             f"| {n}, {d}, {m} | {g * 1e3:.1f} | **{results['ours'] / g:.2f}x** | {sk / g:.2f}x | "
-            f"{sk / results['ours']:.2f}x | {results['fused'] / g:.2f}x | {results['blas'] / g:.2f}x | "
-            f"{results['twophase'] / g:.2f}x |"
+            f"{sk / results['ours']:.2f}x |"
         )
         print(lines[-1], flush=True)
     lines.append("")

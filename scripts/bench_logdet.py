@@ -3,8 +3,8 @@
 Setup per rank r: n = 2000 samples in r dimensions, c = 2000 random pairs with ITML-style
 bounds, the linear kernel (so both solve the same problem: LogDetKernelLearner(init="linear")
 learns ``X A X^T`` for ITML's ``A``), slack gamma = 1, a fixed number of sweeps (tol = 0),
-identical constraint order. Timed in interleaved rounds: the whole ``fit`` of each, and our jitted sweep
-alone; throughput = sweeps * c / time. Von Neumann (no ITML counterpart) is timed the same way.
+identical constraint order. Timed in interleaved rounds: the whole ``fit`` of each;
+throughput = sweeps * c / time. Von Neumann (no ITML counterpart) is timed the same way.
 
 ITML 0.7.0 passes ``force_all_finite`` to scikit-learn, which 1.6+ renamed; the benchmark
 adapts the call (as the tests do) rather than pinning an old scikit-learn.
@@ -72,7 +72,6 @@ def problem(r, n, c, rng):
 
 def main() -> None:
     from nystrom_priors import LogDetKernelLearner, VonNeumannKernelLearner
-    from nystrom_priors._numba._bregman import burg_sweeps
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[16, 64, 256])
@@ -104,36 +103,15 @@ def main() -> None:
             )
 
         ours()  # compile
-        # the jitted sweep alone (no validation, no bounds, no transform)
-        model = LogDetKernelLearner(init="linear", gamma=1.0, max_iter=1, tol=0.0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(X, pairs=pairs, bounds=bounds)
-        rows_ = np.unique(pairs[:, :2])
-        G = np.ascontiguousarray(X[rows_])
-        inv = np.searchsorted(rows_, pairs[:, :2])
-        I1, I2 = inv[:, 0].copy(), inv[:, 1].copy()
-        kind = np.zeros(c, np.int8)
-        delta = pairs[:, 2].astype(float)
-
-        def kernel_only():
-            Bt = np.eye(r)
-            z = np.zeros(sweeps)
-            burg_sweeps(G, I1, I2, kind, delta, bounds, bounds.copy(), np.zeros(c), 1.0, Bt,
-                        sweeps, 0.0, z, z.copy(), z.copy())
-
         # interleaved rounds: this machine's speed drifts by tens of percent between minutes,
         # so each round times ITML, the fit and the kernel back to back; we report per-round
         # ratios (median) and the best throughput of each
         rounds = []
         for _ in range(args.rounds):
-            rounds.append((best_of(itml, repeats=1), best_of(ours, repeats=2),
-                           best_of(kernel_only, repeats=2)))
+            rounds.append((best_of(itml, repeats=1), best_of(ours, repeats=2)))
         t_itml = min(t[0] for t in rounds)
         t_ours = min(t[1] for t in rounds)
-        t_kernel = min(t[2] for t in rounds)
         ratio_fit = float(np.median([(sweeps / t[1]) / (sweeps_itml / t[0]) for t in rounds]))
-        ratio_kernel = float(np.median([(sweeps / t[2]) / (sweeps_itml / t[0]) for t in rounds]))
         vn_sweeps_n = max(1, int(2e8 / r**3 / c))
 
         def vn():
@@ -147,14 +125,12 @@ def main() -> None:
         t_vn = best_of(vn, repeats=2)
         p_ours = sweeps * c / t_ours
         p_itml = sweeps_itml * c / t_itml
-        p_kernel = sweeps * c / t_kernel
         p_vn = vn_sweeps_n * c / t_vn
-        row = dict(r=r, ours=p_ours, kernel=p_kernel, itml=p_itml, vn=p_vn, rf=ratio_fit,
-                   rk=ratio_kernel)
+        row = dict(r=r, ours=p_ours, itml=p_itml, vn=p_vn, rf=ratio_fit)
         rows.append(row)
         print(
-            f"r={r:4d}: LogDet fit {p_ours:.3g} proj/s, sweep kernel {p_kernel:.3g}, ITML "
-            f"{p_itml:.3g} -> median ratio {ratio_fit:.1f}x (kernel {ratio_kernel:.1f}x); "
+            f"r={r:4d}: LogDet fit {p_ours:.3g} proj/s, ITML "
+            f"{p_itml:.3g} -> median ratio {ratio_fit:.1f}x; "
             f"von Neumann {p_vn:.3g} proj/s",
             flush=True,
         )
@@ -165,13 +141,13 @@ def main() -> None:
         f"gamma = 1, fixed sweeps (tol = 0); projections per second (best over {args.rounds} "
         "interleaved rounds) and the median over rounds of the per-round ratio.",
         "",
-        "| r | LogDet fit (proj/s) | Burg sweep kernel (proj/s) | ITML (proj/s) | fit / ITML | kernel / ITML | von Neumann (proj/s) |",
-        "|---|---|---|---|---|---|---|",
+        "| r | LogDet fit (proj/s) | ITML (proj/s) | fit / ITML | von Neumann (proj/s) |",
+        "|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
-            f"| {row['r']} | {row['ours']:.3g} | {row['kernel']:.3g} | {row['itml']:.3g} | "
-            f"{row['rf']:.1f}x | {row['rk']:.1f}x | {row['vn']:.3g} |"
+            f"| {row['r']} | {row['ours']:.3g} | {row['itml']:.3g} | "
+            f"{row['rf']:.1f}x | {row['vn']:.3g} |"
         )
     lines += ["", "Goal: >= 25x ITML at r = 16, >= 5x at r = 256."]
     write_lines(args.out, lines)

@@ -68,15 +68,22 @@ def svm_error(G, y, lab, unl):
 _AUC_PAIRS = 20000
 
 
+def pair_cosines(G, a, b):
+    """Cosines ``K_ab / sqrt(K_aa K_bb)`` of the kernel ``G G^T`` at the pairs (a, b) (0 where a
+    row is 0)."""
+    norms = np.sqrt(np.einsum("ij,ij->i", G, G))
+    den = norms[a] * norms[b]
+    dots = np.einsum("ij,ij->i", G[a], G[b])
+    return np.divide(dots, den, out=np.zeros_like(dots), where=den > 0)
+
+
 def pair_auc_error(G, y, ends):
     """1 - AUC of the learned kernel's cosine ``K_ij / sqrt(K_ii K_jj)`` (rows ``G``) at the
     pairs ``ends`` (2, k) as a score for "same class": the pairs' own task, on samples no
     constraint touched."""
     from scipy.stats import rankdata
 
-    from nystrom_priors._generalized.lambda_selection import _pair_cosines
-
-    cos = _pair_cosines(G, ends[0], ends[1])
+    cos = pair_cosines(G, ends[0], ends[1])
     same = y[ends[0]] == y[ends[1]]
     n_pos, n_neg = int(same.sum()), int((~same).sum())
     ranks = rankdata(cos)  # ties averaged
@@ -125,22 +132,14 @@ def one_repeat(X, y, rep, n_labels=100, n_pairs=None):
         out[key] = svm_error(G, y, lab, unl)
         if n_pairs is not None:
             out["auc_" + key] = pair_auc_error(G, y, ends)
-    # test error along the same lam grid (warm-started path on all labels, same landmarks)
-    from nystrom_priors._generalized.problem import _build_problem
-    from nystrom_priors._generalized.psd import _factor
-    from nystrom_priors._generalized.solve import _solve_path
-    from nystrom_priors.side_info import check_labels
-
-    E = auto._features_block(X).astype(np.float64)
-    if n_pairs is None:
-        prob = _build_problem(auto.S0_, check_labels(yy, y.size), None, lambda r: E[r])
-    else:
-        prob = _build_problem(auto.S0_, None, side["pairs"], lambda r: E[r])
-    solve_kw = dict(solver="newton", tol=auto.tol, max_iter=2000)
+    # test error along the same lam grid: J solved exactly at each lam, same landmarks
     path_err, path_auc = [], []
     finite = auto.lam_path_[np.isfinite(auto.lam_path_)]
-    for _, S, *_ in _solve_path(prob, finite, solve_kw):
-        G = E @ _factor(S)
+    for lam in finite:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fixed = npr.GeneralizedNystrom(lam=float(lam), solver="newton", **common).fit(X, **side)
+        G = fixed.transform(X)
         path_err.append(svm_error(G, y, lab, unl))
         if n_pairs is not None:
             path_auc.append(pair_auc_error(G, y, ends))
@@ -392,9 +391,10 @@ def main(argv=None) -> int:
 
 def _scored_mean(paths):
     """Mean over repeats of the entries that are not NaN (NaN where no repeat scored)."""
-    from nystrom_priors._generalized.lambda_selection import _nanmean_columns
-
-    return _nanmean_columns(np.asarray(paths, dtype=float))
+    values = np.asarray(paths, dtype=float)
+    count = np.count_nonzero(~np.isnan(values), axis=0)
+    total = np.where(np.isnan(values), 0.0, values).sum(axis=0)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def draw_paths(plt, curves, pairs=False):

@@ -12,7 +12,7 @@ import model_files as mf
 import numpy as np
 import pytest
 
-from nystrom_priors import Nystrom, load, save
+from nystrom_priors import GeneralizedNystrom, Nystrom, load, save
 
 
 @pytest.fixture
@@ -449,3 +449,28 @@ def test_save_through_a_symbolic_link_replaces_its_target(tmp_path, models):
     save(models["BCDNPKL"], link)
     assert link.is_symlink() and type(load(target)).__name__ == "BCDNPKL"
     assert _listing(tmp_path) == ["link.npz", "real.npz"]
+
+
+def test_a_model_saved_with_the_removed_ipm_solver_still_loads(tmp_path):
+    """0.1.0's solver="ipm" is gone; its saved models load with solver="auto", same kernel."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = np.where(np.arange(80) < 30, (X[:, 0] > 0).astype(int), -1)
+    model = GeneralizedNystrom(n_landmarks=10, lam=1e-3, random_state=0).fit(X, y)
+    path = tmp_path / "m.npz"
+    save(model, path)
+    legacy = tmp_path / "legacy.npz"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(legacy, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "__meta__.npy":
+                arr = np.load(io.BytesIO(data))
+                meta = json.loads(str(arr))
+                meta["params"]["solver"] = "ipm"
+                buf = io.BytesIO()
+                np.save(buf, np.array(json.dumps(meta)))
+                data = buf.getvalue()
+            dst.writestr(item, data)
+    back = load(legacy)
+    assert back.solver == "auto"
+    np.testing.assert_array_equal(back.transform(X), model.transform(X))

@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from scipy.spatial.distance import pdist
 
-import nystrom_priors.kernels as kmod
+import nystrom_priors._rowblocks as kmod
 from nystrom_priors import extrapolate, iter_extrapolate, make_kernel, mean_squared_distance
 from nystrom_priors.kernels import mean_l1_distance
 

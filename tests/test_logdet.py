@@ -1,4 +1,5 @@
-"""LogDetKernelLearner / VonNeumannKernelLearner (Kulis et al. 2006) against independent oracles.
+"""LogDetKernelLearner (Burg) and what both Bregman learners share (Kulis et al. 2006), against
+independent oracles; von Neumann's own projections are in test_von_neumann.py.
 
 Oracles: a dense n x n numpy implementation of the same Bregman projections (rank-one update
 ``K + beta K z z^T K``; the similarity projection via Woodbury and a scipy root-finder; von
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy.optimize import brentq
+
 
 from nystrom_priors import (
     InfeasibleConstraintsWarning,
@@ -22,192 +23,15 @@ from nystrom_priors import (
     VonNeumannKernelLearner,
 )
 from nystrom_priors.exceptions import ConvergenceWarning
-from nystrom_priors.logdet import distance_bounds
+from nystrom_priors import distance_bounds
 
 
-# --------------------------------------------------------------------------------------------
-# helpers
-# --------------------------------------------------------------------------------------------
-
-
-def feasible_problem(rng, n=40, d=5, k=30, margin=0.2, deficient=False):
-    """Pairs with bounds satisfied strictly by a hidden Mahalanobis matrix A*."""
-    X = rng.normal(size=(n, d))
-    if deficient:
-        X[:, -1] = X[:, 0] - X[:, 1]  # rank d - 1
-    L = rng.normal(size=(d, d))
-    A = L @ L.T + 0.1 * np.eye(d)
-    a, b = np.triu_indices(n, 1)
-    pick = rng.choice(a.size, size=k, replace=False)  # distinct pairs
-    ij = np.column_stack([a[pick], b[pick]])
-    sign = rng.choice([-1, 1], size=k)
-    diff = X[ij[:, 0]] - X[ij[:, 1]]
-    dstar = np.einsum("ij,jk,ik->i", diff, A, diff)
-    bounds = np.where(sign > 0, (1 + margin) * dstar, (1 - margin) * dstar)
-    pairs = np.column_stack([ij, sign])
-    return X, pairs, bounds
-
-
-def sqdist(G, pairs):
-    v = G[pairs[:, 0]] - G[pairs[:, 1]]
-    return (v * v).sum(axis=1)
-
-
-def rel_violation(G, pairs, bounds):
-    d = sqdist(G, pairs)
-    return np.max(np.maximum(0.0, pairs[:, 2] * (d - bounds)) / bounds)
-
-
-def dense_burg(K, pairs, bounds, gamma, n_sweeps, sim_pairs=None, sim_bounds=None):
-    """Dense n x n reference of the same cyclic projections (distance, then similarity)."""
-    K = K.copy()
-    nd = pairs.shape[0]
-    sim_pairs = np.zeros((0, 3), int) if sim_pairs is None else sim_pairs
-    lam = np.zeros(nd + sim_pairs.shape[0])
-    bhat = np.asarray(bounds, float).copy()
-    gp = 1.0 if math.isinf(gamma) else gamma / (gamma + 1.0)
-    for _ in range(n_sweeps):
-        for c in range(nd):
-            i, j, s = pairs[c]
-            z = np.zeros(K.shape[0])
-            z[i], z[j] = 1.0, -1.0
-            Kz = K @ z
-            p = z @ Kz
-            alpha = min(lam[c], gp * s * (1 / p - 1 / bhat[c]))
-            lam[c] -= alpha
-            beta = s * alpha / (1 - s * alpha * p)
-            if not math.isinf(gamma):
-                bhat[c] = 1 / (1 / bhat[c] + s * alpha / gamma)
-            K = K + beta * np.outer(Kz, Kz)
-        for t in range(sim_pairs.shape[0]):
-            c = nd + t
-            i, j, s = sim_pairs[t]
-            delta = -s
-            K, lam[c] = _dense_similarity(K, i, j, sim_bounds[t], delta, lam[c])
-    return K, lam
-
-
-def _dense_similarity(K, i, j, b, delta, lam):
-    """Burg projection onto K_ij = b (then the dual clip), dense, by a scalar root-finder."""
-    n = K.shape[0]
-    if i == j:
-        p = K[i, i]
-        rho = 1 / p - 1 / b
-        alpha = min(lam, delta * rho)
-        rho = delta * alpha
-        z = np.zeros(n)
-        z[i] = 1
-        Kz = K @ z
-        return K + (rho / (1 - rho * p)) * np.outer(Kz, Kz), lam - alpha
-    U = np.zeros((n, 2))
-    U[i, 0] = U[j, 1] = 1.0
-
-    def updated(rho):
-        if rho == 0:
-            return K
-        Dinv = (2.0 / rho) * np.array([[0.0, 1.0], [1.0, 0.0]])
-        KU = K @ U
-        return K + KU @ np.linalg.solve(Dinv - U.T @ KU, KU.T)
-
-    p, q, s0 = K[i, i], K[j, j], K[i, j]
-    h = math.sqrt(p * q)
-    hi = 2.0 / (s0 + h) * (1 - 1e-12)  # I - rho Asym stays PD inside (lo, hi)
-    lo = 2.0 / (s0 - h) * (1 - 1e-12) if s0 - h < 0 else -1e12
-    rho_star = brentq(lambda r: updated(r)[i, j] - b, lo, hi, xtol=1e-300, rtol=1e-15)
-    alpha = min(lam, delta * rho_star)
-    return updated(delta * alpha), lam - alpha
-
-
-def _sym_fun(C, fun):
-    w, V = np.linalg.eigh(0.5 * (C + C.T))
-    return (V * fun(w)) @ V.T
-
-
-def dense_von_neumann(K, pairs, bounds, n_sweeps):
-    """Dense reference: log K <- log K + rho z z^T on range(K), rho by brentq."""
-    w, V = np.linalg.eigh(K)
-    keep = w > 1e-10 * w.max()
-    V, C = V[:, keep], np.diag(w[keep])
-    lam = np.zeros(pairs.shape[0])
-    for _ in range(n_sweeps):
-        for c in range(pairs.shape[0]):
-            i, j, s = pairs[c]
-            vz = V[i] - V[j]
-            logC = _sym_fun(C, np.log)
-
-            def f(rho):
-                return vz @ _sym_fun(logC + rho * np.outer(vz, vz), np.exp) @ vz
-
-            b = bounds[c]
-            p = f(0.0)
-            lo, hi = -1.0, 1.0
-            while f(lo) > b:
-                lo *= 2
-            while f(hi) < b:
-                hi *= 2
-            rho_star = brentq(lambda r: math.log(f(r) / b), lo, hi, xtol=1e-300, rtol=1e-15)
-            alpha = min(lam[c], s * rho_star)
-            lam[c] -= alpha
-            if alpha != 0.0 and p > 0:
-                C = _sym_fun(logC + s * alpha * np.outer(vz, vz), np.exp)
-    return V @ C @ V.T, lam
-
-
-# --------------------------------------------------------------------------------------------
-# secular eigensolver and projection parameter
-# --------------------------------------------------------------------------------------------
-
-
-@given(
-    r=st.integers(1, 40),
-    seed=st.integers(0, 2**31 - 1),
-    scale=st.sampled_from([1e-3, 1.0, 30.0]),
-    rho_scale=st.sampled_from([1e-9, 1e-3, 1.0, 100.0]),
-    repeats=st.booleans(),
-    zeros=st.booleans(),
-    negative=st.booleans(),
+from _bregman_oracles import (  # noqa: E402
+    dense_burg,
+    feasible_problem,
+    rel_violation,
+    sqdist,
 )
-def test_dpr1_eig_matches_eigh(r, seed, scale, rho_scale, repeats, zeros, negative):
-    from nystrom_priors._numba._bregman import dpr1_eig
-
-    rng = np.random.default_rng(seed)
-    d = rng.normal(size=r) * scale
-    if repeats:
-        d[: r // 2 + 1] = d[0]  # exactly repeated poles: Givens deflation
-    w = rng.normal(size=r)
-    if zeros:
-        w[::3] = 0.0  # zero weights: plain deflation
-    rho = rho_scale * (-1.0 if negative else 1.0)
-    theta, U = np.empty(r), np.empty((r, r))
-    dpr1_eig(d, w, rho, theta, U)
-    A = np.diag(d) + rho * np.outer(w, w)
-    ref = np.linalg.eigvalsh(A)
-    size = max(np.abs(ref).max(), 1e-300)
-    assert np.allclose(np.sort(theta), ref, rtol=0, atol=64 * r * 2.2e-16 * size)
-    assert np.abs(A @ U - U * theta).max() <= 64 * r * 2.2e-16 * size
-    assert np.abs(U.T @ U - np.eye(r)).max() <= 64 * r * 2.2e-16
-
-
-def test_vn_root_solves_the_trace_equation_in_few_evaluations():
-    from scipy.linalg import expm
-
-    from nystrom_priors._numba._bregman import vn_root
-
-    rng = np.random.default_rng(3)
-    evals = []
-    for _ in range(200):
-        r = int(rng.integers(2, 30))
-        d, w = rng.normal(size=r), rng.normal(size=r)
-        p = np.exp(d) @ (w * w)
-        b = p * math.exp(rng.normal() * 1.5)
-        theta, U, c = np.empty(r), np.empty((r, r)), np.empty(r)
-        rho, nev = vn_root(d, w, b, theta, U, c)
-        f = w @ expm(np.diag(d) + rho * np.outer(w, w)) @ w
-        assert abs(f / b - 1) < 1e-10
-        evals.append(nev)
-    # the paper: "rarely more than six trace evaluations per projection"
-    assert np.median(evals) <= 6 and max(evals) <= 12
-
 
 # --------------------------------------------------------------------------------------------
 # dense oracle: factored projections = dense projections
@@ -260,19 +84,6 @@ def test_similarity_constraints_hold_at_convergence():
     K = model.kernel(X)
     got = K[sim[:, 0], sim[:, 1]]
     assert np.all(-sim[:, 2] * (got - sb) <= 1e-8 * np.maximum(1, np.abs(sb)))
-
-
-def test_von_neumann_factored_equals_dense():
-    rng = np.random.default_rng(4)
-    X, pairs, bounds = feasible_problem(rng, n=25, d=5, k=15)
-    n_sweeps = 5
-    model = VonNeumannKernelLearner(init="linear", max_iter=n_sweeps, tol=0.0)
-    with pytest.warns(ConvergenceWarning):
-        G = model.fit_transform(X, pairs=pairs, bounds=bounds)
-    Kd, lam = dense_von_neumann(X @ X.T, model.pairs_, model.bounds_, n_sweeps)
-    K = G @ G.T
-    assert np.abs(K - Kd).max() <= 1e-10 * np.abs(Kd).max()
-    assert np.allclose(model.dual_, lam, rtol=1e-8, atol=1e-12 * np.abs(lam).max())
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,23 +168,6 @@ def test_burg_properties_on_feasible_problems(seed, d, k, gamma, deficient):
         assert rel_violation(G, model.pairs_, model.bounds_) < tol
     else:  # slack: the constraints hold against the slack-adjusted bounds
         assert rel_violation(G, model.pairs_, model.slack_bounds_) < tol
-
-
-@given(seed=st.integers(0, 2**31 - 1), k=st.integers(1, 15))
-def test_von_neumann_properties_on_feasible_problems(seed, k):
-    rng = np.random.default_rng(seed)
-    X, pairs, bounds = feasible_problem(rng, n=25, d=4, k=k)
-    tol = 1e-4
-    model = VonNeumannKernelLearner(init="linear", tol=tol, max_iter=5000)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        G = model.fit_transform(X, pairs=pairs, bounds=bounds)
-    assert model.converged_
-    assert np.linalg.matrix_rank(G @ G.T) <= np.linalg.matrix_rank(X)
-    assert np.all(model.spectrum_ > 0)
-    assert np.abs(model.W_.T @ model.W_ - np.eye(4)).max() < 1e-10
-    assert rel_violation(G, model.pairs_, model.bounds_) < tol
-    assert model.dual_.min() >= 0.0
 
 
 def test_nystrom_init_is_inductive_and_rank_preserving():

@@ -1,6 +1,6 @@
 """Jitted cross-validation of GeneralizedNystrom's lam on the labeled rows.
 
-Private: arrays and scalars only; the math is in ``nystrom_priors/_generalized/lam_cv.py``.
+Private: arrays and scalars only; the math is in ``nystrom_priors/generalized/_lam.py``.
 One call scores every (fold, lam): folds run in parallel (``prange``), each fold builds its
 restricted problem once and then costs one p x p eigendecomposition per lam, p the rank of the
 fold's labeled rows.

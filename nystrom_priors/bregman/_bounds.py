@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_array, check_option, check_random_state, check_scalar
-from .side_info import check_pairs
+from .._validation import check_array, check_option, check_random_state, check_scalar
+from ..side_info import check_pairs
 
 __all__ = ["distance_bounds", "pair_lengths"]
 

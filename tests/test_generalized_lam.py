@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from nystrom_priors import GeneralizedNystrom, Nystrom, extrapolate
-from nystrom_priors._generalized import lam_cv
-from nystrom_priors._generalized.problem import _Problem
-from nystrom_priors._generalized.solve import _solve_lam
+from nystrom_priors.generalized import _lam as lam_cv
+from nystrom_priors.generalized._problem import _Problem
+from nystrom_priors.generalized._solver import _solve_lam
 from nystrom_priors._numba import _lam_cv as jit
 
 

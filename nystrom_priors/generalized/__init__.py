@@ -20,7 +20,7 @@ gradient through a sparse mask and never forms an |I| x |I| matrix.
 The default: fast, and never far from the prior
 -----------------------------------------------
 With ``lam="auto"`` and labels (the defaults), the fit is the **one-step model** at a
-cross-validated lam (``_generalized/lam_cv.py``). S changes only on the span of the labeled
+cross-validated lam (``generalized/_lam.py``). S changes only on the span of the labeled
 rows, ``S = S0 + V (Y - C) V^T`` (V: an orthonormal basis of ``range(E_l^T)`` in
 ``range(S0)``; ``S >= 0`` iff ``Y >= 0``), and Y is the minimiser over the PSD cone of the
 separable majoriser of J at its unconstrained optimum (weights ``sqrt((lam + mu_i^2)(lam +
@@ -56,14 +56,12 @@ A fixed ``lam``, pairs, or an explicit ``solver`` solve J itself to a certified 
     original coordinates. The paper's eq. (7) writes ``+eta grad``: the descent step is
     ``S <- P_psd(S - grad / A)``.
 ``"newton"``
-    Semismooth Newton-CG on the dual (``_generalized/dual_newton.py``): the dual lives on the
+    Semismooth Newton-CG on the dual (``generalized/_dual.py``): the dual lives on the
     constrained entries only, is unconstrained and strongly concave, and every dual point
     gives a PSD primal ``S = P_psd(S0 - A*(R)/lam)`` and an exact duality gap. A cold start at
     small lam continues on the dual of the log-barrier problem ``J(S) - tau log det S`` with
-    tau driven to 0 (``_generalized/barrier_dual.py``), whose steps do not grow as lam
+    tau driven to 0 (same module), whose steps do not grow as lam
     shrinks. Should a solve still not certify, its last primal iterate goes to APG.
-``"ipm"`` (labels only)
-    Primal log-barrier path following with Newton-CG steps (``_generalized/ipm.py``).
 
 Never on the relative decrease of J, which stops 1e-3..1e-1 above the optimum.
 
@@ -74,7 +72,7 @@ Choosing lam
     Pairs only: the folds deal the constrained *samples* into groups, refit S exactly on the
     pairs with no end in a group and score the learned kernel's cosine
     ``K_ij / sqrt(K_ii K_jj)`` on the pairs with both ends in it by its squared error to the
-    targets 1 / 0 (``_generalized/lambda_selection.py``).
+    targets 1 / 0 (``generalized/_lam.py``).
 ``"nka"``
     The paper's eq. (12): maximise ``rho(S, S0) * rho(E_l S E_l^T, K*)`` (centred alignment).
     When W is ill-conditioned ``rho(S, S0)`` stays ~1 for every lam and the rule degenerates
@@ -88,19 +86,34 @@ from typing import Any
 
 import numpy as np
 
-from ._base import BaseEstimator, FactorTransformMixin
-from ._generalized import lambda_selection as _selection
-from ._generalized.problem import _build_problem, _top_gram_eig
-from ._generalized.psd import _factor, _sym
-from ._generalized.solve import _LAM_RANGE, _solve_lam
-from ._validation import check_option, check_random_state, check_scalar
-from .exceptions import ConvergenceWarning
-from .nystrom import _LandmarkKernelMixin
-from .side_info import check_labels, check_pairs
+from .._base import BaseEstimator, FactorTransformMixin
+from .._validation import check_option, check_random_state, check_scalar
+from ..exceptions import ConvergenceWarning
+from ..nystrom import _LandmarkKernelMixin
+from ..side_info import check_labels, check_pairs
+from . import _lam
+from ._problem import _build_problem, _factor, _sym, _top_gram_eig
+from ._solver import _LAM_RANGE, _solve_lam
 
 __all__ = ["GeneralizedNystrom"]
 
-_SOLVERS = ("auto", "onestep", "apg", "pgd", "newton", "ipm")
+_SOLVERS = ("auto", "onestep", "newton", "apg", "pgd")
+
+def _floored(lam: float, scale: float) -> float:
+    """lam, raised with a warning to ``mu_max^2 * eps`` below which J is numerically its
+    lam -> 0 limit."""
+    if lam < _LAM_RANGE * scale:
+        warnings.warn(
+            f"lam={lam:.3g} is below mu_max^2 * eps = {_LAM_RANGE * scale:.3g} for these "
+            f"data (lam_scale_ = {scale:.3g}), where the weights lam + mu_i mu_j of J are "
+            f"within float64 round-off of M's eigenvalues: every smaller lam is the same "
+            f"problem. Solving at lam={_LAM_RANGE * scale:.3g} (lam_).",
+            UserWarning,
+            stacklevel=5,
+        )
+        return _LAM_RANGE * scale
+    return lam
+
 
 class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
     """Low-rank kernel learned from labels or pairs through the Nystrom dictionary kernel.
@@ -124,17 +137,17 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     lam_grid : array-like of float, optional
         Exponents e of the grid ``mu_max^2 * 10^e``; default ``-12, -11, ..., 0``. Within
         ``|e| <= -log10(eps) = 15.65``.
-    solver : {"auto", "onestep", "apg", "pgd", "newton", "ipm"}, default="auto"
+    solver : {"auto", "onestep", "newton", "apg", "pgd"}, default="auto"
         ``"onestep"``: the closed-form one-step model (labels only); the others solve J
-        exactly: preconditioned accelerated projected gradient, the paper's gradient mapping,
-        the dual semismooth Newton-CG, or a primal log-barrier method (labels only).
+        exactly: the dual semismooth Newton-CG, the preconditioned accelerated projected
+        gradient, or the paper's gradient mapping (the fidelity reference).
         ``"auto"``: the one-step model with ``lam="auto"`` on labels alone, else the
         smaller of the exact primal and dual solvers (see the module docstring).
     tol : float, default=1e-6
         Certified tolerance: relative duality gap (labels) or relative projected-gradient
         residual (pairs).
     max_iter : int, optional
-        Iterations of an exact solver (default 20000 for "pgd", 500 for "ipm", else 2000).
+        Iterations of an exact solver (default 20000 for "pgd", else 2000).
     cv : int, default=5
         Folds for ``lam="auto"`` (labels: stratified, two independent splits up to 500
         labels; pairs only: capped by the number of constrained samples).
@@ -237,12 +250,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
 
     # ----- parameter checks ------------------------------------------------------------------
     def _check_params(self) -> dict:
-        from ._progress import check_verbose
+        from .._progress import check_verbose
 
         check_verbose(self.verbose)
         solver = check_option(self.solver, "solver", _SOLVERS)
         tol = check_scalar(self.tol, "tol", lo=0.0, lo_closed=False, hi=1.0)
-        default_iter = {"pgd": 20000, "ipm": 500}.get(solver, 2000)
+        default_iter = 20000 if solver == "pgd" else 2000
         max_iter = default_iter if self.max_iter is None else int(
             check_scalar(self.max_iter, "max_iter", kind="int", lo=1)
         )
@@ -283,7 +296,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         -------
         self
         """
-        from ._rows import RowSource
+        from .._rows import RowSource
 
         params = self._check_params()
         X = RowSource(X)  # in memory, memmap or dask: only sampled and labeled rows are read
@@ -345,11 +358,6 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                         stacklevel=3,
                     )
         pairs_arr = None if pairs is None else check_pairs(pairs, n)
-        if params["solver"] == "ipm" and pairs_arr is not None:
-            raise ValueError(
-                "solver='ipm' needs labels only (its Newton system is diagonal in M's "
-                "eigenbasis); with pairs use solver='auto', 'apg', 'newton' or 'pgd'."
-            )
         if params["solver"] == "onestep" and pairs_arr is not None:
             raise ValueError(
                 "solver='onestep' needs labels only (its closed form is that of the labels "
@@ -371,17 +379,16 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self.lam_scale_ = float("nan")
 
     def _one_step(self, params, pairs_arr) -> bool:
-        """Whether the fit is the one-step model (``_generalized/lam_cv.py``): asked for, or the
+        """Whether the fit is the one-step model (``generalized/_lam.py``): asked for, or the
         default solver with lam="auto" on labels alone."""
         if pairs_arr is not None or self.lam == "nka":
             return False
         return params["solver"] == "onestep" or (params["solver"] == "auto" and self.lam == "auto")
 
     def _fit_one_step(self, El, labels, prior, prior_projection, params, rng):
-        """The one-step model at a fixed or cross-validated lam (``_generalized/lam_cv.py``).
+        """The one-step model at a fixed or cross-validated lam (``generalized/_lam.py``).
         ``prior`` = (U0, w) with ``S0 = U0 diag(1 / w) U0^T``."""
-        from ._generalized import lam_cv
-
+        
         U0, w = prior
         PE = El @ U0
         mu_max = _top_gram_eig(El)
@@ -389,7 +396,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self._check_scale(scale, El)
         self.lam_scale_ = float(scale)
         if params["fixed"] is not None:
-            rel = float(params["fixed"]) / scale
+            lam = _floored(float(params["fixed"]), scale)
+            if lam * _LAM_RANGE > scale:  # J is its lam -> inf limit: the prior, exactly
+                return self._set_solution(self.S0_, lam, prior_projection, 0, True, 0.0)
+            rel = lam / scale
         else:
             e, crit, err = self._select_lam(PE, w, labels, params, rng)
             self.lam_path_ = np.append(scale * 10.0 ** params["grid"], np.inf)
@@ -397,19 +407,18 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             if e is None:
                 return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
             rel = 10.0**e
-        S_r, _ = lam_cv.onestep_model(PE, w, labels.codes, labels.n_classes, rel)
+        S_r, _ = _lam.onestep_model(PE, w, labels.codes, labels.n_classes, rel)
         S = _sym(U0 @ S_r @ U0.T)
         return self._set_solution(S, rel * scale, _factor(S), 1, True, float("nan"))
 
     def _select_lam(self, PE, w, labels, params, rng):
-        """``lam_cv.select_lam`` with its progress record: one step, every fold and lam scored
+        """``_lam.select_lam`` with its progress record: one step, every fold and lam scored
         in one jitted call."""
-        from ._generalized import lam_cv
-        from ._progress import Progress
+        from .._progress import Progress
 
         with Progress(self.verbose, 1, "GeneralizedNystrom lambda path (CV)", "fit") as pr:
-            e, crit, err = lam_cv.select_lam(PE, w, labels.codes, labels.n_classes,
-                                             params["grid"], rng, params["cv"])
+            e, crit, err = _lam.select_lam(PE, w, labels.codes, labels.n_classes,
+                                           params["grid"], rng, params["cv"])
             pr.update(1, loss=float(np.min(crit)))
             pr.close("the prior (no lam beat it)" if e is None else f"lam = mu_max^2 * 1e{e:g}")
         return e, crit, err
@@ -439,28 +448,17 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
 
     def _choose_lam(self, prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng) -> float:
         """The lam of the exact solve: fixed, eq. (12) ("nka") or cross-validated ("auto")."""
-        from ._progress import Progress
+        from .._progress import Progress
 
         scale = self.lam_scale_
         solve_kw = dict(solver=params["solver"], tol=params["tol"], max_iter=params["max_iter"])
         if params["fixed"] is not None:
-            lam = float(params["fixed"])
-            if lam < _LAM_RANGE * scale:
-                warnings.warn(
-                    f"lam={lam:.3g} is below mu_max^2 * eps = {_LAM_RANGE * scale:.3g} for these "
-                    f"data (lam_scale_ = {scale:.3g}), where the weights lam + mu_i mu_j of J are "
-                    f"within float64 round-off of M's eigenvalues: every smaller lam is the same "
-                    f"problem. Solving at lam={_LAM_RANGE * scale:.3g} (lam_).",
-                    UserWarning,
-                    stacklevel=4,
-                )
-                lam = _LAM_RANGE * scale
-            return lam
+            return _floored(float(params["fixed"]), scale)
         lams = scale * 10.0 ** params["grid"]
         self.lam_path_ = lams
         if self.lam == "nka":
             with Progress(self.verbose, lams.size, "GeneralizedNystrom lambda path", "lam") as pr:
-                crit, _sols = _selection._path_nka(prob, lams, labels, solve_kw, pr)
+                crit, _sols = _lam._path_nka(prob, lams, labels, solve_kw, pr)
                 pr.close(f"lam={lams[int(np.argmax(crit))]:.3g} maximises the NKA criterion")
             self.criterion_path_ = crit
             return float(lams[int(np.argmax(crit))])
@@ -472,17 +470,17 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             return np.inf if e is None else scale * 10.0**e
         n_folds = int(min(params["cv"], np.unique(pairs_arr[:, :2]).size))
         with Progress(
-            self.verbose, _selection._CV_SPLITS * n_folds * lams.size,
+            self.verbose, _lam._CV_SPLITS * n_folds * lams.size,
             "GeneralizedNystrom lambda path (CV)", "fit"
         ) as pr:
-            losses, errors = _selection._cv_losses_pairs(
+            losses, errors = _lam._cv_losses_pairs(
                 self.S0_, pairs_arr, E_of, lams, params["cv"], rng, solve_kw, pr, prob.mu_max,
                 S0_eig,
             )
-            best = _selection._cv_choice(losses)
+            best = _lam._cv_choice(losses)
             pr.close(f"lam={lams[best]:.3g} (smallest CV loss)")
-        self.criterion_path_ = _selection._nanmean_columns(losses)
-        self.cv_error_path_ = _selection._nanmean_columns(errors)
+        self.criterion_path_ = _lam._nanmean_columns(losses)
+        self.cv_error_path_ = _lam._nanmean_columns(errors)
         return float(lams[best])
 
     def _set_solution(self, S, lam, F, n_iter, converged, cert) -> "GeneralizedNystrom":

@@ -1,46 +1,6 @@
-"""Low-rank kernel learning with Bregman matrix divergences (Kulis, Sustik & Dhillon, ICML 2006).
-
-Both learners solve
-
-    minimise  D(K, K0)   subject to  delta_c * tr(K A_c) <= delta_c * b_c,   c = 1..C
-
-over kernels K with the range space of the initial kernel ``K0 = G0 G0^T``, by cyclic Bregman
-projections with one dual variable ``lam_c >= 0`` per inequality (Censor & Zenios 1997).
-``delta = +1`` is an upper bound, ``delta = -1`` a lower bound. Constraints:
-
-* distance: ``d(i, j) = K_ii + K_jj - 2 K_ij`` (a *squared* distance), ``A = z z^T``,
-  ``z = e_i - e_j``. Must-link pairs ``[i, j, +1]`` get ``d <= b``, cannot-link ``[i, j, -1]``
-  get ``d >= b``.
-* similarity (Burg only, Sec. 5.3): ``K_ij``, ``A = (e_i e_j^T + e_j e_i^T) / 2`` (rank two);
-  ``[i, j, +1]`` means ``K_ij >= b`` (similar), ``[i, j, -1]`` means ``K_ij <= b``; ``i = j``
-  bounds a diagonal entry.
-
-**Burg / LogDet** (Algorithm 1). With ``D = tr(K K0^+) - log det - r`` on the common range
-space, the projection onto one distance constraint has a closed form. For ``p = d(i, j)`` at
-the current kernel (Kulis et al. 2009, with the direction ``delta`` that Algorithm 1 as printed
-omits for ``>=`` constraints, and ITML's slack):
-
-    alpha = min(lam_c, gamma/(gamma+1) * delta * (1/p - 1/bhat_c)),   lam_c -= alpha,
-    beta  = delta alpha / (1 - delta alpha p),   bhat_c <- 1 / (1/bhat_c + delta alpha / gamma),
-    K <- K + beta K z z^T K.
-
-``gamma = inf`` gives hard constraints (``bhat = b``). In factored form ``K = G0 B B^T G0^T``
-the update is ``B <- B L`` with ``L L^T = I + beta w w^T``, ``w = B^T (g0_i - g0_j)``, which
-costs O(r^2) (see :mod:`nystrom_priors._numba._bregman`). ``1 + beta p = 1/(1 - delta alpha
-p) > 0`` always, so ``K`` stays PSD with the range space of ``K0``: the rank is preserved.
-
-A similarity constraint has no slack form here (its bound may be <= 0, where the Burg slack on
-b is undefined): it is always hard. Its projection ``K' = G (I - rho Asym)^{-1} G^T`` in the
-factor space (``Asym = (a c^T + c a^T)/2``, ``a, c`` the current factor rows of i, j) meets
-``K'_ij = b`` for the root of ``b g rho^2 + 2 (g + 2 b s) rho - 4 (b - s) = 0``
-(``s = a.c``, ``g = |a|^2 |c|^2 - s^2``) that keeps ``I - rho Asym`` positive definite.
-
-**von Neumann** (Algorithm 2). ``D = tr(K log K - K log K0 - K + K0)``; a projection is
-``log K <- log K + rho z z^T`` on the range space, i.e. in the eigenbasis ``K = V0 W
-diag(e^d) W^T V0^T`` the diagonal-plus-rank-one update ``diag(d) + rho w w^T``
-(secular equation, O(r^2)). ``rho`` has no closed form: it solves ``f(rho) = w^T exp(diag(d)
-+ rho w w^T) w = b`` (f increasing), found by safeguarded Newton on ``log f`` (about four
-evaluations of f).
+"""The state and machinery both Bregman learners share: the factored initial kernel, the
+constraints (distance bounds, slack, similarity pairs), the sweep driver with its
+convergence and infeasibility tests.
 
 **Convergence** is ITML's rule on the duals: ``||lam - lam_old||_1 / (||lam||_2 +
 ||lam_old||_2) < tol`` after a sweep, *and* the largest relative violation seen in the sweep
@@ -67,13 +27,12 @@ principal directions when ``rank < d``) the learner is kernelised ITML: the lear
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any
 
 import numpy as np
 
-from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
+from .._base import BaseEstimator, FactorTransformMixin
 from ._bounds import (
     _BOUND_RULES,
     _check_percentiles,
@@ -81,17 +40,16 @@ from ._bounds import (
     distance_bounds,
     pair_lengths,
 )
-from ._validation import check_option, check_random_state, check_scalar
-from .exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
-from .nystrom import _LandmarkKernelMixin, psd_pinv
-from .side_info import (
+from .._validation import check_option, check_scalar
+from ..exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
+from ..nystrom import _LandmarkKernelMixin
+from ..side_info import (
     check_labels,
     check_pairs,
     check_pairs_agree_with_labels,
     pairs_from_labels,
 )
 
-__all__ = ["LogDetKernelLearner", "VonNeumannKernelLearner", "distance_bounds"]
 
 _INITS = ("nystrom", "linear")
 def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
@@ -259,7 +217,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
     def _initial_factor(self, X: Any, rng: np.random.Generator) -> "_FactorRows":
         """Set ``init_`` and the initial projection ``P0``; return the rows of ``G0 = F(X) P0``
         on demand (only the constrained samples' rows are ever computed)."""
-        from ._rows import RowSource
+        from .._rows import RowSource
 
         X = RowSource(X)
         init = check_option(self.init, "init", _INITS)
@@ -424,7 +382,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         """Call ``step(start, n, conv, viol, lamnorm) -> (sweeps, status)`` in chunks of
         ``infeasible_window`` sweeps; between chunks test the window's dual increment as an
         (approximate) Farkas certificate of infeasibility."""
-        from ._progress import Progress
+        from .._progress import Progress
 
         W = int(self.infeasible_window)
         conv, viol, lamnorm = np.zeros(max_iter), np.zeros(max_iter), np.zeros(max_iter)
@@ -492,7 +450,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             )
 
     def _check_fit_params(self) -> tuple[float, int]:
-        from ._progress import check_verbose
+        from .._progress import check_verbose
 
         check_verbose(self.verbose)
         tol = check_scalar(self.tol, "tol", lo=0.0)
@@ -544,343 +502,3 @@ _COMMON_PARAMS_DOC = """
         Progress of the cyclic projections (one step per sweep over the constraints): 1 shows a tqdm bar (when installed) and logs start/end on the
         ``nystrom_priors`` logger, 2 logs every step.
 """
-
-
-class LogDetKernelLearner(_BregmanKernelLearner):
-    __doc__ = (
-        """Low-rank kernel learning in Burg (LogDet) divergence (Kulis et al. 2006, Alg. 1).
-
-    Learns ``K = G0 B B^T G0^T`` closest in LogDet divergence to the initial kernel
-    ``K0 = G0 G0^T`` subject to squared-distance bounds on pairs (and optionally bounds on
-    kernel entries), by cyclic Bregman projections costing O(r^2) each. The rank and range space
-    of ``K0`` are preserved, the learned kernel is PSD, and ``transform`` gives factor rows for
-    any samples (see the module docstring for the math).
-
-    Parameters
-    ----------
-    gamma : float, default=inf
-        Slack trade-off (ITML): larger is harder; ``inf`` means hard constraints. Hard
-        constraints that cannot all hold at rank r are detected and reported with an
-        :class:`InfeasibleConstraintsWarning`; a finite gamma always yields a solution."""
-        + _COMMON_PARAMS_DOC
-        + """
-
-    Attributes
-    ----------
-    B_ : ndarray of shape (r, r)
-        The learned factor: ``G = G0 B_``.
-    P0_ : ndarray of shape (m or d, r)
-        Initial projection: ``G0 = F(X) P0_`` with F the Nystrom features ``k(X, Z)`` or X.
-    projection_ : ndarray of shape (m or d, r)
-        ``P0_ @ B_``: ``transform(X) = F(X) @ projection_``.
-    pairs_ : ndarray of shape (k, 3)
-        The distance constraints used (deduplicated, zero-length pairs removed), in the order
-        projected.
-    bounds_ : ndarray of shape (k,)
-        Their squared-distance bounds.
-    similarity_pairs_, similarity_bounds_ : arrays of shape (k_s, 3), (k_s,)
-    dual_ : ndarray of shape (k + k_s,)
-        Dual variables (>= 0).
-    slack_bounds_ : ndarray of shape (k,)
-        Slack-adjusted bounds ``bhat`` (equal to ``bounds_`` when gamma = inf).
-    n_iter_ : int
-        Sweeps run.
-    converged_, infeasible_ : bool
-    dual_change_path_, violation_path_, dual_norm_path_ : ndarrays of shape (n_iter_,)
-        Per sweep: relative dual change, largest relative violation, ``||dual||_2``.
-    max_violation_ : float
-        Largest relative violation of any constraint by the learned kernel (relative to the
-        slack-adjusted bound for distance constraints).
-    landmarks_, width_, gamma_, S0_, eigenvalues_ : Nystrom initial kernel (init="nystrom")
-    n_features_in_ : int
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nystrom_priors import LogDetKernelLearner
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(60, 4))
-    >>> pairs = np.array([[0, 1, 1], [2, 3, -1]])
-    >>> model = LogDetKernelLearner(init="linear").fit(X, pairs=pairs, bounds=[0.5, 20.0])
-    >>> G = model.transform(X)
-    >>> d = lambda i, j: float(((G[i] - G[j]) ** 2).sum())
-    >>> bool(d(0, 1) <= 0.5 * (1 + 1e-3) and d(2, 3) >= 20.0 * (1 - 1e-3))
-    True
-    >>> bool(np.linalg.matrix_rank(G) == np.linalg.matrix_rank(X))
-    True
-    """
-    )
-
-    _similarity = True
-
-    def __init__(
-        self,
-        rank: int | None = None,
-        *,
-        init: str = "nystrom",
-        gamma: float = np.inf,
-        tol: float = 1e-3,
-        max_iter: int = 1000,
-        bound_rule: str = "percentile",
-        epsilon: float = 0.25,
-        percentiles: tuple[float, float] = (5.0, 95.0),
-        n_constraints: int | None = None,
-        n_landmarks: int = 100,
-        kernel: str = "rbf",
-        width: float | None = None,
-        kernel_gamma: float | None = None,
-        degree: int = 3,
-        coef0: float = 1.0,
-        landmarks: Any = "kmeans",
-        rcond: float | None = None,
-        random_state: Any = None,
-        verbose: int = 0,
-    ) -> None:
-        self.rank = rank
-        self.init = init
-        self.gamma = gamma
-        self.tol = tol
-        self.max_iter = max_iter
-        self.bound_rule = bound_rule
-        self.epsilon = epsilon
-        self.percentiles = percentiles
-        self.n_constraints = n_constraints
-        self.n_landmarks = n_landmarks
-        self.kernel = kernel
-        self.width = width
-        self.kernel_gamma = kernel_gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.landmarks = landmarks
-        self.rcond = rcond
-        self.random_state = random_state
-        self.verbose = verbose
-
-    @atomic_fit
-    def fit(
-        self,
-        X: Any,
-        y: Any = None,
-        *,
-        pairs: Any = None,
-        bounds: Any = None,
-        similarity_pairs: Any = None,
-        similarity_bounds: Any = None,
-    ) -> "LogDetKernelLearner":
-        """Learn the kernel from labels and/or constraints.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, d)
-        y : array-like of shape (n,), optional
-            Labels, -1 = unlabeled; turned into ``n_constraints`` pairs (must-link first).
-        pairs : int array of shape (k, 3), optional
-            ``[i, j, +1]``: ``d(i, j) <= bound``; ``[i, j, -1]``: ``d(i, j) >= bound``, with
-            ``d`` the squared distance in the learned kernel.
-        bounds : array of shape (k,), optional
-            Per-pair bounds (> 0); default from ``bound_rule``.
-        similarity_pairs : int array of shape (k_s, 3), optional
-            ``[i, j, +1]``: ``K_ij >= bound``; ``[i, j, -1]``: ``K_ij <= bound``; ``i == j``
-            allowed. Always hard constraints.
-        similarity_bounds : array of shape (k_s,)
-
-        Returns
-        -------
-        self
-        """
-        from ._chunks import WORK, resumable_sweeps
-        from ._numba._bregman import burg_run, burg_violation
-
-        # X may be an array, a memmap or a dask array (see _FactorRows)
-        gamma = check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=False, allow_inf=True)
-        tol, max_iter = self._check_fit_params()
-        rng = check_random_state(self.random_state)
-        G0 = self._initial_factor(X, rng)
-        c = self._constraints(G0, y, pairs, bounds, similarity_pairs, similarity_bounds, rng)
-        r = G0.shape[1]
-        Gc = np.ascontiguousarray(G0[c["rows"]])
-        nc = c["b"].shape[0]
-        lam = np.zeros(nc)
-        bhat = c["b"].copy()
-        Bt = np.eye(r)
-        args = (Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, lam, float(gamma), Bt)
-        # carried between the kernel's calls (it returns every WORK multiply-adds: Ctrl-C)
-        lam_old, fac, state = lam.copy(), np.zeros((3, r)), np.zeros(4)
-
-        def step(start, n, conv, viol, lamnorm):
-            def run(done, todo):
-                return burg_run(*args, todo, float(tol), conv[done:], viol[done:],
-                                lamnorm[done:], lam_old, fac, state, WORK)
-
-            def violation(c0, c1):
-                return burg_violation(*args[:6], bhat, Bt, c0, c1)
-
-            return resumable_sweeps(run, violation, nc, 1.5 * r * r, n, float(tol), viol,
-                                    lambda: bool(state[3]))
-
-        cert = dict(G=Gc, I1=c["I1"], I2=c["I2"], kind=c["kind"], delta=c["delta"], b=bhat)
-        n_sweeps, status, conv, viol, lamnorm = self._run(step, lam, cert, max_iter)
-        nd = c["pairs"].shape[0]
-        self.B_ = np.ascontiguousarray(Bt.T)
-        self.projection_ = self.P0_ @ self.B_
-        self.pairs_ = c["pairs"]
-        self.bounds_ = c["b"][:nd].copy()
-        self.slack_bounds_ = bhat[:nd].copy()
-        self.similarity_pairs_ = c["similarity_pairs"]
-        self.similarity_bounds_ = c["b"][nd:].copy()
-        self.dual_ = lam
-        remedy = (
-            "Use a finite slack (e.g. gamma=1.0), fewer or looser constraints, or a larger rank."
-            if math.isinf(gamma)
-            else "Use a smaller gamma, fewer or looser constraints, or a larger rank."
-        )
-        if c["similarity_pairs"].shape[0]:
-            remedy += " Similarity constraints are always hard: check similarity_bounds."
-        self._finish(n_sweeps, status, conv, viol, lamnorm, remedy)
-        self.max_violation_ = float(
-            burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt, 0, nc)
-        )
-        return self
-
-
-class VonNeumannKernelLearner(_BregmanKernelLearner):
-    __doc__ = (
-        """Low-rank kernel learning in von Neumann divergence (Kulis et al. 2006, Alg. 2).
-
-    Learns ``K = V0 W diag(exp(d)) W^T V0^T`` closest in von Neumann divergence to
-    ``K0 = G0 G0^T = V0 diag(exp(d0)) V0^T`` subject to squared-distance bounds on pairs (hard
-    constraints). Each projection solves a diagonal-plus-rank-one eigenproblem by the secular
-    equation (O(r^2)) and the projection parameter by safeguarded Newton (about four
-    evaluations); the rotation ``W <- W U`` is an r-by-r matrix product (O(r^3)). The rank never
-    exceeds that of ``K0`` and the learned kernel is PSD.
-
-    Parameters
-    ----------"""
-        + _COMMON_PARAMS_DOC
-        + """
-
-    Attributes
-    ----------
-    W_ : ndarray of shape (r, r)
-        Orthogonal rotation of the eigenbasis.
-    spectrum_ : ndarray of shape (r,)
-        ``exp(d)``: eigenvalues of the learned kernel (training samples).
-    basis_ : ndarray of shape (r0, r)
-        ``T`` with ``V0 = G0 T`` orthonormal on the training samples.
-    projection_ : ndarray of shape (m or d, r)
-        ``P0_ @ basis_ @ W_ @ diag(sqrt(spectrum_))``.
-    pairs_, bounds_, dual_, n_iter_, converged_, infeasible_, dual_change_path_,
-    violation_path_, dual_norm_path_, max_violation_ : as LogDetKernelLearner
-    evaluations_path_ : ndarray of shape (n_iter_,)
-        Evaluations of the projection-parameter equation per sweep.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nystrom_priors import VonNeumannKernelLearner
-    >>> X = np.random.default_rng(0).normal(size=(60, 4))
-    >>> model = VonNeumannKernelLearner(init="linear")
-    >>> G = model.fit_transform(X, pairs=np.array([[0, 1, 1]]), bounds=[0.5])
-    >>> bool(((G[0] - G[1]) ** 2).sum() <= 0.5 * (1 + 1e-3))
-    True
-    """
-    )
-
-    def __init__(
-        self,
-        rank: int | None = None,
-        *,
-        init: str = "nystrom",
-        tol: float = 1e-3,
-        max_iter: int = 1000,
-        bound_rule: str = "percentile",
-        epsilon: float = 0.25,
-        percentiles: tuple[float, float] = (5.0, 95.0),
-        n_constraints: int | None = None,
-        n_landmarks: int = 100,
-        kernel: str = "rbf",
-        width: float | None = None,
-        kernel_gamma: float | None = None,
-        degree: int = 3,
-        coef0: float = 1.0,
-        landmarks: Any = "kmeans",
-        rcond: float | None = None,
-        random_state: Any = None,
-        verbose: int = 0,
-    ) -> None:
-        self.rank = rank
-        self.init = init
-        self.tol = tol
-        self.max_iter = max_iter
-        self.bound_rule = bound_rule
-        self.epsilon = epsilon
-        self.percentiles = percentiles
-        self.n_constraints = n_constraints
-        self.n_landmarks = n_landmarks
-        self.kernel = kernel
-        self.width = width
-        self.kernel_gamma = kernel_gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.landmarks = landmarks
-        self.rcond = rcond
-        self.random_state = random_state
-        self.verbose = verbose
-
-    @atomic_fit
-    def fit(
-        self, X: Any, y: Any = None, *, pairs: Any = None, bounds: Any = None
-    ) -> "VonNeumannKernelLearner":
-        """Learn the kernel from labels and/or distance constraints (see LogDetKernelLearner.fit)."""
-        from ._chunks import WORK, resumable_sweeps
-        from ._numba._bregman import vn_run, vn_violation
-
-        # X may be an array, a memmap or a dask array (see _FactorRows)
-        tol, max_iter = self._check_fit_params()
-        rng = check_random_state(self.random_state)
-        G0 = self._initial_factor(X, rng)
-        c = self._constraints(G0, y, pairs, bounds, None, None, rng)
-        # orthonormal basis of range(G0): G0^T G0 = P diag(sig) P^T, V0 = G0 P sig^-1/2
-        sig, P = psd_pinv(G0.gram(), G0.shape[1] * np.finfo(np.float64).eps)
-        T = P / np.sqrt(sig)
-        V = np.ascontiguousarray(G0[c["rows"]] @ T)
-        r = T.shape[1]
-        W = np.eye(r)
-        dlog = np.log(sig)
-        nc = c["b"].shape[0]
-        lam = np.zeros(nc)
-        evals = np.zeros(max_iter, dtype=np.int64)
-        # carried between the kernel's calls (it returns every WORK multiply-adds: Ctrl-C)
-        lam_old, state = lam.copy(), np.zeros(3)
-        cons = (V, c["I1"], c["I2"], c["delta"], c["b"])
-
-        def step(start, n, conv, viol, lamnorm):
-            def run(done, todo):
-                return vn_run(*cons, lam, W, dlog, todo, float(tol), conv[done:], viol[done:],
-                              lamnorm[done:], evals[start + done:start + n], lam_old, state,
-                              WORK)
-
-            def violation(c0, c1):
-                return vn_violation(*cons, W, dlog, c0, c1)
-
-            return resumable_sweeps(run, violation, nc, 2.0 * r * r, n, float(tol), viol,
-                                    lambda: False)
-
-        cert = dict(G=np.ascontiguousarray(G0[c["rows"]]), I1=c["I1"], I2=c["I2"],
-                    kind=c["kind"], delta=c["delta"], b=c["b"])
-        n_sweeps, status, conv, viol, lamnorm = self._run(step, lam, cert, max_iter)
-        self.basis_ = T
-        self.W_ = W
-        self.spectrum_ = np.exp(dlog)
-        self.projection_ = self.P0_ @ T @ (W * np.sqrt(self.spectrum_))
-        self.pairs_ = c["pairs"]
-        self.bounds_ = c["b"].copy()
-        self.dual_ = lam
-        self.evaluations_path_ = evals[:n_sweeps].copy()
-        self._finish(
-            n_sweeps, status, conv, viol, lamnorm,
-            "von Neumann learning has no slack: use LogDetKernelLearner with a finite gamma, "
-            "fewer or looser constraints, or a larger rank.",
-        )
-        self.max_violation_ = float(vn_violation(*cons, W, dlog, 0, nc))
-        return self

@@ -1,14 +1,137 @@
-"""Choosing lam by the paper's eq. (12) along the path, and by cross-validation on pairs alone
-(held-out samples; labels use ``lam_cv``)."""
+"""Choosing lam.
+
+lam="auto" on labels: the one-step model and its cross-validated choice of lam.
+
+**The one-step model.** Write ``S0 = U0 diag(1 / w) U0^T`` on its range and let ``V`` be an
+orthonormal basis of ``range(E_l^T)`` inside ``range(S0)`` (p = rank of the labeled rows). J
+depends on the data only through ``E_l S E_l^T``, so the model changes S only there,
+``S = S0 + V (Y - C) V^T``. On ``range(S0)``, ``S >= 0`` iff ``Y >= 0`` with
+``C = (V^T S0^+ V)^-1`` (Schur complement), and J on that family is the same objective on
+p x p matrices: prior C, rows ``F = E_l V`` with ``M = F^T F = diag(mu)`` (V is chosen so),
+data term at ``Y + (V^T S0 V - C)``:
+
+    J(Y) = sum_ij (lam + mu_i mu_j) (Y_ij - c_ij)^2 + const,
+    c = (lam C + R) / (lam + mu mu^T),   R = F^T K* F - M (V^T S0 V - C) M.
+
+c is the unconstrained optimum. Its weights lie between ``lam`` (directions the labels do not
+see, cheap to move) and ``mu_max^2`` (the fitted block, rigid). The weights ``d_i d_j``,
+``d = (lam + mu^2)^(1/2)``, bound them from above (Cauchy-Schwarz), so
+``Q(Y) = sum d_i d_j (Y - c)_ij^2`` majorises J at c, and its minimiser over the PSD cone is
+one eigendecomposition: ``Y = D^-1/2 P_psd(D^1/2 c D^1/2) D^-1/2`` (a congruence keeps the
+cone). This is the model: the exact minimiser of the majoriser, equal to J's optimum wherever
+the PSD constraint is inactive. Unlike the Euclidean projection of c, it keeps the fitted
+block and moves the cheap ones, as J's optimum does.
+
+**Choosing lam.** Stratified k-fold splits of the labeled rows (two splits of ``cv`` folds,
+one above ``_TWO_SPLITS_MAX`` labels: the held-out estimate tightens with l while every fold
+costs O(p^3) per lam). On each training fold the same model is fitted along the grid (lam =
+``mu_max^2 10^e`` with the fold's own mu_max), and a ridge classifier on the learned kernel
+(one-vs-rest, +-1 targets, intercept penalised like a linear SVM's constant feature, penalty
+1/2: the squared-loss counterpart of ``LinearSVC(C=1)``) scores the held-out fold by its
+squared hinge loss. The prior (lam = inf, plain Nystrom) is a candidate. A lam is chosen only
+if its mean held-out loss beats the prior's by more than ``_GATE`` standard errors of the
+paired differences over the folds; among those, the smallest mean loss wins. The model whose
+lam is scored is the model that is returned, so the estimate is honest for it.
+
+**Pairs alone, and eq. (12).** ``lam="nka"`` is the paper's eq. (12) along the exact path;
+pairs without labels cross-validate exact solves on held-out samples (``_cv_losses_pairs``).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..kernel_alignment import _dense, _factored
-from .problem import _build_problem
-from .psd import _factor
-from .solve import _solve_path
+from ._problem import _build_problem, _factor
+from ._solver import _solve_path
+
+# ridge penalty of the held-out classifier: min ||w||^2 / 2 + C sum loss <=> alpha = 1 / (2 C)
+_RIDGE_ALPHA = 0.5
+# held-out loss that ranks lam: 0 squared loss, 1 squared hinge, 2 0/1 error
+_CRITERION = 1
+# a lam must beat the prior by this many standard errors of the paired fold differences
+_GATE = 3.0
+# up to this many labels two independent fold splits are averaged, one above
+_TWO_SPLITS_MAX = 500
+
+
+def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Fold index in ``0 .. k-1`` per labeled sample.
+
+    Each class is dealt round-robin, continuing where the previous class stopped, so folds
+    differ in size by at most one and a class with at least k members is in every fold (a
+    smaller class in as many folds as it has members)."""
+    folds = np.empty(codes.size, dtype=np.int64)
+    offset = int(rng.integers(k))
+    for c in rng.permutation(np.unique(codes)):
+        members = rng.permutation(np.flatnonzero(codes == c))
+        folds[members] = (offset + np.arange(members.size)) % k
+        offset += members.size
+    return folds
+
+
+def choose(losses: np.ndarray) -> int:
+    """Index of the chosen candidate; ``losses`` (n_folds, n_candidates), the prior last.
+
+    The candidate with the smallest mean held-out loss among those whose mean improvement
+    over the prior exceeds ``_GATE`` standard errors of the paired differences; the prior when
+    none does (or fewer than two folds could be scored)."""
+    L = losses[~np.isnan(losses).any(axis=1)]
+    prior = losses.shape[1] - 1
+    if L.shape[0] < 2:
+        return prior
+    D = L - L[:, [prior]]
+    se = D.std(axis=0, ddof=1) / np.sqrt(L.shape[0])
+    better = np.flatnonzero(D.mean(axis=0) < -_GATE * se)
+    if better.size == 0:
+        return prior
+    return int(better[np.argmin(L.mean(axis=0)[better])])
+
+
+def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
+    """Cross-validated exponent e (lam = mu_max^2 10^e) or None for the prior.
+
+    ``PE`` (l, r): the labeled rows of E in S0's eigen-coordinates (``E_l U0``); ``w`` (r,):
+    W's kept eigenvalues. Returns (e or None, mean criterion per candidate, mean held-out 0/1
+    error per candidate); candidates are ``exps`` and then the prior.
+    """
+    from .._numba._lam_cv import cv_losses
+
+    n_splits = 2 if codes.size <= _TWO_SPLITS_MAX else 1
+    k = int(max(2, min(n_folds, codes.size)))
+    folds = np.stack([stratified_folds(codes, k, rng) for _ in range(n_splits)])
+    rel = np.concatenate([10.0 ** np.asarray(exps, dtype=np.float64), [np.inf]])
+    L = cv_losses(
+        np.ascontiguousarray(PE, dtype=np.float64), np.asarray(w, dtype=np.float64),
+        codes.astype(np.int64), int(n_classes), folds, k, rel, _RIDGE_ALPHA,
+    )
+    j = choose(L[_CRITERION])
+    scored = ~np.isnan(L[_CRITERION]).any(axis=1)
+    crit = L[_CRITERION][scored].mean(axis=0)
+    err = L[2][scored].mean(axis=0)
+    return (None if j == rel.size - 1 else float(exps[j])), crit, err
+
+
+def onestep_model(PE, w, codes, n_classes, rel_lam):
+    """The one-step model on every labeled row at ``lam = rel_lam * mu_max^2``.
+
+    Returns ``(S_r, lam)``: S in S0's eigen-coordinates (r x r; ``S = U0 S_r U0^T``) and the
+    absolute lam."""
+    from .._numba._lam_cv import onestep, restricted_problem
+
+    Vc, mu, C, R, _ = restricted_problem(
+        np.ascontiguousarray(PE, dtype=np.float64), np.asarray(w, dtype=np.float64),
+        codes.astype(np.int64), int(n_classes),
+    )
+    lam = rel_lam * float(mu[-1]) ** 2 if mu.size else np.inf
+    S_r = np.diag(1.0 / w)
+    if mu.size:
+        L = onestep(mu, C, R, lam)
+        VL = Vc @ L
+        VC = Vc @ C
+        S_r = S_r + VL @ VL.T - VC @ Vc.T
+    return 0.5 * (S_r + S_r.T), lam
+
 
 _CV_TOL = 1e-3
 # independent k-fold splits averaged; the held-out SVM's Newton step limit
@@ -58,13 +181,13 @@ def _drive_folds(splits, fold_scores, lams, progress):
     """
     # The folds are independent. With threadpoolctl, BLAS is limited to one thread (which
     # also helps serially: the fold problems are small, p ~ 2 l) and the folds run on
-    # numba's thread count of Python threads. Measured on the restricted folds of the
-    # MNIST-sized benchmark, 2 cores: 1.6-1.7x; 2 threads with 2-thread BLAS were 0.5x.
+    # numba's thread count of Python threads (several threads each with a multi-threaded BLAS
+    # oversubscribe the cores).
     from concurrent.futures import ThreadPoolExecutor
 
     from numba import get_num_threads
 
-    from ..kernels import _BLAS
+    from .._rowblocks import _BLAS
 
     k = len(splits[0])
     losses = np.full((len(splits) * k, lams.size), np.nan)
@@ -100,28 +223,15 @@ def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max,
     pairs with no end in group f and scores the pairs with both ends in it, two samples the
     fold's kernel has not seen, the inductive use of the kernel (``_sample_folds``). Scoring
     every held-out pair instead, most of which have one end among the training samples,
-    rewarded kernels overfitted to the training samples' constraints: measured on the
-    Table-1 protocol with 500 pairs among the 100 labeled samples (9 / 10 repeats of splice /
-    digits; AUC of the cosine on 20,000 fresh pairs of unlabeled samples), it picked
-    mu_max^2 * 10^-10.3 / 10^-10.8 on average against 10^-8.9 / 10^-8.7 here, with AUC errors
-    13.28% / 3.50% against 10.38% / 3.19% (better in 7 repeats of each, worse in 1) and the
-    labels' SVM errors 12.91% / 9.37% against 9.39% / 8.89%. (Splitting the pairs instead
-    leaks through transitivity: a held-out must-link pair between two samples each
+    rewards kernels overfitted to the training samples' constraints, and splitting the pairs
+    instead leaks through transitivity (a held-out must-link pair between two samples each
     must-linked to a third in training is predicted by any kernel that fits the training
-    pairs, and the rule picked the smallest lam of the grid. Measured on german, 500 pairs
-    among 100 samples, 20 repeats: SVM error 40.4% against Nystrom's 34.0%.) S is refitted on
-    the training pairs along the path (grid exponents on the fold's own ``mu_max^2``, against
-    the full problem's ``mu_max``), and the scored pairs are judged by the learned kernel's
-    cosine ``c_ij = K_ij / sqrt(K_ii K_jj)`` against the targets ``t_ij`` = 1 (must-link) / 0
-    (cannot-link) of J (whose K*_ii = 1): the loss is ``mean (c_ij - t_ij)^2``, the error
-    the fraction of them on the wrong side of c = 1/2. Measured (when every held-out pair
-    was scored) against two ranking losses of the cosine (20 repeats, 500 pairs among 100
-    labeled samples, Table-1 landmarks; the downstream SVM on the labels' factor rows and the
-    AUC of the cosine on 20,000 fresh pairs of unlabeled samples): on german the squared error picks
-    e = -3.0 on average (SVM error 34.08% vs Nystrom 33.96%; AUC error 45.47% vs 46.30%,
-    best fixed 44.31%), 1 - AUC e = -9.0 (36.33%) and the pairwise ranking hinge e = -10.7
-    (38.07%), which reward the overfitted kernel's spread-out cosines; on digits 4/9 all
-    three reach the best fixed lam's AUC (0.31-0.39% vs 0.26%, Nystrom 5.87%).
+    pairs). S is refitted on the training pairs along the path (grid exponents on the fold's
+    own ``mu_max^2``), and the scored pairs are judged by the learned kernel's cosine
+    ``c_ij = K_ij / sqrt(K_ii K_jj)`` against the targets ``t_ij`` = 1 (must-link) / 0
+    (cannot-link) of J: the loss is ``mean (c_ij - t_ij)^2`` (ranking losses of the cosine
+    reward an overfitted kernel's spread-out cosines), the error the fraction of them on the
+    wrong side of c = 1/2 (``docs/design/solvers.md`` has the measurements).
     """
     must = pairs[:, 2] == 1
     pts = np.unique(pairs[:, :2])
@@ -195,26 +305,11 @@ def _sample_folds(ia, ib, n_points, k, rng) -> list[tuple[np.ndarray, np.ndarray
 def _cv_choice(losses: np.ndarray) -> int:
     """Index of the lam minimising the mean held-out loss (NaN-mean over folds).
 
-    Until 3d139c3 the mean was first smoothed by a 3-point moving average over the grid.
-    Smoothing damps fold noise but shifts the minimum of an asymmetric basin toward its flat
-    side: on splice the loss rises steeply below the best lam, and the smoothed rule picked
-    mu_max^2 * 10^-9 in 13 of 60 repeats where the plain one kept 10^-8 in all 60. Measured
-    on 60 repeats of the Table-1 protocol (5 sets, ``scripts/study_lambda_selection.py``,
-    averaged over the fold draws of 2 of 4 splits): test error splice 8.56% against 8.86%,
-    german 32.63% against 32.73%, digits 7.22% against 7.17%; gain captured against the best
-    fixed lam of the grid 74% against 69% (against the per-repeat oracle 54% either way). On
-    the 30 of those repeats collected after the rule was picked on the other 30 the gain is
-    smaller: 75% against 73% (splice 8.53% against 8.78%, digits 7.07% against 7.03%). On
-    pairs (500 among the 100 labeled samples, 30 repeats, ``--pairs 500`` of the same script)
-    the fresh pairs' AUC error: splice -0.28 +- 0.06 points, german -0.19 +- 0.08, the digit
-    sets within +-0.02; the labels' SVM error: splice -0.49 +- 0.10. Ties go to the larger lam
-    (closer to the prior). Only the lam scored by as many folds as the best-scored lam
-    compete: a lam the race skipped on the later splits (``_race_keep``) keeps the first
-    split's mean, which has fewer folds and more noise, and on a flat stretch of the loss
-    it could win by that noise alone (pairs, digits 2/7, one of 30 repeats: e = -9 and a
-    3.9% SVM error instead of e = -7 and 0%; the raced choice differed from the one of both
-    splits' whole paths in 17 of 900 pairs and 7 of 1800 labels cases of the study, and
-    matches it in all of them with this restriction).
+    No smoothing over neighbouring grid points: it shifts the minimum of an asymmetric basin
+    toward its flat side. Ties go to the larger lam (closer to the prior). Only the lam scored
+    by as many folds as the best-scored lam compete: a lam the race skipped on the later
+    splits (``_race_keep``) keeps the first split's mean, which has fewer folds and more
+    noise, and could win by that noise alone on a flat stretch of the loss.
     """
     counts = np.count_nonzero(~np.isnan(losses), axis=0)
     mean = _nanmean_columns(losses)

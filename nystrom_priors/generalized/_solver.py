@@ -1,0 +1,195 @@
+"""J at one lam: the exact solvers' choice, warm starts, cold starts and fallbacks; the
+accelerated projected gradient (FISTA with restarts in preconditioned coordinates); and the
+warm-started lam path.
+
+The paper's own method, the Armijo-Goldstein gradient mapping, lives in ``_paper.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._dual import _solve_barrier_dual, _solve_newton
+from ._problem import _closed_form_V, _Coords, _Problem, _psd_project, _psd_project_few_negative
+
+# APG steps project from the negative eigenpairs only while fewer than this fraction of m
+_FEW_NEGATIVE = 0.1
+
+
+def _solve(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int):
+    """Accelerated projected gradient (FISTA with gradient restarts; Nesterov's constant
+    momentum where the strong convexity is known), in the coordinates of ``coords``.
+
+    With separable labels the Lipschitz constant is exact and no line search runs; with pairs
+    the step backtracks on the sufficient-decrease condition. Returns (V, n_iter, certificate
+    value, converged).
+    """
+    V, w0, _ = _psd_project(V0)
+    Vprev = V
+    momentum = getattr(coords, "momentum", None)
+    exact_L = coords.prob.separable
+    Y = V
+    t = 1.0
+    L = coords.lipschitz
+    cert = np.inf
+    it = 0
+    # near a solution few eigenvalues of the step's argument are negative: while fewer than
+    # _FEW_NEGATIVE * m were at the previous step only those are computed
+    # (``_psd_project_few_negative``); the certificate, every ~10 steps, takes V's null space
+    # from the clipped eigenvectors and pays the eighs of G and V only when the multipliers 0
+    # and P_psd(G) on that null space do not certify tol
+    few_cap = int(_FEW_NEGATIVE * V.shape[0])
+    n_neg = int(np.count_nonzero(w0 < 0.0))
+
+    def project(A):
+        if n_neg <= few_cap:
+            P, k, Un = _psd_project_few_negative(A)
+            return P, k, None, Un
+        P, w, U = _psd_project(A)
+        return P, int(np.count_nonzero(w < 0.0)), (np.maximum(w, 0.0), U), None
+
+    for it in range(1, max_iter + 1):
+        gY = coords.grad(Y)
+        if exact_L:  # separable labels: L is the exact Lipschitz constant, no line search
+            Vn, n_neg, eig_n, null_n = project(Y - gY / L)
+        fY = None if exact_L else coords.f(Y)
+        while not exact_L:
+            Vn, n_neg, eig_n, null_n = project(Y - gY / L)
+            D = Vn - Y
+            fV = coords.f(Vn)
+            # sufficient decrease (Armijo-Goldstein / FISTA backtracking), slack for round-off
+            if fV <= fY + float(np.sum(gY * D)) + 0.5 * L * float(np.sum(D * D)) + 1e-12 * abs(fY):
+                break
+            L *= 2.0
+            if L > 1e30:  # pragma: no cover - only with a broken gradient
+                raise FloatingPointError("step size underflow in the projected gradient solver")
+        if float(np.sum(gY * (Vn - V))) > 0.0:  # gradient restart (O'Donoghue & Candes)
+            t = 1.0
+            Y = Vn
+        elif momentum is not None:
+            Y = Vn + momentum * (Vn - V)
+        else:
+            t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+            Y = Vn + ((t - 1.0) / t_next) * (Vn - V)
+            t = t_next
+        Vprev, V, eig, null = V, Vn, eig_n, null_n
+        step = float(np.linalg.norm(V - Vprev))
+        # the certificate costs an eigendecomposition: check when the iterates settle
+        if step <= min(10 * tol, 1e-5) * max(1.0, float(np.linalg.norm(V))) or it % 10 == 0 or it == max_iter:
+            cert, _ = coords.certificate(V, coords.grad(V), eig, null=null, tol=tol)
+            if cert <= tol:
+                return V, it, cert, True
+    return V, it, cert, False
+
+
+# lam / mu_max^2 outside [_LAM_RANGE, 1 / _LAM_RANGE] is numerically the limit problem: below,
+# the weights lam + mu_i mu_j of J differ by less than the round-off of M's eigenvalues
+# (~eps mu_max each); above, S0 is optimal to round-off (see _prior_gap), while the solvers'
+# scaled coordinates overflow (lam = 1e300: LinAlgError) or, below, blow up and the
+# Newton's former lam continuation descended one decade per stage (lam = 1e-300: minutes, m = 20)
+_LAM_RANGE = float(np.finfo(np.float64).eps)
+
+# Newton's cold starts below mu_max^2 * this get the barrier-smoothed dual Newton (_solve_lam)
+_HOMOTOPY_START = 1e-4
+# ... after this many cold steps: one step solves the dual exactly when the PSD constraint is
+# inactive; otherwise a cold start rarely beats the barrier dual (see _solve_lam)
+_COLD_STEPS = 1
+
+
+def _auto_solver(prob: "_Problem") -> str:
+    """Newton on the dual when it is the smaller problem (fewer constrained entries than
+    entries of S), APG on the primal otherwise.
+
+    Newton takes far fewer eigendecompositions where its dual is small (l < m labels); with
+    more labels than landmarks the labels term is compressed to r <= m rows
+    (``_compress_labels``), the dual is as large as the primal and APG's cheap steps win
+    (``docs/design/solvers.md``).
+    """
+    n_dual = 0
+    if prob.has_labels:
+        l = prob.El.shape[0]
+        n_dual += l * (l + 1) // 2
+    if prob.has_pairs:
+        n_dual += int(prob.a.size)
+    return "newton" if n_dual < prob.m * (prob.m + 1) // 2 else "apg"
+
+
+def _rescale_dual(R, factor: float):
+    """The dual warm start for ``lam * factor``: same ``X(R) = S0 - A*(R) / lam``, i.e. the same
+    primal. The unscaled R would push X ``1 / factor`` times further."""
+    return tuple(None if r is None else r * factor for r in R)
+
+
+def _prior_gap(prob: "_Problem", lam: float) -> float:
+    """Certified relative gap of S = S0: J is 2 lam-strongly convex and grad J(S0) is the data
+    term's gradient alone, so ``J(S0) - min J <= ||grad J(S0)||^2 / (4 lam)`` (the unconstrained
+    minimum bounds the PSD one). No solver coordinates are formed: finite at any lam."""
+    g = prob.grad(prob.S0, lam)
+    J0 = prob.objective(prob.S0, lam)
+    return float(np.sum(g * g)) / (4.0 * lam) / max(J0, 1e-300)
+
+
+def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: int, S_warm=None,
+               R_warm=None, out: dict | None = None):
+    """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
+
+    ``out`` (a dict, optional) receives ``"eig"``: ``(vals, Q)`` with ``S = Q diag(vals) Q^T``
+    when the solver ends with S in that form (the dual solvers, or S0 with ``prob.S0_eig``), so
+    that the factor of S costs no further eigh (``psd._factor``); no key otherwise.
+
+    ``"auto"`` resolves through ``_auto_solver``; ``"pgd"`` is the paper's gradient mapping
+    (``_paper.py``); ``"apg"`` the accelerated projected gradient. ``"newton"`` runs the dual semismooth
+    Newton-CG; a cold start below ``_HOMOTOPY_START * mu_max^2`` that does not certify within
+    ``_COLD_STEPS`` steps continues with the barrier-smoothed dual Newton (``_dual.py``),
+    the iterations of both counted; if it still cannot certify ``tol`` its last primal iterate,
+    always PSD, warm-starts APG. Above
+    ``mu_max^2 / _LAM_RANGE`` S0 itself is returned when ``_prior_gap`` certifies it.
+    """
+    if lam * _LAM_RANGE > prob.mu_max**2:
+        gap = _prior_gap(prob, lam)
+        if gap <= tol:
+            if out is not None and prob.S0_eig is not None:
+                out["eig"] = prob.S0_eig  # S0 is PSD: its eigenvalues are the factor's
+            return prob.S0, 0, gap, True, None
+    if solver == "auto":
+        solver = _auto_solver(prob)
+    if solver == "newton":
+        cap = min(max_iter, 100)
+        cold_small = R_warm is None and lam < _HOMOTOPY_START * prob.mu_max**2
+        # a cold start at small lam converges in one step when the PSD constraint is inactive
+        # there; otherwise the semismooth steps mostly stall. So it gets _COLD_STEPS, then the
+        # barrier dual, whose steps do not grow as lam shrinks
+        first_cap = min(cap, _COLD_STEPS) if cold_small else cap
+        S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=first_cap, out=out)
+        if cold_small and not ok:
+            S, R, it_b, cert, ok = _solve_barrier_dual(prob, lam, None, tol=tol, max_iter=cap,
+                                                       out=out)
+            it += it_b
+        if ok:
+            return S, it, cert, True, R
+        if out is not None:
+            out.pop("eig", None)  # APG finishes: S is no longer in that form
+        coords = _Coords(prob, lam, True)
+        V, it2, cert, ok = _solve(coords, coords.to_V(S), tol=tol, max_iter=max_iter)
+        return coords.to_S(V), it + it2, cert, ok, None
+    coords = _Coords(prob, lam, solver == "apg")
+    V0 = _closed_form_V(coords) if S_warm is None else coords.to_V(S_warm)
+    if solver == "pgd":
+        from ._paper import gradient_mapping
+
+        V, it, cert, ok = gradient_mapping(coords, V0, tol=tol, max_iter=max_iter)
+    else:
+        V, it, cert, ok = _solve(coords, V0, tol=tol, max_iter=max_iter)
+    return coords.to_S(V), it, cert, ok, None
+
+
+def _solve_path(prob, lams, solve_kw):
+    """Solutions along lams (descending), warm-started; yields (lam, S, it, cert, ok)."""
+    S_prev = R_prev = None
+    lam_prev = None
+    for lam in lams:
+        if R_prev is not None:
+            R_prev = _rescale_dual(R_prev, lam / lam_prev)
+        S, it, cert, ok, R = _solve_lam(prob, float(lam), S_warm=S_prev, R_warm=R_prev, **solve_kw)
+        S_prev, R_prev, lam_prev = S, R, float(lam)
+        yield float(lam), S, it, cert, ok
