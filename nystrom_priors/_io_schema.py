@@ -33,8 +33,8 @@ __all__ = ["REGISTRY", "validate"]
 REGISTRY = {
     "Nystrom": "nystrom_priors.nystrom",
     "GeneralizedNystrom": "nystrom_priors.generalized",
-    "LogDetKernelLearner": "nystrom_priors.bregman",
-    "VonNeumannKernelLearner": "nystrom_priors.bregman",
+    "LogDetKernelLearner": "nystrom_priors.bregman.logdet",
+    "VonNeumannKernelLearner": "nystrom_priors.bregman.von_neumann",
     "BCDNPKL": "nystrom_priors.npkl",
 }
 _META_KEYS = {"class": str, "library_version": str, "params": dict, "attrs": dict}

@@ -398,7 +398,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         if params["fixed"] is not None:
             lam = _floored(float(params["fixed"]), scale)
             if lam * _LAM_RANGE > scale:  # J is its lam -> inf limit: the prior, exactly
-                return self._set_solution(self.S0_, lam, prior_projection, 0, True, 0.0)
+                return self._set_solution(_sym(self.S0_), lam, prior_projection, 0, True, 0.0)
             rel = lam / scale
         else:
             e, crit, err = self._select_lam(PE, w, labels, params, rng)
