@@ -268,7 +268,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     delta_, sigma_, rank_ : float, float or None, int
     graph_type_, n_neighbors_, weights_ : str, int, str
         The graph's settings at fit time; ``transform`` extends over this graph.
-    objective_path_ : ndarray of shape (n_iter_ + 1,)
+    objective_path_ : ndarray of shape (``n_iter_ + 1``,)
         Objective of eq. 1 at the start and after every sweep.
     objective_ : float
     n_iter_ : int

@@ -75,7 +75,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
     n_iter_ : int
         Sweeps run.
     converged_, infeasible_ : bool
-    dual_change_path_, violation_path_, dual_norm_path_ : ndarrays of shape (n_iter_,)
+    dual_change_path_, violation_path_, dual_norm_path_ : ndarrays of shape (``n_iter_``,)
         Per sweep: relative dual change, largest relative violation, ``||dual||_2``.
     max_violation_ : float
         Largest relative violation of any constraint by the learned kernel (relative to the

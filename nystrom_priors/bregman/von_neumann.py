@@ -50,7 +50,7 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         ``P0_ @ basis_ @ W_ @ diag(sqrt(spectrum_))``.
     pairs_, bounds_, dual_, n_iter_, converged_, infeasible_, dual_change_path_,
     violation_path_, dual_norm_path_, max_violation_ : as LogDetKernelLearner
-    evaluations_path_ : ndarray of shape (n_iter_,)
+    evaluations_path_ : ndarray of shape (``n_iter_``,)
         Evaluations of the projection-parameter equation per sweep.
 
     Examples
