@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the first draw")
     parser.add_argument("--labels", type=int, default=100)
     parser.add_argument("--draws", type=int, default=5, help="random draws of the labelled digits")
+    parser.add_argument("--dpi", type=int, default=90, help="figure resolution")
     args = parser.parse_args(argv)
     try:
         from sklearn.datasets import load_digits
@@ -95,11 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<45s} {errors[:, k].mean():15.2f} +- {errors[:, k].std():5.2f} "
               f"{np.median(times[:, k]):9.3f}")
     rows = [(name, errors[:, k].mean() / 100, 0.0) for k, name in enumerate(names)]
-    _figure(args.out, X, y, *first, rows)
+    _figure(args.out, X, y, *first, rows, args.dpi)
     return 0
 
 
-def _figure(path, X, y, gn, ny, rows) -> None:
+def _figure(path, X, y, gn, ny, rows, dpi=90) -> None:
     try:
         import matplotlib
     except ImportError:
@@ -109,20 +110,20 @@ def _figure(path, X, y, gn, ny, rows) -> None:
     import matplotlib.pyplot as plt
 
     rng = np.random.default_rng(1)
-    sample = np.sort(rng.choice(X.shape[0], 400, replace=False))
+    sample = np.sort(rng.choice(X.shape[0], 200, replace=False))
     order = sample[np.argsort(y[sample], kind="stable")]
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     for ax, model, title in ((axes[0], ny, "Nystrom kernel"), (axes[1], gn, "learned kernel")):
         G = model.transform(X[order])
         ax.imshow(G @ G.T, cmap="viridis")
-        ax.set_title(f"{title} (400 digits by class)")
+        ax.set_title(f"{title} (200 digits by class)")
         ax.set_xticks([])
         ax.set_yticks([])
     names = ["GN features", "Nystrom features", "LabelSpreading", "SVC on labels"]
     axes[2].barh(names[::-1], [100 * r[1] for r in rows][::-1], color=["C3", "C2", "C1", "C0"])
     axes[2].set_xlabel("error on the unlabelled digits (%)")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     print(f"figure: {os.path.abspath(path)}")
 
