@@ -29,7 +29,10 @@ for method in methods:
         took = time.perf_counter() - t
         G = npr.Nystrom(n_landmarks=m, landmarks=Z, width=width).fit(X).transform(X)
         errors[method].append((trace - float(np.einsum("ij,ij->", G, G))) / trace)
-        print(f"{method:9s} m = {m:3d}: relative trace error {errors[method][-1]:.3f}, {1e3 * took:.1f} ms")
+        print(
+            f"{method:9s} m = {m:3d}: relative trace error {errors[method][-1]:.3f}, "
+            f"{1e3 * took:.1f} ms"
+        )
 
 for method in methods:
     plt.plot(sizes, errors[method], "o-", label=method)

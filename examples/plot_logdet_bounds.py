@@ -22,11 +22,16 @@ y_partial = np.where(rng.random(len(y)) < 0.3, y, -1)
 pairs = npr.labels_to_pairs(y_partial, 300, random_state=0)
 
 before = npr.Nystrom(n_landmarks=60, random_state=0).fit(X)
-model = npr.LogDetKernelLearner(rank=16, gamma=1.0, n_landmarks=60, random_state=0).fit(X, pairs=pairs)
+model = npr.LogDetKernelLearner(rank=16, gamma=1.0, n_landmarks=60, random_state=0).fit(
+    X, pairs=pairs
+)
 print(f"{model.n_iter_} sweeps, converged: {model.converged_}")
 for name, m in (("initial", before), ("learned", model)):
     G = m.transform(X)
-    print(f"{name}: NMI of kernel k-means {npr.normalized_mutual_info(y, npr.kernel_kmeans(G, 3, random_state=0)):.3f}")
+    print(
+        f"{name}: NMI of kernel k-means "
+        f"{npr.normalized_mutual_info(y, npr.kernel_kmeans(G, 3, random_state=0)):.3f}"
+    )
 
 # %%
 # Squared distances of the constrained pairs before and after, with the bounds.

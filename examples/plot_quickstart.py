@@ -26,8 +26,14 @@ ny = npr.Nystrom(n_landmarks=180, random_state=1).fit(X)
 for name, model in (("learned", gn), ("Nystrom", ny)):
     G = model.transform(X)
     clf = LinearSVC().fit(G[labelled], y[labelled])
-    print(f"{name:8s} error on the unlabelled digits: {np.mean(clf.predict(G[unlabelled]) != y[unlabelled]):.3f}")
-print("chosen lam:", "the prior" if np.isinf(gn.lam_) else f"mu_max^2 * 10^{np.log10(gn.lam_ / gn.lam_scale_):.0f}")
+    print(
+        f"{name:8s} error on the unlabelled digits: "
+        f"{np.mean(clf.predict(G[unlabelled]) != y[unlabelled]):.3f}"
+    )
+print(
+    "chosen lam:",
+    "the prior" if np.isinf(gn.lam_) else f"mu_max^2 * 10^{np.log10(gn.lam_ / gn.lam_scale_):.0f}",
+)
 
 # %%
 # The cross-validated path: held-out loss per candidate lam, the prior last.

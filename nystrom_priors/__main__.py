@@ -60,11 +60,17 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="a small end-to-end demo (scripts/demo.py)")
     rep = sub.add_parser("reproduce", help="reproduce a paper's table or figure")
-    rep.add_argument("paper", choices=sorted(REPRODUCE),
-                     help="; ".join(f"{k}: {v[1]}" for k, v in sorted(REPRODUCE.items())))
+    rep.add_argument(
+        "paper",
+        choices=sorted(REPRODUCE),
+        help="; ".join(f"{k}: {v[1]}" for k, v in sorted(REPRODUCE.items())),
+    )
     ben = sub.add_parser("bench", help="run a benchmark (ratios against a named baseline)")
-    ben.add_argument("name", choices=sorted(BENCH),
-                     help="; ".join(f"{k}: {v[1]}" for k, v in sorted(BENCH.items())))
+    ben.add_argument(
+        "name",
+        choices=sorted(BENCH),
+        help="; ".join(f"{k}: {v[1]}" for k, v in sorted(BENCH.items())),
+    )
     args, rest = parser.parse_known_args(argv)
     if rest[:1] == ["--"]:
         rest = rest[1:]

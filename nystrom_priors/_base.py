@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +65,7 @@ class BaseEstimator:
         """Pickle (copy, dask shipping) without caches: they are rebuilt on first use."""
         return {k: v for k, v in self.__dict__.items() if k not in self._transient}
 
-    def set_params(self, **params: Any) -> "BaseEstimator":
+    def set_params(self, **params: Any) -> BaseEstimator:
         """Set parameters; unknown names raise ``ValueError``. Returns ``self``."""
         valid = set(self._param_names())
         for key, value in params.items():
@@ -87,7 +88,7 @@ class BaseEstimator:
         return f"{type(self).__name__}({', '.join(parts)})"
 
     def __sklearn_tags__(self):  # pragma: no cover - exercised only with scikit-learn
-        from sklearn.utils import Tags, TargetTags, TransformerTags, InputTags
+        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
 
         return Tags(
             estimator_type=None,
@@ -235,7 +236,10 @@ class FactorTransformMixin:
         # one key for the fitted model: distributed ships it once per worker
         model = dask.delayed(self, pure=True, traverse=False)
         return X.map_blocks(
-            _transform_block, model, dtype=dtype, chunks=(X.chunks[0], (self.n_components_,)),
+            _transform_block,
+            model,
+            dtype=dtype,
+            chunks=(X.chunks[0], (self.n_components_,)),
             meta=np.empty((0, 0), dtype=dtype),
         )
 
@@ -267,7 +271,7 @@ class FactorTransformMixin:
 
     def iter_transform(
         self, X: Any, *, block_rows: int | None = None, out: Any = None
-    ) -> "Iterator[tuple[int, np.ndarray]]":
+    ) -> Iterator[tuple[int, np.ndarray]]:
         """Stream factor rows in order, holding one block at a time.
 
         Parameters
@@ -313,9 +317,7 @@ class FactorTransformMixin:
             check_no_overlap(out, {f"the X block at row {start}": raw, "its float copy": Xb})
             stop = start + Xb.shape[0]
             if stop > out.shape[0]:
-                raise ValueError(
-                    f"out has {out.shape[0]} rows but the input has at least {stop}."
-                )
+                raise ValueError(f"out has {out.shape[0]} rows but the input has at least {stop}.")
             if out.dtype != Xb.dtype:
                 raise ValueError(
                     f"out has dtype {out.dtype}, the block at row {start} has {Xb.dtype}; "
@@ -330,7 +332,7 @@ class FactorTransformMixin:
 
     def iter_kernel_rows(
         self, A: Any, B: Any = None, *, block_rows: int | None = None
-    ) -> "Iterator[tuple[int, np.ndarray]]":
+    ) -> Iterator[tuple[int, np.ndarray]]:
         """Stream rows of the learned kernel ``k(A, B)`` (``B = A`` if omitted) in blocks.
 
         ``B``'s factor rows are computed once and kept; ``A`` is streamed as in

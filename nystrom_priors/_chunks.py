@@ -10,7 +10,7 @@ bit for bit.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -53,8 +53,9 @@ def _knn_scaled(
     step = max(1, min(block_rows, (1 << 24) // max(1, X.shape[0])))
     for s in range(0, Yq.shape[0], step):
         cross = Yq[s : s + step] @ X.T
-        knn_select(cross, yn[s : s + step], xn, s, self_search, k, idx[s : s + step],
-                   d2[s : s + step])
+        knn_select(
+            cross, yn[s : s + step], xn, s, self_search, k, idx[s : s + step], d2[s : s + step]
+        )
     return idx, np.sqrt(d2), e
 
 
@@ -104,9 +105,7 @@ def gaussian_weights(dist: np.ndarray, sigma: float, e: int) -> np.ndarray:
     return dense_weights(dist**2, sigma, e)
 
 
-def knn_graph(
-    X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: float | None = None
-):
+def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: float | None = None):
     """Symmetrised kNN graph as a scipy CSR matrix (edge if either sample is among the other's
     k nearest; no self loops).
 
@@ -177,8 +176,13 @@ def gaussian_graph(X: Any, *, sigma: float | None = None) -> tuple[np.ndarray, f
     if sigma is None:
         Dn = np.sqrt(D2)
         np.fill_diagonal(Dn, np.inf)
-        sigma = float(_unscaled(_sigma_from_knn(np.sort(Dn, axis=1)[:, : min(10, n - 1)]), e,
-                                "the Gaussian graph width"))
+        sigma = float(
+            _unscaled(
+                _sigma_from_knn(np.sort(Dn, axis=1)[:, : min(10, n - 1)]),
+                e,
+                "the Gaussian graph width",
+            )
+        )
     else:
         sigma = float(check_scalar(sigma, "sigma", lo=0.0, lo_closed=False))
     S = dense_weights(D2, sigma, e)
@@ -208,8 +212,10 @@ def normalized_laplacian(S: Any, delta: float):
     deg = np.asarray(S.sum(axis=1)).ravel()
     if (deg <= 0).any():
         i = int(np.flatnonzero(deg <= 0)[0])
-        raise ValueError(f"sample {i} has no graph neighbour (degree 0); the Laplacian's "
-                         "normalisation is undefined.")
+        raise ValueError(
+            f"sample {i} has no graph neighbour (degree 0); the Laplacian's "
+            "normalisation is undefined."
+        )
     dis = 1.0 / np.sqrt(deg)
     if sp.issparse(S):
         N = sp.diags(dis) @ S @ sp.diags(dis)

@@ -88,18 +88,23 @@ def _check_member(path: str, info: zipfile.ZipInfo, file_size: int) -> None:
         raise _fail(path, name, f"unsupported compression method {info.compress_type}")
     if info.compress_size > file_size or info.header_offset + info.compress_size > file_size:
         raise _fail(
-            path, name, f"the member claims {info.compress_size} bytes, more than the file's "
-            f"{file_size}"
+            path,
+            name,
+            f"the member claims {info.compress_size} bytes, more than the file's {file_size}",
         )
     if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
         raise _fail(
-            path, name, f"a stored member whose size ({info.file_size} bytes) differs from its "
-            f"stored size ({info.compress_size} bytes)"
+            path,
+            name,
+            f"a stored member whose size ({info.file_size} bytes) differs from its "
+            f"stored size ({info.compress_size} bytes)",
         )
     if info.file_size > max(_SMALL_MEMBER, _MAX_EXPANSION * info.compress_size):
         raise _fail(
-            path, name, f"the member claims to expand from {info.compress_size} to "
-            f"{info.file_size} bytes, out of proportion (at most {_MAX_EXPANSION} times)"
+            path,
+            name,
+            f"the member claims to expand from {info.compress_size} to "
+            f"{info.file_size} bytes, out of proportion (at most {_MAX_EXPANSION} times)",
         )
 
 
@@ -117,8 +122,10 @@ def _read_npy(path: str, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarr
             raise _fail(path, name, f"unsupported .npy format version {version}")
         if dtype.hasobject:
             raise _fail(
-                path, name, "it holds pickled (object) arrays, which nystrom_priors never "
-                "writes and refuses to load"
+                path,
+                name,
+                "it holds pickled (object) arrays, which nystrom_priors never "
+                "writes and refuses to load",
             )
         if dtype.kind not in _KINDS or dtype.fields is not None or dtype.subdtype is not None:
             raise _fail(path, name, f"unsupported dtype {dtype}")
@@ -131,8 +138,10 @@ def _read_npy(path: str, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarr
         holds = info.file_size - fp.count
         if claimed != holds:
             raise _fail(
-                path, name, f"its header claims shape {shape} of {dtype} ({claimed} bytes) "
-                f"but the member holds {holds} bytes of data"
+                path,
+                name,
+                f"its header claims shape {shape} of {dtype} ({claimed} bytes) "
+                f"but the member holds {holds} bytes of data",
             )
         buf = bytearray(claimed)  # validated against the member's size, bounded by the file
         view = memoryview(buf)

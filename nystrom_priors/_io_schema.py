@@ -41,8 +41,16 @@ _META_KEYS = {"class": str, "library_version": str, "params": dict, "attrs": dic
 _F64 = (np.dtype(np.float64),)
 _FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
 _I64 = (np.dtype(np.int64),)
-_LANDMARK_ATTRS = ("landmarks_", "eigenvalues_", "S0_", "gamma_", "width_", "kernel_",
-                   "degree_", "coef0_")
+_LANDMARK_ATTRS = (
+    "landmarks_",
+    "eigenvalues_",
+    "S0_",
+    "gamma_",
+    "width_",
+    "kernel_",
+    "degree_",
+    "coef0_",
+)
 
 
 class InvalidModel(Exception):
@@ -81,8 +89,15 @@ class _Fields:
             raise self.fail(name, f"{v} is outside [{lo}, {'inf' if hi is None else hi}]")
         return v
 
-    def real(self, name: str, *, finite: bool = False, nan: bool = True, lo: float | None = None,
-             strict: bool = False) -> float:
+    def real(
+        self,
+        name: str,
+        *,
+        finite: bool = False,
+        nan: bool = True,
+        lo: float | None = None,
+        strict: bool = False,
+    ) -> float:
         v = self.get(name)
         if type(v) is not float:
             raise self.fail(name, f"expected a float, got {_kind(v)}")
@@ -109,9 +124,18 @@ class _Fields:
         return v
 
     # -- arrays -------------------------------------------------------------------------
-    def array(self, name: str, shape: tuple, why: str = "", *, dtypes: tuple = _F64,
-              finite: bool = True, positive: bool = False, nonneg: bool = False,
-              kinds: str | None = None) -> np.ndarray:
+    def array(
+        self,
+        name: str,
+        shape: tuple,
+        why: str = "",
+        *,
+        dtypes: tuple = _F64,
+        finite: bool = True,
+        positive: bool = False,
+        nonneg: bool = False,
+        kinds: str | None = None,
+    ) -> np.ndarray:
         """An array attribute. ``shape`` holds ints (required extents) or None (free);
         ``why`` names the fields the extents come from."""
         a = self.get(name)
@@ -126,8 +150,9 @@ class _Fields:
             want is not None and got != want for got, want in zip(a.shape, shape)
         ):
             want = "(" + ", ".join("*" if w is None else str(w) for w in shape) + ")"
-            raise self.fail(name, f"shape {a.shape}, expected {want}"
-                            + (f" ({why})" if why else ""))
+            raise self.fail(
+                name, f"shape {a.shape}, expected {want}" + (f" ({why})" if why else "")
+            )
         if a.dtype.kind == "f":
             if finite and not np.isfinite(a).all():
                 raise self.fail(name, "non-finite values (NaN or inf)")
@@ -173,8 +198,9 @@ def _landmark_part(f: _Fields, d: int) -> tuple[int, int]:
     p = f.params
     if not {"kernel_", "degree_", "coef0_"} & set(f.attrs):
         # an older file: the fitted kernel was the parameters' at save time
-        f.attrs.update(kernel_=_canonical_name(p["kernel"]), degree_=int(p["degree"]),
-                       coef0_=float(p["coef0"]))
+        f.attrs.update(
+            kernel_=_canonical_name(p["kernel"]), degree_=int(p["degree"]), coef0_=float(p["coef0"])
+        )
     kernel = f.option("kernel_", tuple(KERNEL_CODES))
     f.integer("degree_", 1, 64)
     f.real("coef0_", finite=True)
@@ -192,13 +218,16 @@ def _landmark_part(f: _Fields, d: int) -> tuple[int, int]:
         raise f.fail("landmarks_", "no landmark (shape (0, d))")
     ev = f.array("eigenvalues_", (None,), positive=True)
     if not 1 <= ev.size <= m or (np.diff(ev) > 0).any():
-        raise f.fail("eigenvalues_", f"expected 1 to m = {m} descending eigenvalues (m = "
-                     f"landmarks_ rows), got {ev.size}")
+        raise f.fail(
+            "eigenvalues_",
+            f"expected 1 to m = {m} descending eigenvalues (m = landmarks_ rows), got {ev.size}",
+        )
     f.array("S0_", (m, m), "m = landmarks_ rows")
     user = p.get("landmarks")
     if isinstance(user, np.ndarray) and (user.ndim != 2 or user.shape[1] != d):
-        raise f.fail("params.landmarks", f"shape {user.shape}, expected (*, {d}) "
-                     f"(n_features_in_ = {d})")
+        raise f.fail(
+            "params.landmarks", f"shape {user.shape}, expected (*, {d}) (n_features_in_ = {d})"
+        )
     return m, ev.size
 
 
@@ -227,8 +256,12 @@ def _generalized(f: _Fields) -> None:
     if not np.isfinite(path[:-1]).all():  # only lam="auto"'s last candidate, the prior, is inf
         raise f.fail("lam_path_", "non-finite values before its last entry")
     f.array("criterion_path_", (path.size,), "the length of lam_path_", finite=False)
-    f.array("cv_error_path_", (path.size if lam == "auto" else 0,),
-            "lam_path_'s length for lam='auto', else 0", finite=False)
+    f.array(
+        "cv_error_path_",
+        (path.size if lam == "auto" else 0,),
+        "lam_path_'s length for lam='auto', else 0",
+        finite=False,
+    )
     scale = f.real("lam_scale_")
     if not math.isnan(scale) and not scale > 0:
         raise f.fail("lam_scale_", f"must be > 0 or NaN, got {scale!r}")
@@ -274,8 +307,9 @@ def _bregman(f: _Fields, von_neumann: bool) -> None:
     f.array("slack_bounds_", (nd,), "one per row of pairs_")
     sim = f.pairs("similarity_pairs_", None, strict=False)
     f.array("similarity_bounds_", (sim.shape[0],), "one per row of similarity_pairs_")
-    f.array("dual_", (nd + sim.shape[0],), "one per row of pairs_ and similarity_pairs_",
-            nonneg=True)
+    f.array(
+        "dual_", (nd + sim.shape[0],), "one per row of pairs_ and similarity_pairs_", nonneg=True
+    )
 
 
 def _bcdnpkl(f: _Fields) -> None:
@@ -287,8 +321,11 @@ def _bcdnpkl(f: _Fields) -> None:
         raise f.fail("X_fit_", f"{n} training sample(s), a graph needs at least 2")
     if not {"graph_type_", "n_neighbors_", "weights_"} & set(f.attrs):
         # an older file: the graph's settings were the parameters' at save time
-        f.attrs.update(graph_type_=p["graph"], n_neighbors_=int(p["n_neighbors"]),
-                       weights_="gaussian" if p["graph"] == "dense" else p["weights"])
+        f.attrs.update(
+            graph_type_=p["graph"],
+            n_neighbors_=int(p["n_neighbors"]),
+            weights_="gaussian" if p["graph"] == "dense" else p["weights"],
+        )
     graph = f.option("graph_type_", ("knn", "dense"))
     f.integer("n_neighbors_", 1, n - 1)
     weights = f.option("weights_", ("binary", "gaussian"))
@@ -303,8 +340,9 @@ def _bcdnpkl(f: _Fields) -> None:
     sigma = f.get("sigma_")
     if weights == "gaussian":
         if type(sigma) is not float or not 0.0 < sigma < math.inf:
-            raise f.fail("sigma_", f"expected a positive float for Gaussian weights, got "
-                         f"{_kind(sigma)}")
+            raise f.fail(
+                "sigma_", f"expected a positive float for Gaussian weights, got {_kind(sigma)}"
+            )
     elif sigma is not None:
         raise f.fail("sigma_", f"expected None for binary weights, got {_kind(sigma)}")
     if f.integer("rank_", lo=1) != r:
@@ -385,8 +423,10 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
         if key not in meta:
             raise InvalidModel(f"{where}: field '__meta__.{key}': missing.")
         if not isinstance(meta[key], kind):
-            raise InvalidModel(f"{where}: field '__meta__.{key}': expected a JSON "
-                               f"{kind.__name__}, got {_kind(meta[key])}.")
+            raise InvalidModel(
+                f"{where}: field '__meta__.{key}': expected a JSON "
+                f"{kind.__name__}, got {_kind(meta[key])}."
+            )
     extra = sorted(set(meta) - set(_META_KEYS))
     if extra:
         raise InvalidModel(f"{where}: field '__meta__.{extra[0]}': unknown key.")
@@ -412,8 +452,9 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
         if value.dtype.kind not in "biuf":
             raise InvalidModel(f"{where}: field {key!r}: dtype {value.dtype} is not numeric.")
         if field in target:
-            raise InvalidModel(f"{where}: field {key!r}: given both as an array and in the "
-                               "metadata.")
+            raise InvalidModel(
+                f"{where}: field {key!r}: given both as an array and in the metadata."
+            )
         target[field] = value
 
     if name == "GeneralizedNystrom" and params.get("solver") == "ipm":
@@ -422,8 +463,9 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
         params["solver"] = "auto"
     names = set(cls._param_names())
     for key in sorted(set(params) - names):
-        raise InvalidModel(f"{where}: field 'params.{key}': unknown parameter of {name} "
-                           f"(valid: {sorted(names)}).")
+        raise InvalidModel(
+            f"{where}: field 'params.{key}': unknown parameter of {name} (valid: {sorted(names)})."
+        )
     for key in sorted(names - set(params)):
         raise InvalidModel(f"{where}: field 'params.{key}': missing.")
     probe = cls(**params)

@@ -71,7 +71,9 @@ class Progress:
             except ImportError:
                 tqdm = None
             if tqdm is not None:
-                self.bar = tqdm(total=self.total, desc=desc, unit=unit, file=sys.stderr, leave=False)
+                self.bar = tqdm(
+                    total=self.total, desc=desc, unit=unit, file=sys.stderr, leave=False
+                )
 
     def update(self, n: int = 1, **stats: float) -> None:
         if not self.level:
@@ -91,9 +93,11 @@ class Progress:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-        logger.info("%s: done after %d step(s)%s", self.desc, self.done, f"; {message}" if message else "")
+        logger.info(
+            "%s: done after %d step(s)%s", self.desc, self.done, f"; {message}" if message else ""
+        )
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: Any) -> None:

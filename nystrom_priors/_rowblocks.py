@@ -58,7 +58,7 @@ class _SingleThreadedBlas:
                     self._available = False
         return self._available
 
-    def __enter__(self) -> "_SingleThreadedBlas":
+    def __enter__(self) -> _SingleThreadedBlas:
         available = self.available()
         with self._lock:
             if self._depth == 0 and available:
@@ -123,8 +123,12 @@ class _Prepared:
                     f"norms are not finite at max |z| = {float(np.abs(Zf).max()):.3g}. Rescale X."
                 )
             Zf = np.ascontiguousarray(
-                np.divide(Zf.astype(np.float64), nrm[:, None], out=np.zeros(Zf.shape),
-                          where=nrm[:, None] > 0),
+                np.divide(
+                    Zf.astype(np.float64),
+                    nrm[:, None],
+                    out=np.zeros(Zf.shape),
+                    where=nrm[:, None] > 0,
+                ),
                 dtype=dtype,
             )
             self.zaux = (nrm > 0).astype(np.float64)
@@ -152,7 +156,7 @@ class _Prepared:
             return spec.degree * max(log_t, 0.0) >= top or log_cross >= top
         return max(log_cross, log_sq) >= top
 
-    def _scaled(self, X: np.ndarray) -> "tuple[np.ndarray, _Prepared]":
+    def _scaled(self, X: np.ndarray) -> tuple[np.ndarray, _Prepared]:
         """``(X / 2^e, landmark side / 2^e)`` when X's or Z's scale would overflow the squared
         norms or cross terms (X's dtype; float64 for the Laplacian's L1 sums) of a distance
         or polynomial kernel: the kernel's scale takes ``2^(2e)`` (``2^e`` for L1 distances),
@@ -185,8 +189,13 @@ class _Prepared:
         new.z_absmax = float(np.ldexp(self.z_absmax, -e))
         return np.ldexp(X, -e).astype(X.dtype, copy=False), new
 
-    def _check_finite(self, X: np.ndarray, out: np.ndarray, what: str,
-                      shown: "tuple[np.ndarray, _Prepared] | None" = None) -> None:
+    def _check_finite(
+        self,
+        X: np.ndarray,
+        out: np.ndarray,
+        what: str,
+        shown: tuple[np.ndarray, _Prepared] | None = None,
+    ) -> None:
         """Raise if ``out`` holds a non-finite value; looked at only when ``_may_overflow``.
         ``shown``: the unscaled input and landmark side, for the message."""
         if not self._may_overflow(X):
@@ -196,8 +205,11 @@ class _Prepared:
                 return
         X, self = shown if shown is not None else (X, self)
         spec = self.spec
-        detail = (f" of degree {spec.degree}, gamma {spec.gamma:.3g}, coef0 {spec.coef0:.3g}"
-                  if spec.name == "poly" else "")
+        detail = (
+            f" of degree {spec.degree}, gamma {spec.gamma:.3g}, coef0 {spec.coef0:.3g}"
+            if spec.name == "poly"
+            else ""
+        )
         hint = ", lower its degree or gamma" if spec.name == "poly" else ""
         if X.dtype != np.float64:
             hint += ", or pass float64 data"
@@ -263,7 +275,6 @@ class _Prepared:
         else:
             raise ValueError(f"unknown extrapolation path {path!r}")
 
-
     def project(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> bool:
         """Fill ``out`` (n, r) with ``k(X, Z) @ P`` tile by tile, if per-thread BLAS is possible.
 
@@ -278,12 +289,23 @@ class _Prepared:
         spec = prep.spec
         # taller tiles than for E alone: each tile's GEMM repacks the m x r projection
         itemsize = X.dtype.itemsize
-        tile = max(_tile_rows(self.m, self.d, itemsize),
-                   min(1024, (8 << 20) // max(1, self.m * itemsize)))
+        tile = max(
+            _tile_rows(self.m, self.d, itemsize), min(1024, (8 << 20) // max(1, self.m * itemsize))
+        )
         with _BLAS:
             kx.project_blas(
-                Xs, prep.Zs, prep.ZsT, prep.zaux, prep.shift, spec.code, float(spec.gamma),
-                float(spec.coef0), int(spec.degree), P, out, tile,
+                Xs,
+                prep.Zs,
+                prep.ZsT,
+                prep.zaux,
+                prep.shift,
+                spec.code,
+                float(spec.gamma),
+                float(spec.coef0),
+                int(spec.degree),
+                P,
+                out,
+                tile,
             )
         prep._check_finite(Xs, out, "k(X, Z) @ projection", shown=(X, self))
         return True

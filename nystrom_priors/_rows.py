@@ -10,7 +10,8 @@ reductions are computed by dask).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -51,8 +52,9 @@ class RowSource:
             self.X = X.astype(target)
             bad = int((~da.isfinite(self.X)).sum().compute())
             if bad:
-                raise ValueError(f"{name} must contain only finite values, got {bad} non-finite "
-                                 "entries.")
+                raise ValueError(
+                    f"{name} must contain only finite values, got {bad} non-finite entries."
+                )
             self.lazy = True
         else:
             self.X = check_array(X, name=name, min_samples=min_samples)

@@ -15,7 +15,7 @@ import numpy as np
 from .exceptions import NotFittedError
 
 FLOAT_DTYPES = (np.float64, np.float32)
-_TooHardError = getattr(getattr(np, "exceptions", np), "TooHardError")  # numpy < 1.25: np.*
+_TooHardError = getattr(np, "exceptions", np).TooHardError  # numpy < 1.25: np.*
 
 
 def _describe(x: Any) -> str:
@@ -267,7 +267,9 @@ def check_is_fitted(estimator: Any, attributes: tuple[str, ...] | None = None) -
         )
 
 
-def check_out(out: Any, shape: tuple[int, ...], dtype: np.dtype, *, name: str = "out") -> np.ndarray:
+def check_out(
+    out: Any, shape: tuple[int, ...], dtype: np.dtype, *, name: str = "out"
+) -> np.ndarray:
     """Validate a caller-supplied output buffer."""
     if not isinstance(out, np.ndarray):
         raise TypeError(f"{name} must be a numpy array (or memmap), got {_describe(out)}.")

@@ -118,8 +118,10 @@ def _labeling(labels: Any, name: str) -> np.ndarray:
     if a.dtype.kind == "O":
         missing = [k for k, v in enumerate(a) if v is None or v != v]
         if missing:
-            raise ValueError(f"{name}[{missing[0]}] = {a[missing[0]]!r}: labels must not be "
-                             "missing (None or NaN).")
+            raise ValueError(
+                f"{name}[{missing[0]}] = {a[missing[0]]!r}: labels must not be "
+                "missing (None or NaN)."
+            )
         try:
             np.unique(a)
         except TypeError as exc:

@@ -178,8 +178,9 @@ def save(model: Any, path: str | os.PathLike) -> None:
             arrays[f"attr:{key}"] = value
         else:
             attrs[key] = _to_json_value(value, f"fitted attribute {key!r}")
-    meta = json.dumps({"class": name, "library_version": __version__, "params": params,
-                       "attrs": attrs})
+    meta = json.dumps(
+        {"class": name, "library_version": __version__, "params": params, "attrs": attrs}
+    )
     # what load will see: JSON round-tripped metadata, the same arrays
     validate(f"the {name} being saved to {path!r}", json.loads(meta), arrays)
     _write_atomic(
@@ -238,8 +239,10 @@ def load(path: str | os.PathLike) -> Any:
         )
     version = _scalar_entry(path, entries, "__format_version__", "iu")
     if version is None:
-        raise ValueError(f"{path!r} is not a valid nystrom_priors model file: field "
-                         "'__format_version__': missing.")
+        raise ValueError(
+            f"{path!r} is not a valid nystrom_priors model file: field "
+            "'__format_version__': missing."
+        )
     version = int(version)
     if version > FORMAT_VERSION or version < 1:
         raise ValueError(
@@ -248,8 +251,9 @@ def load(path: str | os.PathLike) -> Any:
         )
     text = _scalar_entry(path, entries, "__meta__", "U")
     if text is None:
-        raise ValueError(f"{path!r} is not a valid nystrom_priors model file: field "
-                         "'__meta__': missing.")
+        raise ValueError(
+            f"{path!r} is not a valid nystrom_priors model file: field '__meta__': missing."
+        )
     try:
         meta = json.loads(str(text))
     except (ValueError, RecursionError) as exc:

@@ -47,7 +47,9 @@ def _factored(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None =
     AtB = A.T @ B
     AtA = A.T @ A
     BtB = B.T @ B
-    return _ratio(float(np.vdot(AtB, AtB)), float(np.vdot(AtA, AtA)), float(np.vdot(BtB, BtB)), zero=zero)
+    return _ratio(
+        float(np.vdot(AtB, AtB)), float(np.vdot(AtA, AtA)), float(np.vdot(BtB, BtB)), zero=zero
+    )
 
 
 def alignment(K1: Any, K2: Any, *, centered: bool = True) -> float:

@@ -19,8 +19,9 @@ O(nd) by :func:`mean_squared_distance`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -162,8 +163,11 @@ def make_kernel(
                 if b == 0.0 and spread == 0.0:
                     cause, fix = f"all {X.shape[0]} samples are identical", "Pass width explicitly."
                 elif b == 0.0:
-                    cause = f"{at}the distances underflow" if at else (
-                        "the samples are identical or their distances underflow")
+                    cause = (
+                        f"{at}the distances underflow"
+                        if at
+                        else ("the samples are identical or their distances underflow")
+                    )
                 elif 0.0 < b < np.inf:
                     cause = f"{at}the distances are so small that 1 / width overflows"
                 else:

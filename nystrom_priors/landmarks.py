@@ -65,7 +65,6 @@ def kmeans(
     in chunks, in the precision of ``X`` (float32 input: sgemm); centres are accumulated in
     float64. Seeding and centre updates are jitted.
     """
-    from ._numba import _kmeans as kk
     from ._width import _binary_exponent
 
     Xw = X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
@@ -87,7 +86,7 @@ def kmeans(
     xn = np.einsum("ij,ij->i", Xw, Xw)  # ||x||^2, added back for the inertia
     n_iter = 0
     inertia = np.inf
-    for n_iter in range(1, max_iter + 1):
+    for n_iter in range(1, max_iter + 1):  # noqa: B007 (returned after the loop)
         Cw = centers.astype(Xw.dtype, copy=False)
         cn = np.einsum("ij,ij->i", Cw, Cw)
         new = np.empty(n, dtype=np.int64)
@@ -106,8 +105,9 @@ def kmeans(
     return np.ldexp(centers, e), labels, n_iter
 
 
-def _update_centers(X: np.ndarray, labels: np.ndarray, centers: np.ndarray,
-                    mindist: np.ndarray) -> None:
+def _update_centers(
+    X: np.ndarray, labels: np.ndarray, centers: np.ndarray, mindist: np.ndarray
+) -> None:
     """Lloyd's centre update (means; an empty cluster takes the farthest unused point), in
     chunks of rows of about ``WORK`` multiply-adds: Ctrl-C is handled between them."""
     from ._chunks import rows_per_call
@@ -277,4 +277,3 @@ def select_landmarks(
         return sample[np.sort(_kmeanspp(work, m, rng))].copy()
     centers, _, _ = kmeans(work, m, rng=rng, max_iter=max_iter, tol=_LANDMARK_TOL)
     return np.ascontiguousarray(np.ldexp(np.ldexp(centers, e2) + mean, e1), dtype=src.dtype)
-

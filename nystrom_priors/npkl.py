@@ -249,8 +249,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     random_state : None, int or Generator
         Random start of V (uniform [0, 1), as the paper's ``rand(r, l)``) and pairs from labels.
     verbose : bool or int, default=0
-        Progress of the block coordinate descent (one step per sweep over the columns): 1 shows a tqdm bar (when installed) and logs start/end on the
-        ``nystrom_priors`` logger, 2 logs every step.
+        Progress of the block coordinate descent (one step per sweep over the columns): 1
+        shows a tqdm bar (when installed) and logs start/end on the ``nystrom_priors``
+        logger, 2 logs every step.
 
     Attributes
     ----------
@@ -339,9 +340,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             graph=check_option(self.graph, "graph", _GRAPHS),
             weights=check_option(self.weights, "weights", _WEIGHTS),
             k=int(check_scalar(self.n_neighbors, "n_neighbors", kind="int", lo=1)),
-            delta=C / 2.0 if self.delta is None else float(
-                check_scalar(self.delta, "delta", lo=0.0, lo_closed=False)
-            ),
+            delta=C / 2.0
+            if self.delta is None
+            else float(check_scalar(self.delta, "delta", lo=0.0, lo_closed=False)),
             tol=float(check_scalar(self.tol, "tol", lo=0.0)),
             max_iter=int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1)),
             verbose=check_verbose(self.verbose),
@@ -372,7 +373,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             return check_pairs(np.concatenate(blocks), n)
 
     @atomic_fit
-    def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> "BCDNPKL":
+    def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> BCDNPKL:
         """Build the graph, reduce to the boundary kernel and run BCD.
 
         Parameters
@@ -405,7 +406,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             S, sigma = knn_graph(X, k, weights=weights, sigma=self.sigma)
         else:
             _warn_quadratic(
-                n * n, f"graph='dense' builds an n x n Gaussian similarity matrix (n = {n})",
+                n * n,
+                f"graph='dense' builds an n x n Gaussian similarity matrix (n = {n})",
                 "graph='knn' (a sparse graph) scales to large n.",
             )
             S, sigma = gaussian_graph(X, sigma=self.sigma)
@@ -426,8 +428,10 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         tidx = np.ascontiguousarray(b[order], dtype=np.int64)
         tsgn = np.ascontiguousarray(sgn[order])
 
-        r = barvinok_pataki_rank(P.shape[0]) if self.rank is None else int(
-            check_scalar(self.rank, "rank", kind="int", lo=1)
+        r = (
+            barvinok_pataki_rank(P.shape[0])
+            if self.rank is None
+            else int(check_scalar(self.rank, "rank", kind="int", lo=1))
         )
         origin = "given" if self.rank is not None else f"from the {P.shape[0]} pairs"
         _warn_quadratic(
@@ -442,8 +446,17 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         obj = np.zeros(max_iter + 1)
         dual = np.zeros(tidx.size)
         args = (
-            A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(np.float64),
-            Wt, WV, tptr, tidx, tsgn, V, C, loss,
+            A.indptr.astype(np.int64),
+            A.indices.astype(np.int64),
+            A.data.astype(np.float64),
+            Wt,
+            WV,
+            tptr,
+            tidx,
+            tsgn,
+            V,
+            C,
+            loss,
         )
         # the kernel returns every WORK multiply-adds (Ctrl-C) and resumes at state[0]
         obj[0] = objective(*args)
@@ -462,7 +475,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         if not converged:
             warnings.warn(
                 f"BCDNPKL did not converge in max_iter={max_iter} sweeps (last relative "
-                f"objective decrease {abs(obj[n_sweeps - 1] - obj[n_sweeps]) / abs(obj[n_sweeps]):.3g}"
+                "objective decrease "
+                f"{abs(obj[n_sweeps - 1] - obj[n_sweeps]) / abs(obj[n_sweeps]):.3g}"
                 f", tol={tol}); increase max_iter or tol.",
                 ConvergenceWarning,
                 stacklevel=2,
@@ -494,8 +508,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         import scipy.sparse as sp
         from scipy.sparse.csgraph import connected_components
 
-        ncomp, lab = connected_components(sp.csr_matrix(S) if not sp.issparse(S) else S,
-                                          directed=False)
+        ncomp, lab = connected_components(
+            sp.csr_matrix(S) if not sp.issparse(S) else S, directed=False
+        )
         if ncomp > 1:
             have = np.zeros(ncomp, dtype=bool)
             have[lab[P[:, :2].ravel()]] = True

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
-from ._validation import check_array, check_random_state, check_random_state_param, check_scalar
 from . import _rowblocks
+from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
 from ._rowblocks import _Prepared
+from ._validation import check_array, check_random_state, check_random_state_param, check_scalar
 from .kernels import KernelSpec, _canonical_name, extrapolate, make_kernel
 from .landmarks import LANDMARK_METHODS, select_landmarks
 
@@ -67,7 +67,7 @@ def _psd_eig(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray, np.nd
     return lam, U, (lam > rcond * top) & (lam > floor)
 
 
-_PREPARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _LandmarkKernelMixin:
@@ -81,9 +81,7 @@ class _LandmarkKernelMixin:
                 f"landmarks must be one of {list(LANDMARK_METHODS)} or an (m, d) array, "
                 f"got {landmarks!r}."
             )
-        self.landmarks_ = select_landmarks(
-            X, self.n_landmarks, method=landmarks, random_state=rng
-        )
+        self.landmarks_ = select_landmarks(X, self.n_landmarks, method=landmarks, random_state=rng)
         # the model's own copy (select_landmarks copies user-given arrays), read-only so that
         # the landmark-side quantities derived from it cannot silently go stale
         self.landmarks_.flags.writeable = False
@@ -103,7 +101,7 @@ class _LandmarkKernelMixin:
         self.width_ = spec.width
 
     def _kernel_gamma_param(self) -> Any:
-        """The user's kernel scale (``gamma`` here; learners whose ``gamma`` means slack override)."""
+        """The user's kernel scale (``gamma``; learners whose ``gamma`` is a slack override it)."""
         return self.gamma
 
     _kernel_gamma_name = "gamma"
@@ -148,7 +146,7 @@ class _LandmarkKernelMixin:
             coef0=float(self.coef0_),
         )
 
-    def _prepared(self, dtype: np.dtype) -> "_Prepared":
+    def _prepared(self, dtype: np.dtype) -> _Prepared:
         """Landmark-side quantities for ``dtype``, reused while the fitted state is the same.
 
         Kept outside ``__dict__`` (transform must not change the fitted state, scikit-learn's
@@ -164,8 +162,10 @@ class _LandmarkKernelMixin:
         entry = cache.get(dtype)
         if entry is not None:
             prep, Zref, snapshot = entry
-            if prep.spec == spec and Zref is Z and (
-                snapshot is None or np.array_equal(snapshot, Z)
+            if (
+                prep.spec == spec
+                and Zref is Z
+                and (snapshot is None or np.array_equal(snapshot, Z))
             ):
                 return prep
         prep = _Prepared(Z, spec, dtype)
@@ -301,7 +301,7 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
         self.random_state = random_state
 
     @atomic_fit
-    def fit(self, X: Any, y: Any = None) -> "Nystrom":
+    def fit(self, X: Any, y: Any = None) -> Nystrom:
         """Choose landmarks and compute ``W^+``.
 
         Parameters

@@ -97,7 +97,9 @@ def plot_lambda_path(
         ax.axhline(float(crit_all[~finite][0]), color="C0", ls=":", label="prior (lam = inf)")
     ax.set_ylabel("held-out loss per sample" if is_cv else "alignment criterion")
     if np.isfinite(model.lam_):
-        ax.axvline(np.log10(model.lam_ / scale), color="C3", ls="--", label=f"chosen lam={model.lam_:.3g}")
+        ax.axvline(
+            np.log10(model.lam_ / scale), color="C3", ls="--", label=f"chosen lam={model.lam_:.3g}"
+        )
     ax.set_xlabel("log10(lam / mu_max^2)")
     handles, labels = ax.get_legend_handles_labels()
     if errors is not None:
@@ -179,10 +181,22 @@ def plot_spectrum(model: Any, X: Any, *, n_eigenvalues: int | None = None, ax: A
     floor = np.finfo(np.float64).tiny
     if prior_rows is not None:
         prior = _spectrum(prior_rows)
-        ax.semilogy(np.arange(1, min(k, prior.size) + 1), np.maximum(prior[:k], floor), "o-",
-                    color="C7", ms=3, label="prior")
-    ax.semilogy(np.arange(1, min(k, learned.size) + 1), np.maximum(learned[:k], floor), "o-",
-                color="C0", ms=3, label=f"learned ({type(model).__name__})")
+        ax.semilogy(
+            np.arange(1, min(k, prior.size) + 1),
+            np.maximum(prior[:k], floor),
+            "o-",
+            color="C7",
+            ms=3,
+            label="prior",
+        )
+    ax.semilogy(
+        np.arange(1, min(k, learned.size) + 1),
+        np.maximum(learned[:k], floor),
+        "o-",
+        color="C0",
+        ms=3,
+        label=f"learned ({type(model).__name__})",
+    )
     ax.set_xlabel("index")
     ax.set_ylabel("eigenvalue of the kernel on X")
     ax.set_title("Kernel spectrum")

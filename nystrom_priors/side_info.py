@@ -102,8 +102,7 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
     index = np.flatnonzero(labeled)
     if index.size == 0:
         raise ValueError(
-            "y has no labeled sample (every entry is -1); give at least one label or use "
-            "pairs=."
+            "y has no labeled sample (every entry is -1); give at least one label or use pairs=."
         )
     classes, codes = np.unique(arr[index], return_inverse=True)
     if classes.size < min_classes:
@@ -289,8 +288,7 @@ def labels_to_pairs(
     rng = check_random_state(random_state)
     if k > total:
         raise ValueError(
-            f"n_constraints={k} exceeds the {total} distinct pairs among the {l} labeled "
-            "samples."
+            f"n_constraints={k} exceeds the {total} distinct pairs among the {l} labeled samples."
         )
     pairs = _PairIndex(labels.codes)
     n_pos = min(pairs.n_must, int(round(frac * k)))

@@ -136,7 +136,11 @@ def _fresh(code: str, env: dict | None = None) -> str:
     full = dict(os.environ)
     full.update(env or {})
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True, env=full
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=full,
     ).stdout.strip()
 
 
@@ -149,7 +153,11 @@ def bench_import_and_jit(lines: list[str]) -> None:
     t_np = min(float(_fresh(code.format(mod="numpy"))) for _ in range(reps))
     t_pkg = min(float(_fresh(code.format(mod="nystrom_priors"))) for _ in range(reps))
     t_both = min(
-        float(_fresh("import time\nt = time.perf_counter()\nimport numpy, nystrom_priors\nprint(time.perf_counter() - t)"))
+        float(
+            _fresh(
+                "import time\nt = time.perf_counter()\nimport numpy, nystrom_priors\nprint(time.perf_counter() - t)"
+            )
+        )
         for _ in range(reps)
     )
     lines += [
@@ -185,7 +193,10 @@ def bench_import_and_jit(lines: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="extrapolation benchmark")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "results", "bench_extrapolation.md"))
+    parser.add_argument(
+        "--out",
+        default=os.path.join(os.path.dirname(__file__), "..", "results", "bench_extrapolation.md"),
+    )
     parser.add_argument("--skip-stream", action="store_true")
     args = parser.parse_args(argv)
     import numba

@@ -39,9 +39,25 @@ from _report import write_lines  # noqa: E402
 from datasets import load  # noqa: E402
 
 SETS = [
-    "optdigits", "texture", "vehicle", "spambase", "twonorm", "magic", "penbased", "letter",
-    "german", "splice", "wdbc", "ionosphere", "phoneme", "pima", "banana", "ring", "sonar",
-    "digits", "breast_cancer",
+    "optdigits",
+    "texture",
+    "vehicle",
+    "spambase",
+    "twonorm",
+    "magic",
+    "penbased",
+    "letter",
+    "german",
+    "splice",
+    "wdbc",
+    "ionosphere",
+    "phoneme",
+    "pima",
+    "banana",
+    "ring",
+    "sonar",
+    "digits",
+    "breast_cancer",
 ]
 ABS_GRID = 10.0 ** np.arange(-8.0, 4.01, 1.5)
 REL_GRID = np.arange(-12.0, 0.01, 1.5)
@@ -195,7 +211,8 @@ def main(argv=None) -> int:
         "## GeneralizedNystrom defaults against the baselines",
         "",
         f"Command: `python scripts/bench_generalized.py --splits {args.splits}"
-        + (" --mnist" if args.mnist else "") + "`",
+        + (" --mnist" if args.mnist else "")
+        + "`",
         "",
         "Error (%) of a LinearSVC on the unlabeled rows, mean +- std over "
         f"{args.splits} splits; time relative to Nystrom fit + transform (median of "

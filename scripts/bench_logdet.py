@@ -78,8 +78,9 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=2000)
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "results",
-                                                   "bench_logdet.md"))
+    ap.add_argument(
+        "--out", default=os.path.join(os.path.dirname(__file__), "..", "results", "bench_logdet.md")
+    )
     args = ap.parse_args()
     ITML = _itml()
     rng = np.random.default_rng(0)

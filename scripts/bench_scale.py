@@ -69,13 +69,24 @@ def _streaming_child(model_path, n):
     for _, G in model.iter_transform(blocks()):
         acc += G.sum(axis=0)
     dt = time.perf_counter() - t0
-    print(json.dumps(dict(seconds=dt, peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                          checksum=float(acc.sum()))))
+    print(
+        json.dumps(
+            dict(
+                seconds=dt,
+                peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                checksum=float(acc.sum()),
+            )
+        )
+    )
 
 
 def streaming(model_path, n):
-    out = subprocess.run([sys.executable, __file__, "--child", model_path, str(n)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", model_path, str(n)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -86,10 +97,19 @@ def dask_run(model_path, n):
     from nystrom_priors import load
 
     model = load(model_path)
-    env = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1"}
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      env=env) as cluster, Client(cluster) as client:
+    env = {
+        "NUMBA_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, env=env
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+
         def peak():
             import resource
 
@@ -120,35 +140,80 @@ def part_mnist(lines):
     X, y_full = mnist_like(rng=0)
     rng = np.random.default_rng(1)
     y = np.full(X.shape[0], -1)
-    lab = np.concatenate([rng.choice(np.flatnonzero(y_full == c), 10, replace=False) for c in range(10)])
+    lab = np.concatenate(
+        [rng.choice(np.flatnonzero(y_full == c), 10, replace=False) for c in range(10)]
+    )
     y[lab] = y_full[lab]
     width = npr.mean_squared_distance(X)
     pairs = npr.labels_to_pairs(y, 2000, random_state=0)
     runs = [
-        ("scikit-learn Nystroem(n_components=1000), uniform", lambda: Nystroem(
-            gamma=1.0 / width, n_components=1000, random_state=0).fit(X).transform(X)),
+        (
+            "scikit-learn Nystroem(n_components=1000), uniform",
+            lambda: (
+                Nystroem(gamma=1.0 / width, n_components=1000, random_state=0).fit(X).transform(X)
+            ),
+        ),
         ("Nystrom(m=1000, kmeans)", lambda: npr.Nystrom(1000, random_state=0).fit(X).transform(X)),
-        ("Nystrom(m=1000, uniform)", lambda: npr.Nystrom(1000, landmarks="uniform",
-                                                         random_state=0).fit(X).transform(X)),
+        (
+            "Nystrom(m=1000, uniform)",
+            lambda: npr.Nystrom(1000, landmarks="uniform", random_state=0).fit(X).transform(X),
+        ),
         # lam = mu_max^2 * 1e-6 (a one-point path), as in scripts/bench_generalized.py
-        ("GeneralizedNystrom(m=1000, kmeans, lam=mu^2*1e-6)", lambda: npr.GeneralizedNystrom(
-            1000, lam="nka", lam_grid=[-6.0], random_state=0).fit(X, y).transform(X)),
-        ("GeneralizedNystrom(m=1000, uniform, lam=mu^2*1e-6)", lambda: npr.GeneralizedNystrom(
-            1000, landmarks="uniform", lam="nka", lam_grid=[-6.0], random_state=0).fit(X, y).transform(X)),
+        (
+            "GeneralizedNystrom(m=1000, kmeans, lam=mu^2*1e-6)",
+            lambda: (
+                npr.GeneralizedNystrom(1000, lam="nka", lam_grid=[-6.0], random_state=0)
+                .fit(X, y)
+                .transform(X)
+            ),
+        ),
+        (
+            "GeneralizedNystrom(m=1000, uniform, lam=mu^2*1e-6)",
+            lambda: (
+                npr.GeneralizedNystrom(
+                    1000, landmarks="uniform", lam="nka", lam_grid=[-6.0], random_state=0
+                )
+                .fit(X, y)
+                .transform(X)
+            ),
+        ),
         # lam chosen on the 13-point grid: the default (CV) and the paper's eq. 12
-        ("GeneralizedNystrom(m=1000) defaults (kmeans, lam='auto')", lambda: npr.GeneralizedNystrom(
-            1000, random_state=0).fit(X, y).transform(X)),
-        ("GeneralizedNystrom(m=1000, kmeans, lam='nka')", lambda: npr.GeneralizedNystrom(
-            1000, lam="nka", random_state=0).fit(X, y).transform(X)),
-        ("LogDetKernelLearner(m=1000, rank=256, gamma=1, 2000 pairs)", lambda: npr.LogDetKernelLearner(
-            256, n_landmarks=1000, gamma=1.0, random_state=0).fit(X, pairs=pairs).transform(X)),
-        ("VonNeumannKernelLearner(m=1000, rank=64, 2000 pairs)", lambda: npr.VonNeumannKernelLearner(
-            64, n_landmarks=1000, random_state=0, max_iter=50).fit(X, pairs=pairs).transform(X)),
-        ("BCDNPKL(kNN k=5, 2000 pairs) fit_transform", lambda: npr.BCDNPKL(
-            random_state=0, max_iter=100).fit_transform(X, pairs=pairs)),
+        (
+            "GeneralizedNystrom(m=1000) defaults (kmeans, lam='auto')",
+            lambda: npr.GeneralizedNystrom(1000, random_state=0).fit(X, y).transform(X),
+        ),
+        (
+            "GeneralizedNystrom(m=1000, kmeans, lam='nka')",
+            lambda: npr.GeneralizedNystrom(1000, lam="nka", random_state=0).fit(X, y).transform(X),
+        ),
+        (
+            "LogDetKernelLearner(m=1000, rank=256, gamma=1, 2000 pairs)",
+            lambda: (
+                npr.LogDetKernelLearner(256, n_landmarks=1000, gamma=1.0, random_state=0)
+                .fit(X, pairs=pairs)
+                .transform(X)
+            ),
+        ),
+        (
+            "VonNeumannKernelLearner(m=1000, rank=64, 2000 pairs)",
+            lambda: (
+                npr.VonNeumannKernelLearner(64, n_landmarks=1000, random_state=0, max_iter=50)
+                .fit(X, pairs=pairs)
+                .transform(X)
+            ),
+        ),
+        (
+            "BCDNPKL(kNN k=5, 2000 pairs) fit_transform",
+            lambda: npr.BCDNPKL(random_state=0, max_iter=100).fit_transform(X, pairs=pairs),
+        ),
     ]
-    lines += ["", "## MNIST-sized fits (70,000 x 784, 100 labels), fit + transform of all rows", "",
-              "| learner | seconds | / scikit-learn Nystroem |", "|---|---|---|"]
+    lines += [
+        "",
+        "## MNIST-sized fits (70,000 x 784, 100 labels), fit + transform of all rows",
+        "",
+        "| learner | seconds | / scikit-learn Nystroem |",
+        "|---|---|---|",
+    ]
     base = None
     for name, fun in runs:
         with warnings.catch_warnings():
@@ -182,10 +247,14 @@ def main() -> None:
 
         path = os.path.join(tempfile.mkdtemp(), "gn.npz")
         fit_model(path)
-        lines += ["`python scripts/bench_scale.py` — GeneralizedNystrom m = 500, d = 32, rows "
-                  "generated lazily in blocks of 100,000; column sums of the factor rows.", "",
-                  "| rows | streaming rows/s | streaming peak RSS | dask (2 workers) rows/s | "
-                  "dask peak RSS per worker | dask / streaming |", "|---|---|---|---|---|---|"]
+        lines += [
+            "`python scripts/bench_scale.py` — GeneralizedNystrom m = 500, d = 32, rows "
+            "generated lazily in blocks of 100,000; column sums of the factor rows.",
+            "",
+            "| rows | streaming rows/s | streaming peak RSS | dask (2 workers) rows/s | "
+            "dask peak RSS per worker | dask / streaming |",
+            "|---|---|---|---|---|---|",
+        ]
         for n in args.rows:
             st = streaming(path, n)
             dk = dask_run(path, n)

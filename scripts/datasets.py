@@ -90,6 +90,10 @@ def load(name: str) -> tuple[np.ndarray, np.ndarray]:
         keep = (y == a) | (y == b)
         return X[keep], (y[keep] == b).astype(int)
     if name in ("iris_sklearn", "wine_sklearn", "breast_cancer"):
-        loader = {"iris_sklearn": skd.load_iris, "wine_sklearn": skd.load_wine, "breast_cancer": skd.load_breast_cancer}[name]
+        loader = {
+            "iris_sklearn": skd.load_iris,
+            "wine_sklearn": skd.load_wine,
+            "breast_cancer": skd.load_breast_cancer,
+        }[name]
         return loader(return_X_y=True)
     return keel_raw(name)

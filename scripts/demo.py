@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         from sklearn.semi_supervised import LabelSpreading
         from sklearn.svm import SVC, LinearSVC
     except ImportError:  # pragma: no cover
-        raise SystemExit("The demo needs scikit-learn: pip install 'nystrom_priors[demo]'")
+        raise SystemExit(
+            "The demo needs scikit-learn: pip install 'nystrom_priors[demo]'"
+        ) from None
 
     import nystrom_priors as npr
 
@@ -56,9 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     n = X.shape[0]
     m = n // 10
     # compile the jitted kernels outside the timings (cached on disk after the first run)
-    npr.GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X[:300], np.where(np.arange(300) < 60, y[:300], -1))
-    names = ["LinearSVC on GeneralizedNystrom features", "LinearSVC on Nystrom features",
-             "LabelSpreading (knn)", f"RBF SVC on the {args.labels} labelled rows"]
+    npr.GeneralizedNystrom(n_landmarks=20, random_state=0).fit(
+        X[:300], np.where(np.arange(300) < 60, y[:300], -1)
+    )
+    names = [
+        "LinearSVC on GeneralizedNystrom features",
+        "LinearSVC on Nystrom features",
+        "LabelSpreading (knn)",
+        f"RBF SVC on the {args.labels} labelled rows",
+    ]
     errors, times, lams = [], [], []
     for draw in range(args.draws):
         rng = np.random.default_rng(args.seed + draw)
@@ -72,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
             return float(np.mean(clf.predict(G[unl]) != y[unl]))
 
         seed = args.seed + draw
-        gn, t_gn = _timed(lambda: npr.GeneralizedNystrom(n_landmarks=m, random_state=seed).fit(X, y_partial))
+        gn, t_gn = _timed(
+            lambda: npr.GeneralizedNystrom(n_landmarks=m, random_state=seed).fit(X, y_partial)
+        )
         G, t_tr = _timed(lambda: gn.transform(X))
         ny, t_ny = _timed(lambda: npr.Nystrom(n_landmarks=m, random_state=seed).fit(X))
         G0, t_tr0 = _timed(lambda: ny.transform(X))
@@ -80,21 +90,34 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("ignore")  # LabelSpreading's convergence chatter
             ls, t_ls = _timed(lambda: LabelSpreading(kernel="knn").fit(X, y_partial))
         svc, t_svc = _timed(lambda: SVC(gamma=1.0 / gn.width_).fit(X[lab], y[lab]))
-        errors.append([linear_svm_error(G), linear_svm_error(G0),
-                       float(np.mean(ls.transduction_[unl] != y[unl])),
-                       float(np.mean(svc.predict(X[unl]) != y[unl]))])
+        errors.append(
+            [
+                linear_svm_error(G),
+                linear_svm_error(G0),
+                float(np.mean(ls.transduction_[unl] != y[unl])),
+                float(np.mean(svc.predict(X[unl]) != y[unl])),
+            ]
+        )
         times.append([t_gn + t_tr, t_ny + t_tr0, t_ls, t_svc])
-        lams.append("prior" if not np.isfinite(gn.lam_) else f"{np.log10(gn.lam_ / gn.lam_scale_):.0f}")
+        lams.append(
+            "prior" if not np.isfinite(gn.lam_) else f"{np.log10(gn.lam_ / gn.lam_scale_):.0f}"
+        )
         if draw == 0:
             first = (gn, ny)
     errors, times = 100 * np.array(errors), np.array(times)
-    print(f"digits: {n} samples x {X.shape[1]} features, 10 classes, {args.labels} labelled at "
-          f"random ({args.draws} draws), m = {m} landmarks")
-    print(f"GeneralizedNystrom's cross-validated lam per draw, log10(lam / mu_max^2): {', '.join(lams)}")
+    print(
+        f"digits: {n} samples x {X.shape[1]} features, 10 classes, {args.labels} labelled at "
+        f"random ({args.draws} draws), m = {m} landmarks"
+    )
+    print(
+        f"GeneralizedNystrom's cross-validated lam per draw, log10(lam / mu_max^2): {', '.join(lams)}"
+    )
     print(f"{'method':<45s} {'error on unlabelled (%)':>24s} {'time (s)':>9s}")
     for k, name in enumerate(names):
-        print(f"{name:<45s} {errors[:, k].mean():15.2f} +- {errors[:, k].std():5.2f} "
-              f"{np.median(times[:, k]):9.3f}")
+        print(
+            f"{name:<45s} {errors[:, k].mean():15.2f} +- {errors[:, k].std():5.2f} "
+            f"{np.median(times[:, k]):9.3f}"
+        )
     rows = [(name, errors[:, k].mean() / 100, 0.0) for k, name in enumerate(names)]
     _figure(args.out, X, y, *first, rows, args.dpi)
     return 0

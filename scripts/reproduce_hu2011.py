@@ -31,14 +31,19 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _report import save_figure, write_lines  # noqa: E402
-
 from datasets import chessboard, double_spiral, keel_raw  # noqa: E402
 
 from nystrom_priors import BCDNPKL  # noqa: E402
 from nystrom_priors.clustering import kernel_kmeans, pair_accuracy  # noqa: E402
 
-PAPER = {"iris": 98.9, "wine": 81.5, "sonar": 94.4, "heart": 85.1, "double_spiral": 99.8,
-         "chessboard": 94.1}
+PAPER = {
+    "iris": 98.9,
+    "wine": 81.5,
+    "sonar": 94.4,
+    "heart": 85.1,
+    "double_spiral": 99.8,
+    "chessboard": 94.1,
+}
 C_GRID = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10)
 
 
@@ -55,8 +60,12 @@ def random_pairs(y, k, rng):
     a, b = np.triu_indices(n, 1)
     same = y[a] == y[b]
     ps, ng = np.flatnonzero(same), np.flatnonzero(~same)
-    pick = np.concatenate([rng.choice(ps, min(k // 2, ps.size), replace=False),
-                           rng.choice(ng, min(k - k // 2, ng.size), replace=False)])
+    pick = np.concatenate(
+        [
+            rng.choice(ps, min(k // 2, ps.size), replace=False),
+            rng.choice(ng, min(k - k // 2, ng.size), replace=False),
+        ]
+    )
     return np.column_stack([a[pick], b[pick], np.where(same[pick], 1, -1)])
 
 
@@ -76,7 +85,10 @@ def choose_C(X, y, pairs, seed, folds=3):
     fold = rng.permutation(pairs.shape[0]) % folds
     scores = []
     for C in C_GRID:
-        s = [cluster_accuracy(X, y, pairs[fold != f], C, seed, pairs[fold == f]) for f in range(folds)]
+        s = [
+            cluster_accuracy(X, y, pairs[fold != f], C, seed, pairs[fold == f])
+            for f in range(folds)
+        ]
         scores.append(np.mean(s))
     return C_GRID[int(np.argmax(scores))]
 
@@ -86,7 +98,9 @@ def sdp_gaps():
 
     from nystrom_priors.npkl import knn_graph, normalized_laplacian
 
-    X, y = double_spiral(50, rng=np.random.default_rng(1))  # 100 points (Clarabel: ~1 min per solve)
+    X, y = double_spiral(
+        50, rng=np.random.default_rng(1)
+    )  # 100 points (Clarabel: ~1 min per solve)
     rng = np.random.default_rng(2)
     pairs = random_pairs(y, 60, rng)
     out = {}
@@ -100,15 +114,24 @@ def sdp_gaps():
         Z = cp.Variable((n, n), PSD=True)
         P = m.pairs_
         mm = 1 - cp.multiply(P[:, 2], Z[P[:, 0], P[:, 1]])
-        lo = {"square": cp.sum_squares(mm), "hinge": cp.sum(cp.pos(mm)),
-              "squared_hinge": cp.sum_squares(cp.pos(mm))}[loss]
+        lo = {
+            "square": cp.sum_squares(mm),
+            "hinge": cp.sum(cp.pos(mm)),
+            "squared_hinge": cp.sum_squares(cp.pos(mm)),
+        }[loss]
         prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(D.toarray(), Z)) + lo))
         t0 = time.perf_counter()
         prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-        out[loss] = ((m.objective_ - prob.value) / abs(prob.value), m.n_iter_,
-                     time.perf_counter() - t0)
-        print(f"SDP check n=100, {loss}: BCD relative gap {out[loss][0]:.2e} after {m.n_iter_} "
-              f"sweeps (Clarabel {out[loss][2]:.0f} s)", flush=True)
+        out[loss] = (
+            (m.objective_ - prob.value) / abs(prob.value),
+            m.n_iter_,
+            time.perf_counter() - t0,
+        )
+        print(
+            f"SDP check n=100, {loss}: BCD relative gap {out[loss][0]:.2e} after {m.n_iter_} "
+            f"sweeps (Clarabel {out[loss][2]:.0f} s)",
+            flush=True,
+        )
     return out
 
 
@@ -117,8 +140,10 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--datasets", nargs="+", default=list(PAPER))
     ap.add_argument("--sdp", action="store_true")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "results",
-                                                   "reproduce_hu2011.md"))
+    ap.add_argument(
+        "--out",
+        default=os.path.join(os.path.dirname(__file__), "..", "results", "reproduce_hu2011.md"),
+    )
     args = ap.parse_args()
     rows = []
     for name in args.datasets:
@@ -135,13 +160,25 @@ def main() -> None:
             chosen.append(C)
             accv.append(cluster_accuracy(X, y, pairs, C, t))
             raw.append(pair_accuracy(y, kernel_kmeans(X, int(y.max()) + 1, random_state=t)))
-        row = dict(name=name, n=n, k=k, c1=100 * np.mean(acc1), c1sd=100 * np.std(acc1),
-                   cv=100 * np.mean(accv), cvsd=100 * np.std(accv), raw=100 * np.mean(raw),
-                   C=float(np.median(chosen)), secs=time.perf_counter() - t0)
+        row = dict(
+            name=name,
+            n=n,
+            k=k,
+            c1=100 * np.mean(acc1),
+            c1sd=100 * np.std(acc1),
+            cv=100 * np.mean(accv),
+            cvsd=100 * np.std(accv),
+            raw=100 * np.mean(raw),
+            C=float(np.median(chosen)),
+            secs=time.perf_counter() - t0,
+        )
         rows.append(row)
-        print(f"{name:14s} n={n:4d} pairs={k:4d}  k-means {row['raw']:.1f}  BCDNPKL C=1 "
-              f"{row['c1']:.1f}±{row['c1sd']:.1f}  C by CV {row['cv']:.1f}±{row['cvsd']:.1f} "
-              f"(median C {row['C']:g})  paper {PAPER.get(name, float('nan'))}", flush=True)
+        print(
+            f"{name:14s} n={n:4d} pairs={k:4d}  k-means {row['raw']:.1f}  BCDNPKL C=1 "
+            f"{row['c1']:.1f}±{row['c1sd']:.1f}  C by CV {row['cv']:.1f}±{row['cvsd']:.1f} "
+            f"(median C {row['C']:g})  paper {PAPER.get(name, float('nan'))}",
+            flush=True,
+        )
     gaps = sdp_gaps() if args.sdp else None
     lines = [
         "# Hu et al. (2011), Table 3 protocol: pair accuracy x 100 of kernel k-means",
@@ -157,16 +194,24 @@ def main() -> None:
             f"| {r['name']} | {r['n']} | {r['k']} | {r['raw']:.1f} | {r['c1']:.1f} ± {r['c1sd']:.1f} | "
             f"{r['cv']:.1f} ± {r['cvsd']:.1f} ({r['C']:g}) | {PAPER.get(r['name'], float('nan'))} |"
         )
-    lines += ["", "The paper tunes C in {0.1, ..., 10} on these sets without saying how; we "
-              "use 3-fold CV on the constraints only (no test labels)."]
+    lines += [
+        "",
+        "The paper tunes C in {0.1, ..., 10} on these sets without saying how; we "
+        "use 3-fold CV on the constraints only (no test labels).",
+    ]
     if gaps:
-        lines += ["", "SDP check (`--sdp`, eq. 1 by cvxpy/Clarabel, 100-point double spiral, "
-                  "60 pairs): BCD's relative objective gap"]
-        for loss, (gap, it, secs) in gaps.items():
+        lines += [
+            "",
+            "SDP check (`--sdp`, eq. 1 by cvxpy/Clarabel, 100-point double spiral, "
+            "60 pairs): BCD's relative objective gap",
+        ]
+        for loss, (gap, it, _secs) in gaps.items():
             lines.append(f"- {loss}: {gap:.2e} ({it} sweeps)")
     write_lines(args.out, lines)
-    save_figure(os.path.join(os.path.dirname(args.out), "hu2011_kernels.png"),
-                lambda plt: draw_kernels(plt, args.datasets))
+    save_figure(
+        os.path.join(os.path.dirname(args.out), "hu2011_kernels.png"),
+        lambda plt: draw_kernels(plt, args.datasets),
+    )
 
 
 def draw_kernels(plt, names):

@@ -28,7 +28,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _report import save_figure, write_lines  # noqa: E402
-
 from datasets import keel_raw  # noqa: E402
 
 from nystrom_priors import LogDetKernelLearner, VonNeumannKernelLearner  # noqa: E402
@@ -71,7 +70,7 @@ def run(trials: int, counts: list[int], seed: int = 0, sdp: bool = False):
     rows = []
     for c in counts:
         res = {"burg": [], "vn": []}
-        for t in range(trials):
+        for _t in range(trials):
             idx = rng.choice(X_all.shape[0], size=317, replace=False)
             X, y = X_all[idx], y_all[idx]
             seed_t = int(rng.integers(2**31))
@@ -83,8 +82,9 @@ def run(trials: int, counts: list[int], seed: int = 0, sdp: bool = False):
             pairs = random_pairs(y, c, rng)
             margin = sdp_margin(X, pairs) if sdp else np.nan
             for name, cls in (("burg", LogDetKernelLearner), ("vn", VonNeumannKernelLearner)):
-                model = cls(init="linear", bound_rule="relative", epsilon=0.25, tol=1e-3,
-                            max_iter=5000)
+                model = cls(
+                    init="linear", bound_rule="relative", epsilon=0.25, tol=1e-3, max_iter=5000
+                )
                 t0 = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -117,9 +117,13 @@ def run(trials: int, counts: list[int], seed: int = 0, sdp: bool = False):
             f"infeasible {b['infeasible']}/{trials} unconverged {b['unconverged']}  |  "
             f"vN NMI {v['nmi']:.3f}±{v['nmi_sd']:.3f} sweeps {v['sweeps']} "
             f"infeasible {v['infeasible']}/{trials} unconverged {v['unconverged']}"
-            + (f"  | SDP infeasible {b['sdp_infeasible']}/{trials}, false flags "
-               f"{b['false_flags']}+{v['false_flags']}, false 'converged' "
-               f"{b['false_converged']}+{v['false_converged']}" if sdp else ""),
+            + (
+                f"  | SDP infeasible {b['sdp_infeasible']}/{trials}, false flags "
+                f"{b['false_flags']}+{v['false_flags']}, false 'converged' "
+                f"{b['false_converged']}+{v['false_converged']}"
+                if sdp
+                else ""
+            ),
             flush=True,
         )
     return rows
@@ -128,11 +132,18 @@ def run(trials: int, counts: list[int], seed: int = 0, sdp: bool = False):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=10)
-    ap.add_argument("--sdp", action="store_true",
-                    help="check feasibility of each constraint set with cvxpy (Clarabel)")
-    ap.add_argument("--counts", type=int, nargs="+", default=[0, 10, 25, 50, 100, 200, 300, 400, 500])
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "results",
-                                                   "reproduce_kulis2006.md"))
+    ap.add_argument(
+        "--sdp",
+        action="store_true",
+        help="check feasibility of each constraint set with cvxpy (Clarabel)",
+    )
+    ap.add_argument(
+        "--counts", type=int, nargs="+", default=[0, 10, 25, 50, 100, 200, 300, 400, 500]
+    )
+    ap.add_argument(
+        "--out",
+        default=os.path.join(os.path.dirname(__file__), "..", "results", "reproduce_kulis2006.md"),
+    )
     args = ap.parse_args()
     rows = run(args.trials, args.counts, sdp=args.sdp)
     lines = [
@@ -152,8 +163,12 @@ def main() -> None:
             f"| {r['c']} | {b['nmi']:.3f} ± {b['nmi_sd']:.3f} | {b['sweeps'][0]}/{b['sweeps'][1]}/{b['sweeps'][2]} "
             f"| {b['infeasible']}/{b['unconverged']} | {v['nmi']:.3f} ± {v['nmi_sd']:.3f} | "
             f"{v['sweeps'][0]}/{v['sweeps'][1]}/{v['sweeps'][2]} | {v['infeasible']}/{v['unconverged']} | "
-            + (f"{b['sdp_infeasible']} | {b['false_flags']}+{v['false_flags']} | "
-               f"{b['false_converged']}+{v['false_converged']} |" if args.sdp else "– | – | – |")
+            + (
+                f"{b['sdp_infeasible']} | {b['false_flags']}+{v['false_flags']} | "
+                f"{b['false_converged']}+{v['false_converged']} |"
+                if args.sdp
+                else "– | – | – |"
+            )
         )
     lines += [
         "",
@@ -161,8 +176,9 @@ def main() -> None:
         "17–354 sweeps, von Neumann 11–105.",
     ]
     write_lines(args.out, lines)
-    save_figure(os.path.join(os.path.dirname(args.out), "kulis2006_figure.png"),
-                lambda plt: draw(plt, rows))
+    save_figure(
+        os.path.join(os.path.dirname(args.out), "kulis2006_figure.png"), lambda plt: draw(plt, rows)
+    )
 
 
 def draw(plt, rows, c=100, seed=0):
@@ -173,8 +189,14 @@ def draw(plt, rows, c=100, seed=0):
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
     counts = [r["c"] for r in rows]
     for name, label in (("burg", "Burg (LogDet)"), ("vn", "von Neumann")):
-        axes[0].errorbar(counts, [r[name]["nmi"] for r in rows], [r[name]["nmi_sd"] for r in rows],
-                         marker="o", capsize=3, label=label)
+        axes[0].errorbar(
+            counts,
+            [r[name]["nmi"] for r in rows],
+            [r[name]["nmi_sd"] for r in rows],
+            marker="o",
+            capsize=3,
+            label=label,
+        )
     axes[0].set_xlabel("number of constraints")
     axes[0].set_ylabel("NMI of kernel k-means")
     axes[0].legend(fontsize=8)
@@ -189,7 +211,9 @@ def draw(plt, rows, c=100, seed=0):
     for cls in (LogDetKernelLearner, VonNeumannKernelLearner):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            models.append(cls(init="linear", bound_rule="relative", max_iter=5000).fit(X, pairs=pairs))
+            models.append(
+                cls(init="linear", bound_rule="relative", max_iter=5000).fit(X, pairs=pairs)
+            )
     plot_spectrum(models[0], X, ax=axes[1])
     plot_spectrum(models[1], X, ax=axes[2])
     for ax in axes[1:3]:

@@ -55,7 +55,13 @@ PAPER = {  # Table 1: Nystrom / Ours error (%)
     "digits27": (1.25, 1.10),
     "digits": (14.47, 13.68),
 }
-PAPER_NAME = {"splice": "dna", "german": "german", "digits49": "usps49", "digits27": "usps27", "digits": "usps-full"}
+PAPER_NAME = {
+    "splice": "dna",
+    "german": "german",
+    "digits49": "usps49",
+    "digits27": "usps27",
+    "digits": "usps-full",
+}
 
 
 def svm_error(G, y, lab, unl):
@@ -122,8 +128,11 @@ def one_repeat(X, y, rep, n_labels=100, n_pairs=None):
     # the eq.-12 and oracle paths solve 13 lam to 1e-6: the dual Newton solver is much faster
     # there (same certified optima as the default APG)
     nka = npr.GeneralizedNystrom(lam="nka", solver="newton", **common).fit(X, **side)
-    rows = {"auto": auto.transform(X), "nystrom": npr.Nystrom(**common).fit(X).transform(X),
-            "nka": nka.transform(X)}
+    rows = {
+        "auto": auto.transform(X),
+        "nystrom": npr.Nystrom(**common).fit(X).transform(X),
+        "nka": nka.transform(X),
+    }
     if n_pairs is not None:  # the pairs' own task on fresh pairs of unlabeled samples
         rng = np.random.default_rng(3000 + rep)
         ends = rng.choice(unl, size=(2, _AUC_PAIRS))
@@ -254,7 +263,8 @@ def report(sets, command, n_pairs=None):
         f"The learners see {n_pairs} pairs (half must-link, half cannot-link) drawn among the 100 "
         "labeled samples instead of their labels (`fit(X, pairs=...)`); the SVM still trains on "
         "the labeled rows. The paper reports no pairs experiment (its columns are empty)."
-        if pairs else ""
+        if pairs
+        else ""
     )
     return [
         "# Zhang et al. 2012, Table 1 protocol"
@@ -316,7 +326,7 @@ def auc_table(sets, n_pairs):
         f"{_AUC_PAIRS} fresh pairs",
         "",
         "Pairs of unlabeled samples drawn at random in every repeat (no constraint touches them), "
-        "scored by `K_ij / √(K_ii K_jj)` for \"same class\"; mean over the repeats.",
+        'scored by `K_ij / √(K_ii K_jj)` for "same class"; mean over the repeats.',
         "",
         "| data | Nyström | eq. 12 (`nka`) | default (`auto`) | best fixed λ of grid "
         "| gain captured by default: fixed | default − Nyström: mean ± SE (repeats better / worse) |",
@@ -330,12 +340,23 @@ def auc_table(sets, n_pairs):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--datasets", nargs="+", default=["german", "splice", "digits49", "digits27", "digits"])
+    parser.add_argument(
+        "--datasets", nargs="+", default=["german", "splice", "digits49", "digits27", "digits"]
+    )
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "results"))
-    parser.add_argument("--from-npz", nargs="+", metavar="FILE",
-                        help="rebuild the table from saved zhang2012_<name>.npz files (no run)")
-    parser.add_argument("--pairs", type=int, default=None, metavar="N",
-                        help="learn from N pairs among the labeled samples instead of the labels")
+    parser.add_argument(
+        "--from-npz",
+        nargs="+",
+        metavar="FILE",
+        help="rebuild the table from saved zhang2012_<name>.npz files (no run)",
+    )
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="learn from N pairs among the labeled samples instead of the labels",
+    )
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     n_pairs = args.pairs
@@ -343,8 +364,11 @@ def main(argv=None) -> int:
         sets, counts = {}, set()
         for f in args.from_npz:
             with np.load(f) as z:
-                sets[str(z["name"])] = (tuple(z["shape"]), {k: z[k] for k in _SAVED + _SAVED_PAIRS
-                                                            if k in z}, z["grid"])
+                sets[str(z["name"])] = (
+                    tuple(z["shape"]),
+                    {k: z[k] for k in _SAVED + _SAVED_PAIRS if k in z},
+                    z["grid"],
+                )
                 counts.add(int(z["n_pairs"]) if "n_pairs" in z else -1)  # -1: labels
         if len(counts) > 1:
             parser.error(f"--from-npz got files of labels and pairs runs (pairs counts {counts})")
@@ -353,8 +377,12 @@ def main(argv=None) -> int:
     tag = "" if n_pairs is None else f"_pairs{n_pairs}"
     md = os.path.join(args.out, f"reproduce_zhang2012{'' if n_pairs is None else '_pairs'}.md")
     if args.from_npz:
-        lines = report(sets, "python scripts/reproduce_zhang2012.py --from-npz " + " ".join(
-            os.path.basename(f) for f in args.from_npz), n_pairs)
+        lines = report(
+            sets,
+            "python scripts/reproduce_zhang2012.py --from-npz "
+            + " ".join(os.path.basename(f) for f in args.from_npz),
+            n_pairs,
+        )
         with open(md, "w") as fh:
             fh.write("\n".join(lines) + "\n")
         print("\n".join(lines))
@@ -369,22 +397,32 @@ def main(argv=None) -> int:
         elapsed = time.perf_counter() - t
         arrs = {k: np.array([r[k] for r in reps]) for k in _SAVED + _SAVED_PAIRS if k in reps[0]}
         grid = reps[0]["grid"]
-        np.savez(os.path.join(args.out, f"zhang2012{tag}_{name}.npz"), name=name, shape=X.shape,
-                 grid=grid, n_pairs=-1 if n_pairs is None else n_pairs, **arrs)
+        np.savez(
+            os.path.join(args.out, f"zhang2012{tag}_{name}.npz"),
+            name=name,
+            shape=X.shape,
+            grid=grid,
+            n_pairs=-1 if n_pairs is None else n_pairs,
+            **arrs,
+        )
         sets[name] = (X.shape, arrs, grid)
         row = table_row(name, X.shape, arrs, grid, n_pairs is not None)
         print(row, f"({elapsed:.0f} s)", flush=True)
         curves[name] = reps
     command = f"python scripts/reproduce_zhang2012.py --repeats {args.repeats}" + (
-        "" if n_pairs is None else f" --pairs {n_pairs}")
+        "" if n_pairs is None else f" --pairs {n_pairs}"
+    )
     lines = report(sets, command, n_pairs)
     with open(md, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     pairs = n_pairs is not None
-    save_figure(os.path.join(args.out, f"zhang2012{tag}_figure1.png"),
-                lambda plt: draw_paths(plt, curves, pairs))
-    save_figure(os.path.join(args.out, f"zhang2012{tag}_kernels.png"),
-                lambda plt: draw_models(plt, curves))
+    save_figure(
+        os.path.join(args.out, f"zhang2012{tag}_figure1.png"),
+        lambda plt: draw_paths(plt, curves, pairs),
+    )
+    save_figure(
+        os.path.join(args.out, f"zhang2012{tag}_kernels.png"), lambda plt: draw_models(plt, curves)
+    )
     print("\n".join(lines))
     return 0
 
@@ -412,7 +450,9 @@ def draw_paths(plt, curves, pairs=False):
         ax = axes[0, k]
         ax.plot(grid, err, "o-", label="test error (linear SVM)")
         ax.plot(grid, cvp, "s--", label=f"{cv_error} (repeats that scored λ)")
-        ax.axhline(np.mean([r["nystrom"] for r in reps]) * 100, color="gray", ls=":", label="Nyström")
+        ax.axhline(
+            np.mean([r["nystrom"] for r in reps]) * 100, color="gray", ls=":", label="Nyström"
+        )
         ax.set_title(name)
         ax.set_ylabel("error (%)")
         ax.legend(fontsize=7)

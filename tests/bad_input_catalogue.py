@@ -255,7 +255,8 @@ for _name in SUPERVISED:
         f"{_name}.pairs-out-of-range",
         (
             ValueError,
-            r"pairs\[0\] = \[0, 40, 1\] references a sample out of range; indices must be in \[0, 39\]",
+            r"pairs\[0\] = \[0, 40, 1\] references a sample out of range; "
+            r"indices must be in \[0, 39\]",
         ),
     )(lambda _n=_name: fit(_n, pairs=np.array([[0, 40, 1], [1, 2, -1]])))
     case(f"{_name}.pairs-negative-index", (ValueError, r"out of range|0 <= i < 40"))(
@@ -280,7 +281,8 @@ for _name in SUPERVISED:
         f"{_name}.labels-wrong-length",
         (
             ValueError,
-            r"y has 39 entries, but X has 40 samples|y must have shape \(40,\) like X's rows, got shape \(39,\)",
+            r"y has 39 entries, but X has 40 samples|"
+            r"y must have shape \(40,\) like X's rows, got shape \(39,\)",
         ),
     )(lambda _n=_name: fit(_n, y=Y[:39]))
     case(
@@ -292,7 +294,10 @@ for _name in SUPERVISED:
     )
     case(
         f"{_name}.labels-continuous",
-        (ValueError, r"Unknown label type: continuous.*14 non-integer value\(s\), e.g. y\[\d+\] = 0.5"),
+        (
+            ValueError,
+            r"Unknown label type: continuous.*14 non-integer value\(s\), e.g. y\[\d+\] = 0.5",
+        ),
     )(lambda _n=_name: fit(_n, y=np.where(Y == 0, 0.5, Y).astype(float)))
     case(f"{_name}.labels-all-unlabeled", _ALL_UNLABELED[_name])(
         lambda _n=_name: fit(_n, y=np.full(40, -1))
@@ -301,13 +306,19 @@ for _name in SUPERVISED:
 
 case(
     "GeneralizedNystrom.labels-single-class-auto-lam",
-    (ValueError, r"lam='auto' .*needs labeled samples of at least two classes .*pass lam='nka' "
-                 r"or a number"),
+    (
+        ValueError,
+        r"lam='auto' .*needs labeled samples of at least two classes .*pass lam='nka' "
+        r"or a number",
+    ),
 )(lambda: fit("GeneralizedNystrom", y=np.where(Y == 0, 0, -1)))
 case(
     "GeneralizedNystrom.pairs-one-sign-auto-lam",
-    (ValueError, r"needs at least two must-link and two cannot-link pairs; got 3 must-link and 0 "
-                 r"cannot-link\. Pass lam='nka' or a number"),
+    (
+        ValueError,
+        r"needs at least two must-link and two cannot-link pairs; got 3 must-link and 0 "
+        r"cannot-link\. Pass lam='nka' or a number",
+    ),
 )(lambda: make("GeneralizedNystrom").fit(X, pairs=[[0, 1, 1], [2, 3, 1], [4, 5, 1]]))
 case("GeneralizedNystrom.labels-single-class-fixed-lam", WARN("UserWarning", r"one class"))(
     lambda: fit("GeneralizedNystrom", y=np.where(Y == 0, 0, -1), lam=1.0).transform(X)
@@ -340,24 +351,36 @@ def _fns():
 
 # kernel values and distances beyond float range: a named error, never silent inf / NaN
 _OVERFLOW = r"overflows float64: the 'poly' kernel of degree 64, gamma 0.25, coef0 1 is not finite"
-case("extrapolate.poly-overflow", (ValueError, r"k\(X, Z\) " + _OVERFLOW + r".*Rescale X, lower its degree or gamma\."))(
-    lambda: _fns().extrapolate(X * 1e3, X[:5] * 1e3, kernel="poly", degree=64)
+case(
+    "extrapolate.poly-overflow",
+    (ValueError, r"k\(X, Z\) " + _OVERFLOW + r".*Rescale X, lower its degree or gamma\."),
+)(lambda: _fns().extrapolate(X * 1e3, X[:5] * 1e3, kernel="poly", degree=64))
+case(
+    "extrapolate.float32-linear-overflow",
+    (ValueError, r"k\(X, Z\) overflows float32: the 'linear' kernel .*or pass float64 data"),
+)(
+    lambda: _fns().extrapolate(
+        (X * 1e20).astype(np.float32), (X[:5] * 1e20).astype(np.float32), kernel="linear"
+    )
 )
-case("extrapolate.float32-linear-overflow", (ValueError, r"k\(X, Z\) overflows float32: the 'linear' kernel .*or pass float64 data"))(
-    lambda: _fns().extrapolate((X * 1e20).astype(np.float32), (X[:5] * 1e20).astype(np.float32), kernel="linear")
-)
-case("extrapolate.rbf-distances-overflow", (ValueError, r"k\(X, Z\) overflows float64: the 'rbf' kernel is not finite at max \|x\| = .*e\+300"))(
-    lambda: _fns().extrapolate(X * 1e300, X[:5] * 1e300, width=1.0)
-)
+case(
+    "extrapolate.rbf-distances-overflow",
+    (
+        ValueError,
+        r"k\(X, Z\) overflows float64: the 'rbf' kernel is not finite at max \|x\| = .*e\+300",
+    ),
+)(lambda: _fns().extrapolate(X * 1e300, X[:5] * 1e300, width=1.0))
 case("Nystrom.transform-poly-overflow", (ValueError, r"k\(X, Z\)( @ projection)? " + _OVERFLOW))(
     lambda: fit("Nystrom", kernel="poly", degree=64).transform(X * 1e6)
 )
-case("GeneralizedNystrom.side-information-scale-overflow", (ValueError, r"scale mu_max\^2 = inf .*Rescale X or the kernel"))(
-    lambda: fit("GeneralizedNystrom", X * 3, kernel="poly", degree=64, lam=1.0)
-)
-case("LogDetKernelLearner.projections-overflow", (ValueError, r"the Bregman projections overflowed float64 .*squared distances reach .*e\+\d\d"))(
-    lambda: fit("LogDetKernelLearner", X * 3, kernel="poly", degree=64)
-)
+case(
+    "GeneralizedNystrom.side-information-scale-overflow",
+    (ValueError, r"scale mu_max\^2 = inf .*Rescale X or the kernel"),
+)(lambda: fit("GeneralizedNystrom", X * 3, kernel="poly", degree=64, lam=1.0))
+case(
+    "LogDetKernelLearner.projections-overflow",
+    (ValueError, r"the Bregman projections overflowed float64 .*squared distances reach .*e\+\d\d"),
+)(lambda: fit("LogDetKernelLearner", X * 3, kernel="poly", degree=64))
 # the graphs are scale-free (neighbours and Gaussian weights with the default width): they are
 # built in units of max |x|, so samples at 1e200 or 1e-200 get the learned kernel of X
 case("BCDNPKL.knn-at-1e200", OK)(lambda: fit("BCDNPKL", X * 1e200).transform(X * 1e200))
@@ -426,14 +449,21 @@ case("distance_bounds.unknown-rule", (ValueError, r"must be one of .*got 'median
 )
 # distance_bounds used to index with whatever it was given (an IndexError for labels passed
 # as pairs, a silent wrap-around for negative indices)
-case("distance_bounds.labels-as-pairs", (ValueError, r"pairs must be an integer array of shape \(k, 3\).*got shape \(40,\)"))(
-    lambda: _fns().distance_bounds(X, Y)
-)
-case("distance_bounds.negative-index", (ValueError, r"pairs\[0\] = \[-1, 3, 1\] references a sample out of range; indices must be in \[0, 39\]"))(
-    lambda: _fns().distance_bounds(X, np.array([[-1, 3, 1]]), rule="relative")
-)
+case(
+    "distance_bounds.labels-as-pairs",
+    (ValueError, r"pairs must be an integer array of shape \(k, 3\).*got shape \(40,\)"),
+)(lambda: _fns().distance_bounds(X, Y))
+case(
+    "distance_bounds.negative-index",
+    (
+        ValueError,
+        r"pairs\[0\] = \[-1, 3, 1\] references a sample out of range; indices must be in \[0, 39\]",
+    ),
+)(lambda: _fns().distance_bounds(X, np.array([[-1, 3, 1]]), rule="relative"))
 case("distance_bounds.G0-nan", (ValueError, r"G0 must contain only finite values, got 1 NaN"))(
-    lambda: _fns().distance_bounds(np.where(np.arange(X.size).reshape(X.shape) == 5, np.nan, X), PAIRS)
+    lambda: _fns().distance_bounds(
+        np.where(np.arange(X.size).reshape(X.shape) == 5, np.nan, X), PAIRS
+    )
 )
 case(
     "iter_transform.out-wrong-shape",
@@ -513,24 +543,29 @@ def _load_rewritten_with(make_changes):
         return _fns().load(os.path.join(tmp, "x.npz"))
 
 
-case("load.landmarks-width-mismatch", (ValueError, r"x\.npz'.*field 'landmarks_': shape \(8, 3\), expected \(\*, 4\)"))(
-    lambda: _load_rewritten_with(lambda a: {"attr:landmarks_": a["attr:landmarks_"][:, :3]})
-)
+case(
+    "load.landmarks-width-mismatch",
+    (ValueError, r"x\.npz'.*field 'landmarks_': shape \(8, 3\), expected \(\*, 4\)"),
+)(lambda: _load_rewritten_with(lambda a: {"attr:landmarks_": a["attr:landmarks_"][:, :3]}))
 case("load.projection-nan", (ValueError, r"field 'projection_': non-finite"))(
     lambda: _load_rewritten_with(lambda a: {"attr:projection_": a["attr:projection_"] * np.nan})
 )
-case("load.negative-n-landmarks", (ValueError, r"field 'params': n_landmarks must be in \[1, inf\), got -8"))(
-    lambda: _load_meta_edited(lambda m: m["params"].update(n_landmarks=-8))
-)
+case(
+    "load.negative-n-landmarks",
+    (ValueError, r"field 'params': n_landmarks must be in \[1, inf\), got -8"),
+)(lambda: _load_meta_edited(lambda m: m["params"].update(n_landmarks=-8)))
 case("load.nan-width", (ValueError, r"field 'params': width must be a number, got NaN"))(
     lambda: _load_meta_edited(lambda m: m["params"].update(width=float("nan")))
 )
 case("load.unknown-parameter", (ValueError, r"field 'params.evil': unknown parameter of Nystrom"))(
     lambda: _load_meta_edited(lambda m: m["params"].update(evil=1))
 )
-case("load.attrs-not-an-object", (ValueError, r"field '__meta__.attrs': expected a JSON dict, got list"))(
-    lambda: _load_meta_edited(lambda m: m.update(attrs=[]))
-)
+case(
+    "load.attrs-not-an-object",
+    (ValueError, r"field '__meta__.attrs': expected a JSON dict, got list"),
+)(lambda: _load_meta_edited(lambda m: m.update(attrs=[])))
+
+
 def _load_forged_header():
     import io
     import zipfile
@@ -551,12 +586,15 @@ def _load_forged_header():
         return _fns().load(path)
 
 
-case("load.header-claims-huge-array", (ValueError, r"member 'attr:S0_.npy'.*claims shape \(100000, 100000\)"))(
-    _load_forged_header
-)
-case("save.invalid-parameter", (ValueError, r"the Nystrom being saved .*n_landmarks must be in \[1, inf\)"))(
-    lambda: _fns().save(fit("Nystrom").set_params(n_landmarks=0), "/tmp/never-written.npz")
-)
+case(
+    "load.header-claims-huge-array",
+    (ValueError, r"member 'attr:S0_.npy'.*claims shape \(100000, 100000\)"),
+)(_load_forged_header)
+case(
+    "save.invalid-parameter",
+    (ValueError, r"the Nystrom being saved .*n_landmarks must be in \[1, inf\)"),
+)(lambda: _fns().save(fit("Nystrom").set_params(n_landmarks=0), "/tmp/never-written.npz"))
+
 
 # out= may not share memory with an input (the kernels read X while they write out)
 def _extrapolate_into_x():
@@ -576,21 +614,38 @@ case("iter_transform.out-aliases-X", (ValueError, r"out shares memory with X"))(
 case("pair_accuracy.nan-labels", (ValueError, r"labels_true\[1\] = .*nan.*NaN"))(
     lambda: _fns().pair_accuracy([0.0, np.nan, 1.0], [0, 1, 1])
 )
-case("normalized_mutual_info.2d-labels", (ValueError, r"labels_pred must be a 1-D array of labels, got shape \(2, 2\)"))(
-    lambda: _fns().normalized_mutual_info([0, 1, 1, 0], [[0, 1], [1, 0]])
-)
-case("distance_bounds.reversed-percentiles", (ValueError, r"percentiles must be two numbers \(low, high\) with 0 <= low <= high <= 100.*got \(95, 5\)"))(
-    lambda: _fns().distance_bounds(X, PAIRS, percentiles=(95, 5))
-)
-case("labels_to_pairs.all-pairs-quadratic", (ValueError, r"all 799980000 pairs would take .*pass n_constraints"))(
-    lambda: _fns().labels_to_pairs(np.arange(40000) % 3)
-)
-case("LogDetKernelLearner.pairs-contradict-labels", (ValueError, r"pairs\[0\] = \[0, 3, -1\] is a cannot-link pair, but y gives samples 0 and 3 the same label \(0 and 0\)"))(
-    lambda: make("LogDetKernelLearner", init="linear").fit(X, Y, pairs=np.array([[0, 3, -1]]))
-)
-case("BCDNPKL.pairs-contradict-labels", (ValueError, r"pairs\[1\] = \[0, 1, 1\] is a must-link pair, but y gives samples 0 and 1 different labels"))(
-    lambda: make("BCDNPKL").fit(X, Y, pairs=np.array([[0, 3, 1], [0, 1, 1]]))
-)
+case(
+    "normalized_mutual_info.2d-labels",
+    (ValueError, r"labels_pred must be a 1-D array of labels, got shape \(2, 2\)"),
+)(lambda: _fns().normalized_mutual_info([0, 1, 1, 0], [[0, 1], [1, 0]]))
+case(
+    "distance_bounds.reversed-percentiles",
+    (
+        ValueError,
+        r"percentiles must be two numbers \(low, high\) with 0 <= low <= high <= 100"
+        r".*got \(95, 5\)",
+    ),
+)(lambda: _fns().distance_bounds(X, PAIRS, percentiles=(95, 5)))
+case(
+    "labels_to_pairs.all-pairs-quadratic",
+    (ValueError, r"all 799980000 pairs would take .*pass n_constraints"),
+)(lambda: _fns().labels_to_pairs(np.arange(40000) % 3))
+case(
+    "LogDetKernelLearner.pairs-contradict-labels",
+    (
+        ValueError,
+        r"pairs\[0\] = \[0, 3, -1\] is a cannot-link pair, "
+        r"but y gives samples 0 and 3 the same label \(0 and 0\)",
+    ),
+)(lambda: make("LogDetKernelLearner", init="linear").fit(X, Y, pairs=np.array([[0, 3, -1]])))
+case(
+    "BCDNPKL.pairs-contradict-labels",
+    (
+        ValueError,
+        r"pairs\[1\] = \[0, 1, 1\] is a must-link pair, "
+        r"but y gives samples 0 and 1 different labels",
+    ),
+)(lambda: make("BCDNPKL").fit(X, Y, pairs=np.array([[0, 3, 1], [0, 1, 1]])))
 case("load.missing-file", (FileNotFoundError, r"No such model file"))(
     lambda: _fns().load("/nonexistent/model.npz")
 )

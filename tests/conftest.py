@@ -1,7 +1,8 @@
 """Shared fixtures and hypothesis profiles.
 
-Profiles: ``dev`` (default, quick, random) and ``ci`` (more examples, derandomized). Both use ``deadline=None``: the
-first example of a property pays numba's JIT compilation. Select with HYPOTHESIS_PROFILE=ci.
+Profiles: ``dev`` (default, quick, random) and ``ci`` (more examples, derandomized). Both use
+``deadline=None``: the first example of a property pays numba's JIT compilation. Select with
+HYPOTHESIS_PROFILE=ci.
 
 Coverage of the jitted code: ``NUMBA_DISABLE_JIT=1`` runs the kernels as plain Python, so
 coverage.py sees their lines. That mode selects the ``nojit`` profile (few examples) and skips

@@ -29,21 +29,27 @@ def fitted_models() -> dict:
         warnings.simplefilter("ignore")
         return {
             "Nystrom": npr.Nystrom(n_landmarks=8, random_state=0).fit(X),
-            "Nystrom-f32-laplacian": npr.Nystrom(n_landmarks=6, kernel="laplacian",
-                                                 random_state=0).fit(X32),
-            "Nystrom-user-landmarks": npr.Nystrom(landmarks=X[:5] + 0.25, n_landmarks=5,
-                                                  kernel="poly").fit(X),
-            "GeneralizedNystrom": npr.GeneralizedNystrom(n_landmarks=8, lam=1.0,
-                                                         random_state=0).fit(X, y),
+            "Nystrom-f32-laplacian": npr.Nystrom(
+                n_landmarks=6, kernel="laplacian", random_state=0
+            ).fit(X32),
+            "Nystrom-user-landmarks": npr.Nystrom(
+                landmarks=X[:5] + 0.25, n_landmarks=5, kernel="poly"
+            ).fit(X),
+            "GeneralizedNystrom": npr.GeneralizedNystrom(
+                n_landmarks=8, lam=1.0, random_state=0
+            ).fit(X, y),
             "GeneralizedNystrom-nka": npr.GeneralizedNystrom(
-                n_landmarks=8, lam="nka", random_state=0).fit(X, pairs=PAIRS),
+                n_landmarks=8, lam="nka", random_state=0
+            ).fit(X, pairs=PAIRS),
             "LogDetKernelLearner": npr.LogDetKernelLearner(
-                rank=4, n_landmarks=8, gamma=1.0, max_iter=40, random_state=0).fit(X, y),
+                rank=4, n_landmarks=8, gamma=1.0, max_iter=40, random_state=0
+            ).fit(X, y),
             "LogDetKernelLearner-linear": npr.LogDetKernelLearner(init="linear").fit(
-                X, pairs=PAIRS, similarity_pairs=np.array([[0, 0, 1]]),
-                similarity_bounds=[0.5]),
+                X, pairs=PAIRS, similarity_pairs=np.array([[0, 0, 1]]), similarity_bounds=[0.5]
+            ),
             "VonNeumannKernelLearner": npr.VonNeumannKernelLearner(
-                n_landmarks=8, max_iter=30, random_state=0).fit(X, pairs=PAIRS),
+                n_landmarks=8, max_iter=30, random_state=0
+            ).fit(X, pairs=PAIRS),
             "BCDNPKL": npr.BCDNPKL(random_state=0).fit(X, pairs=PAIRS),
             "BCDNPKL-dense": npr.BCDNPKL(graph="dense", random_state=0).fit(X32, y),
         }

@@ -43,7 +43,10 @@ def test_kernel_kmeans_is_kmeans_on_factor_rows():
     ours = kernel_kmeans(G, 4, random_state=0)
     ref = cluster.KMeans(4, n_init=10, random_state=0).fit_predict(G)
     assert metrics.adjusted_rand_score(ours, ref) == pytest.approx(1.0)
-    inertia = lambda lab: sum(((G[lab == c] - G[lab == c].mean(0)) ** 2).sum() for c in range(4))
+
+    def inertia(lab):
+        return sum(((G[lab == c] - G[lab == c].mean(0)) ** 2).sum() for c in range(4))
+
     assert inertia(ours) <= inertia(ref) * (1 + 1e-9)
 
 

@@ -90,12 +90,19 @@ CASES = [  # (kernel, kw, gamma for the oracle)
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize(
     "dtype, scale",
-    [(np.float64, 1.0), (np.float64, 1e100), (np.float64, 1e150), (np.float32, 1.0),
-     (np.float32, 1e19), (np.float32, 1e30)],
+    [
+        (np.float64, 1.0),
+        (np.float64, 1e100),
+        (np.float64, 1e150),
+        (np.float32, 1.0),
+        (np.float32, 1e19),
+        (np.float32, 1e30),
+    ],
 )
 @pytest.mark.parametrize("kernel, kw, gamma", CASES, ids=[f"{c[0]}-{c[2]:.0e}" for c in CASES])
-def test_huge_width_gives_a_finite_exact_kernel_at_any_scale(monkeypatch, path, dtype, scale,
-                                                             kernel, kw, gamma):
+def test_huge_width_gives_a_finite_exact_kernel_at_any_scale(
+    monkeypatch, path, dtype, scale, kernel, kw, gamma
+):
     from nystrom_priors import _rowblocks as kernels
 
     monkeypatch.setattr(kernels, "_FORCE_PATH", path)
@@ -111,8 +118,9 @@ def test_huge_width_gives_a_finite_exact_kernel_at_any_scale(monkeypatch, path, 
         np.testing.assert_array_equal(E, np.ones_like(E))
 
 
-@pytest.mark.parametrize("dtype, scale", [(np.float32, 1e19), (np.float32, 1e30),
-                                          (np.float64, 1e150)])
+@pytest.mark.parametrize(
+    "dtype, scale", [(np.float32, 1e19), (np.float32, 1e30), (np.float64, 1e150)]
+)
 def test_nystrom_with_a_huge_width_is_exact_on_its_landmarks(dtype, scale):
     X = (_data() * scale).astype(dtype)
     with warnings.catch_warnings():

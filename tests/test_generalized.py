@@ -7,17 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nystrom_priors import ConvergenceWarning, GeneralizedNystrom, Nystrom, extrapolate
 from nystrom_priors.generalized import _dual as dual_newton
 from nystrom_priors.generalized import _lam as selection
 from nystrom_priors.generalized import _paper
 from nystrom_priors.generalized import _problem as problem
 from nystrom_priors.generalized import _solver as solve
+from nystrom_priors.side_info import labels_to_pairs
 
 barrier_dual = dual_newton  # one module: the semismooth dual Newton and its barrier form
 psd = problem  # the PSD utilities live with J
 apg = solve  # the accelerated projected gradient lives with the solver choice
-from nystrom_priors import ConvergenceWarning, GeneralizedNystrom, Nystrom, extrapolate
-from nystrom_priors.side_info import labels_to_pairs
 
 
 def _toy(rng, n=120, d=3, classes=3, n_labels=30):
@@ -201,7 +201,9 @@ def test_dual_values_obey_weak_duality_at_tiny_lam(rng, pairs):
     J = prob.objective(S, lam)
     duals = (dual_newton._Dual(prob, lam), barrier_dual._BarrierDual(prob, lam, kappa=1e-300))
     for scale in (0.0, 1e-6, 1e-3):
-        D = tuple(None if r is None else scale * np.abs(r).max() * rng.normal(size=r.shape) for r in R)
+        D = tuple(
+            None if r is None else scale * np.abs(r).max() * rng.normal(size=r.shape) for r in R
+        )
         Rp = duals[0].axpy(1.0, D, R)
         values = duals[0].state(Rp)["d"], duals[1].state(Rp)["d0"]
         assert max(values) <= J * (1.0 + 1e-10), (scale, values, J)
@@ -267,7 +269,12 @@ def test_newton_dual_gap_is_exact_and_fallback_certifies(rng):
 
 def test_auto_solver_takes_the_smaller_of_primal_and_dual(rng):
     """Newton (dual, l(l+1)/2 + pair entries) below m(m+1)/2 unknowns, APG (primal) otherwise."""
-    for m, l, expected in ((20, 19, "newton"), (20, 20, "apg"), (20, 45, "apg"), (60, 30, "newton")):
+    for m, l, expected in (
+        (20, 19, "newton"),
+        (20, 20, "apg"),
+        (20, 45, "apg"),
+        (60, 30, "newton"),
+    ):
         S0 = np.eye(m)
         El = rng.normal(size=(l, m))
         prob = problem._Problem(S0, El, np.eye(2)[rng.integers(2, size=l)])
@@ -275,12 +282,17 @@ def test_auto_solver_takes_the_smaller_of_primal_and_dual(rng):
     # pairs: the ordered mask entries are the dual's unknowns
     Ep = rng.normal(size=(8, 6))
     few = problem._Problem(np.eye(6), Ep=Ep, a=np.arange(8), b=np.arange(8), t=np.ones(8))
-    many = problem._Problem(np.eye(6), Ep=Ep, a=np.repeat(np.arange(8), 3), b=np.tile(np.arange(3), 8), t=np.ones(24))
+    many = problem._Problem(
+        np.eye(6), Ep=Ep, a=np.repeat(np.arange(8), 3), b=np.tile(np.arange(3), 8), t=np.ones(24)
+    )
     assert solve._auto_solver(few) == "newton" and solve._auto_solver(many) == "apg"
     # and "auto" reaches the same certified optimum as both explicit solvers
     prob, *_ = _small_problem(rng)
     lam = prob.mu_max**2 * 1e-6
-    sols = [solve._solve_lam(prob, lam, s, tol=1e-9, max_iter=20000)[0] for s in ("auto", "apg", "newton")]
+    sols = [
+        solve._solve_lam(prob, lam, s, tol=1e-9, max_iter=20000)[0]
+        for s in ("auto", "apg", "newton")
+    ]
     f = [prob.objective(S, lam) for S in sols]
     assert max(f) - min(f) <= 1e-7 * min(f)
 
@@ -364,11 +376,17 @@ def test_solve_lam_reports_the_eigendecomposition_only_when_it_holds(rng):
     dual solvers) and is absent after the primal solvers."""
     prob, S0, *_ = _small_problem(rng)
     prob.S0_eig = np.linalg.eigh(S0)
-    for lam_rel, solver in ((1e20, "newton"), (1e-1, "newton"), (1e-10, "newton"),
-                            (1e-3, "apg"), (1e-3, "pgd")):
+    for lam_rel, solver in (
+        (1e20, "newton"),
+        (1e-1, "newton"),
+        (1e-10, "newton"),
+        (1e-3, "apg"),
+        (1e-3, "pgd"),
+    ):
         info = {}
-        S, _, _, ok, _ = solve._solve_lam(prob, prob.mu_max**2 * lam_rel, solver, 1e-8, 500,
-                                          out=info)
+        S, _, _, ok, _ = solve._solve_lam(
+            prob, prob.mu_max**2 * lam_rel, solver, 1e-8, 500, out=info
+        )
         assert ok
         if solver != "newton":
             assert "eig" not in info
@@ -424,7 +442,9 @@ def test_apg_path_is_the_same_with_partial_projections(rng, monkeypatch):
         monkeypatch.setattr(apg, "_FEW_NEGATIVE", frac)
         S, out = None, []
         for e in (-2.0, -6.0, -10.0):
-            S, it, cert, ok, _ = solve._solve_lam(prob, prob.mu_max**2 * 10**e, "apg", 1e-8, 5000, S_warm=S)
+            S, it, cert, ok, _ = solve._solve_lam(
+                prob, prob.mu_max**2 * 10**e, "apg", 1e-8, 5000, S_warm=S
+            )
             assert ok
             out.append((S, it))
         runs[frac] = out
@@ -453,7 +473,9 @@ def test_more_labels_than_landmarks_compress_to_an_exact_m_row_term(rng, rank):
         direct = float(np.sum((El @ S @ El.T - Y @ Y.T) ** 2))
         assert prob.loss(S) == pytest.approx(direct, rel=1e-10)
         G_direct = 2.0 * 0.5 * (S - S0) + 2.0 * El.T @ (El @ S @ El.T - Y @ Y.T) @ El
-        np.testing.assert_allclose(prob.grad(S, 0.5), G_direct, rtol=1e-9, atol=1e-9 * np.abs(G_direct).max())
+        np.testing.assert_allclose(
+            prob.grad(S, 0.5), G_direct, rtol=1e-9, atol=1e-9 * np.abs(G_direct).max()
+        )
 
 
 @pytest.mark.parametrize("solver", ["newton", "apg"])
@@ -494,7 +516,9 @@ def test_many_labels_with_pairs_reach_the_sdp_optimum(rng, exponent, solver):
         # with pairs may hand over to APG, so only at the larger lam)
         assert R is not None or exponent < -5
         for steps in (1, 3, 10):  # any dual point's gap bounds the true one
-            S_n, _R, _it, gap, _ok = dual_newton._solve_newton(prob, lam, None, tol=1e-9, max_iter=steps)
+            S_n, _R, _it, gap, _ok = dual_newton._solve_newton(
+                prob, lam, None, tol=1e-9, max_iter=steps
+            )
             J = prob.objective(S_n, lam)
             assert gap * J >= J - f_ref - 1e-8 * f_ref
 
@@ -512,10 +536,14 @@ def test_duality_gap_certificate_bounds_the_true_gap(rng, e):
     w, U = np.linalg.eigh(co.to_V(S_ref))
     low_rank = [(U[:, -r:] * w[-r:]) @ U[:, -r:].T for r in (1, 2)]  # large null spaces
     P, _, Un = psd._psd_project_few_negative(X)
-    points = [(V, None) for V in low_rank + [
-        apg._solve(co, problem._closed_form_V(co), tol=1e-14, max_iter=it)[0]
-        for it in (1, 5, 20)
-    ]] + [(P, Un)]  # a partial projection knows V's null space: no eigh of V
+    points = [
+        (V, None)
+        for V in low_rank
+        + [
+            apg._solve(co, problem._closed_form_V(co), tol=1e-14, max_iter=it)[0]
+            for it in (1, 5, 20)
+        ]
+    ] + [(P, Un)]  # a partial projection knows V's null space: no eigh of V
     # strictly inside the cone near the optimum: only P_psd(G) certifies where the constraint
     # is active (no null space; the multiplier 0 leaves the whole gradient)
     points.append((co.to_V(S_ref) + 1e-4 * np.eye(S0.shape[0]), None))
@@ -591,7 +619,9 @@ def test_certificate_is_not_swallowed_by_round_off_of_a_large_prior(seed):
         cert, _kind = co.certificate(V, co.grad(V))
         assert cert >= 0.5 * true_gap - 1e-9, (cert, true_gap)
     for solver in ("apg", "newton"):
-        S, _it, _c, ok, _ = solve._solve_lam(prob, lam, solver, tol=1e-8, max_iter=3000, S_warm=S_prev)
+        S, _it, _c, ok, _ = solve._solve_lam(
+            prob, lam, solver, tol=1e-8, max_iter=3000, S_warm=S_prev
+        )
         assert ok and (prob.objective(S, lam) - J_ref) / J_ref <= 1e-6
 
 
@@ -619,7 +649,9 @@ def test_lam_far_outside_the_data_scale(rng, solver):
         assert tiny.lam_ == floor and tiny.converged_
     at_floor = GeneralizedNystrom(lam=floor, max_iter=5000, **kw).fit(X, **fit_kw)
     np.testing.assert_array_equal(tiny.S_, at_floor.S_)
-    with pytest.raises(ValueError, match=r"lam_grid exponents must be in \[-15.65, 15.65\].*got -20 to 0"):
+    with pytest.raises(
+        ValueError, match=r"lam_grid exponents must be in \[-15.65, 15.65\].*got -20 to 0"
+    ):
         GeneralizedNystrom(lam="nka", lam_grid=[-20, 0], **kw).fit(X, **fit_kw)
 
 
@@ -747,7 +779,9 @@ def test_race_keep_stops_where_no_lam_can_win():
 def test_first_split_stops_once_the_loss_left_its_basin():
     race = selection._CV_RACE
     # the last two lam both more than _CV_RACE above the best so far: stop
-    assert selection._path_exhausted(np.array([1.0, 0.5, 0.5 * (1 + race) + 0.01, 0.5 * (1 + race) + 0.02]))
+    assert selection._path_exhausted(
+        np.array([1.0, 0.5, 0.5 * (1 + race) + 0.01, 0.5 * (1 + race) + 0.02])
+    )
     # only the last one is above the margin (patience 2): go on
     assert not selection._path_exhausted(np.array([1.0, 0.5, 0.5 * (1 + race) - 0.01, 0.9]))
     # still descending, or flat at the prior: go on
@@ -773,8 +807,14 @@ def test_cv_choice_is_the_argmin_of_the_mean_loss():
         L[2:, 6:] = np.nan
         assert selection._cv_choice(L) == int(np.argmin(L[:, :6].mean(0)))
     # a raced-out lam whose first-split mean is the lowest of all is not chosen
-    raced = np.array([[0.5, 0.3, 0.30, 0.1], [0.5, 0.3, 0.28, 0.1],
-                      [0.5, 0.31, 0.29, np.nan], [0.5, 0.29, 0.29, np.nan]])
+    raced = np.array(
+        [
+            [0.5, 0.3, 0.30, 0.1],
+            [0.5, 0.3, 0.28, 0.1],
+            [0.5, 0.31, 0.29, np.nan],
+            [0.5, 0.29, 0.29, np.nan],
+        ]
+    )
     assert selection._cv_choice(raced) == 2
     # a fold that scores nothing (pairs: no training pair left) does not change which compete
     assert selection._cv_choice(np.vstack([raced, np.full(4, np.nan)])) == 2
@@ -855,7 +895,9 @@ def test_pair_folds_hold_out_samples_not_pairs():
 def test_convergence_warning_names_max_iter(rng):
     X, y, _ = _toy(rng)
     with pytest.warns(ConvergenceWarning, match="increase max_iter or relax tol"):
-        GeneralizedNystrom(n_landmarks=20, lam=1e-9, max_iter=2, tol=1e-12, random_state=0).fit(X, y)
+        GeneralizedNystrom(n_landmarks=20, lam=1e-9, max_iter=2, tol=1e-12, random_state=0).fit(
+            X, y
+        )
 
 
 @pytest.mark.parametrize(
@@ -872,7 +914,12 @@ def test_convergence_warning_names_max_iter(rng):
         ({"lam": -1.0}, {"y": None}, ValueError, r"lam must be in \(0"),
         ({"lam": "best"}, {"y": None}, ValueError, "lam must be one of"),
         ({"solver": "bfgs"}, {"y": None}, ValueError, "solver must be one of"),
-        ({"solver": "onestep"}, {"pairs": [[1, 2, 1]]}, ValueError, "solver='onestep' needs labels only"),
+        (
+            {"solver": "onestep"},
+            {"pairs": [[1, 2, 1]]},
+            ValueError,
+            "solver='onestep' needs labels only",
+        ),
         ({"solver": "ipm"}, {}, ValueError, "solver"),
         ({"tol": 0.0}, {"y": None}, ValueError, r"tol must be in \(0"),
         ({"cv": 1}, {"y": None}, ValueError, r"cv must be in \[2"),
@@ -932,11 +979,17 @@ def test_property_psd_rank_and_landmark_reconstruction(seed, m, exponent, classe
     y[lab] = rng.integers(classes, size=20)
     if np.unique(y[lab]).size < 2:
         y[lab[:2]] = [0, 1]
-    probe = GeneralizedNystrom(n_landmarks=m, lam=np.inf, landmarks="uniform", random_state=seed).fit(X, y)
+    probe = GeneralizedNystrom(
+        n_landmarks=m, lam=np.inf, landmarks="uniform", random_state=seed
+    ).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = GeneralizedNystrom(
-            n_landmarks=m, lam=float(10**exponent), landmarks="uniform", random_state=seed, max_iter=300
+            n_landmarks=m,
+            lam=float(10**exponent),
+            landmarks="uniform",
+            random_state=seed,
+            max_iter=300,
         ).fit(X, y)
     S = model.S_
     assert np.linalg.eigvalsh(S).min() >= -1e-9 * max(1.0, np.abs(S).max())

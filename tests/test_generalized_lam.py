@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from nystrom_priors import GeneralizedNystrom, Nystrom, extrapolate
+from nystrom_priors._numba import _lam_cv as jit
 from nystrom_priors.generalized import _lam as lam_cv
 from nystrom_priors.generalized._problem import _Problem
 from nystrom_priors.generalized._solver import _solve_lam
-from nystrom_priors._numba import _lam_cv as jit
 
 
 def _prior(Z, width):
@@ -121,7 +121,7 @@ def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng):
     codes = rng.integers(c, size=n)
     codes[:c] = np.arange(c)
     folds = np.zeros((1, n), dtype=np.int64)
-    folds[0, n // 2:] = 1
+    folds[0, n // 2 :] = 1
     rel = np.array([1e-6, np.inf])
     L = jit.cv_losses(E @ U0, w, codes, c, folds, 2, rel, 0.5)
     train, test = np.flatnonzero(folds[0] == 1), np.flatnonzero(folds[0] == 0)
@@ -238,7 +238,9 @@ def test_auto_is_the_onestep_model_at_its_lam():
     auto = GeneralizedNystrom(n_landmarks=25, random_state=1).fit(X, y)
     if not np.isfinite(auto.lam_):
         pytest.skip("the prior was kept for this draw")
-    fixed = GeneralizedNystrom(n_landmarks=25, random_state=1, lam=auto.lam_, solver="onestep").fit(X, y)
+    fixed = GeneralizedNystrom(n_landmarks=25, random_state=1, lam=auto.lam_, solver="onestep").fit(
+        X, y
+    )
     np.testing.assert_allclose(fixed.S_, auto.S_, rtol=1e-10, atol=1e-10 * np.abs(auto.S_).max())
     assert np.isnan(auto.certificate_) and auto.converged_ and auto.n_iter_ == 1  # one step
 
@@ -269,8 +271,13 @@ print(peak_kib() - base)
 def test_auto_memory_is_linear_in_the_labels():
     """12,000 labels: no l x l (1.15 GB) or n x l array, in Python or in jitted code: the
     peak resident set of a fresh process grows by O(n m + m^2) during the fit."""
-    out = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT], capture_output=True, text=True,
-                         timeout=300, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    out = subprocess.run(
+        [sys.executable, "-c", _MEMORY_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    )
     assert out.returncode == 0, out.stderr
     grown = int(out.stdout.split()[-1]) * 1024
     n, m = 12000, 40

@@ -71,9 +71,13 @@ def test_ctrl_c_stops_burg_sweeps():
     pairs, bounds = _pairs(rng, 40000, 20000)
     model = npr.LogDetKernelLearner(init="linear", gamma=1.0, tol=0.0, max_iter=1000)
     small = npr.LogDetKernelLearner(init="linear", gamma=1.0, max_iter=2)
-    assert _interrupt(lambda: model.fit(X, pairs=pairs, bounds=bounds),
-                      lambda: small.fit(X[:50, :5], pairs=TINY, bounds=[1.0, 1000.0])
-                      ) < WITHIN
+    assert (
+        _interrupt(
+            lambda: model.fit(X, pairs=pairs, bounds=bounds),
+            lambda: small.fit(X[:50, :5], pairs=TINY, bounds=[1.0, 1000.0]),
+        )
+        < WITHIN
+    )
     _assert_unfitted(model)
 
 
@@ -83,9 +87,13 @@ def test_ctrl_c_stops_von_neumann_sweeps():
     pairs, bounds = _pairs(rng, 2000, 1000)
     model = npr.VonNeumannKernelLearner(init="linear", tol=0.0, max_iter=1000)
     small = npr.VonNeumannKernelLearner(init="linear", max_iter=2)
-    assert _interrupt(lambda: model.fit(X, pairs=pairs, bounds=bounds),
-                      lambda: small.fit(X[:50, :5], pairs=TINY, bounds=[1.0, 1000.0])
-                      ) < WITHIN
+    assert (
+        _interrupt(
+            lambda: model.fit(X, pairs=pairs, bounds=bounds),
+            lambda: small.fit(X[:50, :5], pairs=TINY, bounds=[1.0, 1000.0]),
+        )
+        < WITHIN
+    )
     _assert_unfitted(model)
 
 
@@ -101,8 +109,10 @@ def test_ctrl_c_stops_bcd_and_keeps_the_previous_fit():
     before = {k: v for k, v in vars(model).items() if k.endswith("_")}
     model.set_params(tol=0.0, max_iter=100)  # 300 dense columns: ~0.3 s per sweep
     warm = npr.BCDNPKL(random_state=0, max_iter=2)
-    assert _interrupt(lambda: model.fit(X, pairs=pairs),
-                      lambda: warm.fit(X[:200], pairs=TINY)) < WITHIN
+    assert (
+        _interrupt(lambda: model.fit(X, pairs=pairs), lambda: warm.fit(X[:200], pairs=TINY))
+        < WITHIN
+    )
     after = {k: v for k, v in vars(model).items() if k.endswith("_")}
     assert after.keys() == before.keys() and all(after[k] is before[k] for k in before)
     assert model.transform(X[:5]).shape == (5, model.n_components_)
@@ -117,12 +127,19 @@ def test_ctrl_c_stops_kmeans():
         npr.kernel_kmeans(G[:100], 5, n_init=2, random_state=0)
         npr.select_landmarks(X[:3000], 20, random_state=0)
 
-    assert _interrupt(lambda: npr.kernel_kmeans(G, 50, n_init=100_000, random_state=0),
-                      warm_up) < WITHIN
-    assert _interrupt(
-        lambda: npr.select_landmarks(X, 4000, sample_size=200_000, max_iter=10_000,
-                                     random_state=0), warm_up,
-    ) < WITHIN
+    assert (
+        _interrupt(lambda: npr.kernel_kmeans(G, 50, n_init=100_000, random_state=0), warm_up)
+        < WITHIN
+    )
+    assert (
+        _interrupt(
+            lambda: npr.select_landmarks(
+                X, 4000, sample_size=200_000, max_iter=10_000, random_state=0
+            ),
+            warm_up,
+        )
+        < WITHIN
+    )
 
 
 def test_fits_work_after_an_interrupted_fit():

@@ -91,8 +91,7 @@ def _apply(raw: bytes, edits) -> bytes:
 
 
 @given(data=st.data(), name=st.sampled_from(NAMES))
-def test_byte_mutations_load_identically_or_raise_value_error(saved, tmp_path_factory, data,
-                                                              name):
+def test_byte_mutations_load_identically_or_raise_value_error(saved, tmp_path_factory, data, name):
     raw = saved[name]
     edits = data.draw(byte_mutations(len(raw)))
     _identical_or_value_error(_apply(raw, edits), MODELS[name], tmp_path_factory)
@@ -110,8 +109,12 @@ def test_mutations_inside_one_member_are_refused(saved, tmp_path_factory, data, 
     # a member's data start after its 30-byte local header, name and extra field (the local
     # header's own lengths: its extra field differs from the central directory's)
     h = info.header_offset
-    start = h + 30 + int.from_bytes(raw[h + 26 : h + 28], "little") + int.from_bytes(
-        raw[h + 28 : h + 30], "little")
+    start = (
+        h
+        + 30
+        + int.from_bytes(raw[h + 26 : h + 28], "little")
+        + int.from_bytes(raw[h + 28 : h + 30], "little")
+    )
     offset = data.draw(st.integers(start, start + info.compress_size - 1))
     bit = data.draw(st.integers(0, 7))
     mutated = bytearray(raw)
@@ -176,10 +179,14 @@ def test_array_of_another_dtype_or_shape_is_refused(saved, tmp_path_factory, dat
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=True)
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 10**6)
+    | st.floats(allow_nan=True)
     | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
-                                                                max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 
@@ -189,8 +196,7 @@ def _json_type(value):
 
 
 @given(data=st.data(), name=st.sampled_from(NAMES), value=JSON_VALUES)
-def test_metadata_attribute_of_another_type_is_refused(saved, tmp_path_factory, data, name,
-                                                      value):
+def test_metadata_attribute_of_another_type_is_refused(saved, tmp_path_factory, data, name, value):
     raw = saved[name]
     meta = mf.meta(raw)
     key = data.draw(st.sampled_from(sorted(meta["attrs"])))
@@ -208,8 +214,9 @@ def test_metadata_attribute_of_another_type_is_refused(saved, tmp_path_factory, 
 
 
 @given(data=st.data(), name=st.sampled_from(NAMES), value=JSON_VALUES)
-def test_random_metadata_never_raises_anything_but_value_error(saved, tmp_path_factory, data,
-                                                               name, value):
+def test_random_metadata_never_raises_anything_but_value_error(
+    saved, tmp_path_factory, data, name, value
+):
     """Any JSON in any metadata slot (parameters included): a ValueError, or a model whose
     transform runs (or refuses with a ValueError)."""
     raw = saved[name]

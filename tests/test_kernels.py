@@ -250,14 +250,24 @@ def test_default_width_says_why_it_cannot_be_set(kernel):
     # identical samples, and samples that differ but whose distances under- or overflow
     # float64 (the message used to call the former "identical" and the latter say nothing)
     big = 1e200 if kernel == "rbf" else 1e308  # squared vs L1 distances
-    cases = [(np.ones((4, 3)), r"all 4 samples are identical .*Pass width explicitly"),
-             (np.eye(3) * big, "max \\|x\\| = " + re.escape(f"{big:.3g}") + " the distances overflow .*Rescale X")]
+    cases = [
+        (np.ones((4, 3)), r"all 4 samples are identical .*Pass width explicitly"),
+        (
+            np.eye(3) * big,
+            "max \\|x\\| = " + re.escape(f"{big:.3g}") + " the distances overflow .*Rescale X",
+        ),
+    ]
     if kernel == "rbf":  # the L1 distance of 1e-200 is still a normal float
         cases.append((np.eye(3) * 1e-200, r"max \|x\| = 1e-200 the distances underflow"))
         # squared distances ~1e-320 are subnormal but positive: 1 / width overflowed to
         # gamma = inf, and the message blamed gamma, which the user never passed
-        cases.append((np.eye(3) * 1e-160, r"max \|x\| = 1e-160 the distances are so small that "
-                                          r"1 / width overflows .*Rescale X"))
+        cases.append(
+            (
+                np.eye(3) * 1e-160,
+                r"max \|x\| = 1e-160 the distances are so small that "
+                r"1 / width overflows .*Rescale X",
+            )
+        )
         # near float64's max the mean of X itself overflowed (a RuntimeWarning, not this error)
         cases.append((1e308 + np.eye(3) * 1e306, r"max \|x\| = 1.01e\+308 the distances overflow"))
     for Z, match in cases:

@@ -48,8 +48,12 @@ def test_kmeanspp_spreads_over_clusters(rng):
     Zu = select_landmarks(X, 6, method="uniform", random_state=0)
     Zp = select_landmarks(X, 6, method="kmeans++", random_state=0)
     # D^2 sampling covers the blobs much better than uniform draws, on average over seeds
-    iu = np.mean([_inertia(X, select_landmarks(X, 6, method="uniform", random_state=s)) for s in range(10)])
-    ip = np.mean([_inertia(X, select_landmarks(X, 6, method="kmeans++", random_state=s)) for s in range(10)])
+    iu = np.mean(
+        [_inertia(X, select_landmarks(X, 6, method="uniform", random_state=s)) for s in range(10)]
+    )
+    ip = np.mean(
+        [_inertia(X, select_landmarks(X, 6, method="kmeans++", random_state=s)) for s in range(10)]
+    )
     assert ip < iu
     assert Zu.shape == Zp.shape == (6, 4)
 
@@ -62,20 +66,24 @@ def test_kmeans_matches_sklearn_quality(rng):
     standard errors of the difference (the local minima are 1.4x and 3x the best inertia)."""
     sklearn_cluster = pytest.importorskip("sklearn.cluster")
     X = _blobs(rng, n=800, k=8)
-    ours = np.array([
-        _inertia(X, select_landmarks(X, 8, method="kmeans", random_state=s, max_iter=50))
-        for s in range(60)
-    ])
+    ours = np.array(
+        [
+            _inertia(X, select_landmarks(X, 8, method="kmeans", random_state=s, max_iter=50))
+            for s in range(60)
+        ]
+    )
     ref = sklearn_cluster.KMeans(8, n_init=10, random_state=0).fit(X)
     assert ours[:10].min() <= 1.05 * ref.inertia_
 
     def plain(X, k, random_state):
         return sklearn_cluster.kmeans_plusplus(X, k, random_state=random_state, n_local_trials=1)[0]
 
-    theirs = np.array([
-        sklearn_cluster.KMeans(8, init=plain, n_init=1, random_state=s).fit(X).inertia_
-        for s in range(60)
-    ])
+    theirs = np.array(
+        [
+            sklearn_cluster.KMeans(8, init=plain, n_init=1, random_state=s).fit(X).inertia_
+            for s in range(60)
+        ]
+    )
     se = np.sqrt(ours.var(ddof=1) / ours.size + theirs.var(ddof=1) / theirs.size)
     assert ours.mean() <= theirs.mean() + 3 * se
 
@@ -246,10 +254,12 @@ def test_seeding_batches_keep_the_potential_of_plain_kmeanspp(monkeypatch):
     pots = {}
     for share in (1, 2**30):
         monkeypatch.setattr(landmarks, "_SEED_BATCH_SHARE", share)
-        pots[share] = np.array([
-            _inertia(X, X[landmarks._kmeanspp(X, 80, np.random.default_rng(s))])
-            for s in range(20)
-        ])
+        pots[share] = np.array(
+            [
+                _inertia(X, X[landmarks._kmeanspp(X, 80, np.random.default_rng(s))])
+                for s in range(20)
+            ]
+        )
     a, b = pots[1], pots[2**30]
     se = np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
     assert abs(a.mean() - b.mean()) < 4 * se

@@ -93,7 +93,11 @@ def test_no_import_circle_in_the_package():
 
 
 def test_no_module_over_the_size_limit():
-    long = {m: n for m, p in _modules().items() if (n := sum(1 for _ in open(p, encoding="utf-8"))) > MAX_LINES}
+    long = {
+        m: n
+        for m, p in _modules().items()
+        if (n := sum(1 for _ in open(p, encoding="utf-8"))) > MAX_LINES
+    }
     assert not long, long
 
 
@@ -107,25 +111,38 @@ def test_scripts_use_the_public_api_only():
             continue
         tree = ast.parse(open(os.path.join(scripts, name), encoding="utf-8").read())
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("nystrom_priors"):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "nystrom_priors"
+            ):
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 if any(p.startswith("_") for p in node.module.split(".")) or private:
                     offenders.append((name, node.module, private))
             elif isinstance(node, ast.Import):
-                offenders += [(name, a.name, []) for a in node.names
-                              if a.name.startswith("nystrom_priors.")
-                              and any(p.startswith("_") for p in a.name.split("."))]
+                offenders += [
+                    (name, a.name, [])
+                    for a in node.names
+                    if a.name.startswith("nystrom_priors.")
+                    and any(p.startswith("_") for p in a.name.split("."))
+                ]
     assert not offenders, offenders
 
 
 def test_tracked_binaries_stay_small():
     """Generated figures and arrays are not tracked (each script regenerates its own)."""
     try:
-        files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                               check=True, timeout=60).stdout.decode().split("\0")
+        files = (
+            subprocess.run(
+                ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60
+            )
+            .stdout.decode()
+            .split("\0")
+        )
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     binary = (".png", ".npz", ".npy", ".pdf", ".jpg", ".pkl")
-    total = sum(os.path.getsize(os.path.join(ROOT, f)) for f in files
-                if f.endswith(binary) and os.path.exists(os.path.join(ROOT, f)))
+    total = sum(
+        os.path.getsize(os.path.join(ROOT, f))
+        for f in files
+        if f.endswith(binary) and os.path.exists(os.path.join(ROOT, f))
+    )
     assert total <= 500 * 1024, total

@@ -12,26 +12,23 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-
-from nystrom_priors import (
-    InfeasibleConstraintsWarning,
-    LogDetKernelLearner,
-    Nystrom,
-    VonNeumannKernelLearner,
-)
-from nystrom_priors.exceptions import ConvergenceWarning
-from nystrom_priors import distance_bounds
-
-
 from _bregman_oracles import (  # noqa: E402
     dense_burg,
     feasible_problem,
     rel_violation,
     sqdist,
 )
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nystrom_priors import (
+    InfeasibleConstraintsWarning,
+    LogDetKernelLearner,
+    Nystrom,
+    VonNeumannKernelLearner,
+    distance_bounds,
+)
+from nystrom_priors.exceptions import ConvergenceWarning
 
 # --------------------------------------------------------------------------------------------
 # dense oracle: factored projections = dense projections
@@ -215,7 +212,9 @@ def test_infeasible_hard_constraints_warn_and_stay_finite(cls):
     pairs = np.array([[0, 1, 1], [1, 2, 1], [0, 2, -1]])
     bounds = np.array([1.0, 1.0, 10.0])
     model = cls(init="linear", max_iter=5000)
-    with pytest.warns(InfeasibleConstraintsWarning, match="gamma" if cls is LogDetKernelLearner else "slack"):
+    with pytest.warns(
+        InfeasibleConstraintsWarning, match="gamma" if cls is LogDetKernelLearner else "slack"
+    ):
         G = model.fit_transform(X, pairs=pairs, bounds=bounds)
     assert model.infeasible_ and not model.converged_
     assert model.n_iter_ < 5000
@@ -258,7 +257,9 @@ def test_zero_length_pairs_are_skipped_with_a_warning():
     X[5] = X[4]
     pairs = np.array([[0, 1, 1], [4, 5, -1], [2, 3, -1]])
     with pytest.warns(UserWarning, match="zero length"):
-        m = LogDetKernelLearner(init="linear", gamma=1.0).fit(X, pairs=pairs, bounds=[0.5, 1.0, 9.0])
+        m = LogDetKernelLearner(init="linear", gamma=1.0).fit(
+            X, pairs=pairs, bounds=[0.5, 1.0, 9.0]
+        )
     assert m.pairs_.tolist() == [[0, 1, 1], [2, 3, -1]]
     assert np.allclose(m.bounds_, [0.5, 9.0])
 
@@ -387,8 +388,17 @@ def test_infeasibility_detector_agrees_with_an_sdp_oracle():
 
 @pytest.mark.parametrize(
     "percentiles",
-    [(95.0, 5.0), (50.0, 40.0), (-1.0, 50.0), (5.0, 101.0), (150.0, 200.0), (np.nan, 95.0),
-     (5.0,), (5.0, 50.0, 95.0), "5-95"],
+    [
+        (95.0, 5.0),
+        (50.0, 40.0),
+        (-1.0, 50.0),
+        (5.0, 101.0),
+        (150.0, 200.0),
+        (np.nan, 95.0),
+        (5.0,),
+        (5.0, 50.0, 95.0),
+        "5-95",
+    ],
 )
 @pytest.mark.parametrize("rule", ["percentile", "relative"])
 def test_distance_bounds_refuse_reversed_or_out_of_range_percentiles(percentiles, rule):

@@ -76,7 +76,7 @@ def test_knn_graph_is_symmetrised_union():
     Sg, sigma = knn_graph(X, 4, weights="gaussian")
     nz = Sg.toarray() > 0
     D = np.linalg.norm(X[:, None] - X[None], axis=2)
-    assert np.allclose(Sg.toarray()[nz], np.exp(-D[nz] ** 2 / (2 * sigma**2)))
+    assert np.allclose(Sg.toarray()[nz], np.exp(-(D[nz] ** 2) / (2 * sigma**2)))
     assert sigma == pytest.approx(0.5 * np.sort(D + np.diag(np.full(40, np.inf)), 1)[:, :10].mean())
 
 
@@ -158,8 +158,13 @@ def test_column_update_is_exact(loss):
     order = np.lexsort((b, a))
     tptr = np.cumsum(np.concatenate([[0], np.bincount(a, minlength=l)])).astype(np.int64)
     tidx, tsgn = b[order].astype(np.int64), sgn[order]
-    args = (Dt.indptr.astype(np.int64), Dt.indices.astype(np.int64), Dt.data, np.zeros((l, 0)),
-            np.zeros((0, r)))
+    args = (
+        Dt.indptr.astype(np.int64),
+        Dt.indices.astype(np.int64),
+        Dt.data,
+        np.zeros((l, 0)),
+        np.zeros((0, r)),
+    )
     V = rng.normal(size=(l, r))
     i = 0
     code = _LOSSES[loss]
@@ -235,7 +240,9 @@ def test_bcd_reaches_the_sdp_optimum(sdp_problem, loss):
     Delta, _ = normalized_laplacian(S, C / 2)
     Dd = Delta.toarray()
     # the factored objective is eq. 1 at Z = G G^T (Schur identity)
-    assert model.objective_ == pytest.approx(full_objective(Dd, G, model.pairs_, C, loss), rel=1e-10)
+    assert model.objective_ == pytest.approx(
+        full_objective(Dd, G, model.pairs_, C, loss), rel=1e-10
+    )
     full_value, Z_full = _solve_sdp(Dd, model.pairs_, C, loss)
     # Prop. 1: the boundary SDP has the same value, and Q Z_BD Q^T solves the full one
     L = model.constrained_
@@ -258,8 +265,11 @@ def test_bcd_reaches_the_sdp_optimum(sdp_problem, loss):
 # --------------------------------------------------------------------------------------------
 
 
-@given(seed=st.integers(0, 10_000), loss=st.sampled_from(["square", "hinge", "squared_hinge"]),
-       C=st.sampled_from([0.1, 1.0, 10.0]))
+@given(
+    seed=st.integers(0, 10_000),
+    loss=st.sampled_from(["square", "hinge", "squared_hinge"]),
+    C=st.sampled_from([0.1, 1.0, 10.0]),
+)
 def test_objective_non_increasing_and_psd(seed, loss, C):
     rng = np.random.default_rng(seed)
     X, y = two_moons(60, rng)
@@ -371,8 +381,10 @@ def _stops_on_warning(make_fit, match):
 
 def test_dense_graph_on_many_samples_warns_naming_the_setting():
     X = np.random.default_rng(0).normal(size=(2100, 2))
-    _stops_on_warning(lambda: BCDNPKL(graph="dense", max_iter=1).fit(X, pairs=[[0, 1, 1]]),
-                      r"graph='dense' builds an n x n .*n = 2100.*graph='knn'")
+    _stops_on_warning(
+        lambda: BCDNPKL(graph="dense", max_iter=1).fit(X, pairs=[[0, 1, 1]]),
+        r"graph='dense' builds an n x n .*n = 2100.*graph='knn'",
+    )
 
 
 def test_many_constrained_samples_warn_about_the_boundary_block():
@@ -380,8 +392,10 @@ def test_many_constrained_samples_warn_about_the_boundary_block():
     X = rng.normal(size=(6000, 2))
     idx = rng.permutation(6000)[:3000].reshape(-1, 2)
     pairs = np.column_stack([idx, np.where(np.arange(1500) % 2 == 0, 1, -1)])
-    _stops_on_warning(lambda: BCDNPKL(max_iter=1).fit(X, pairs=pairs),
-                      r"constraints touch 3000 samples.*dense block.*n_constraints")
+    _stops_on_warning(
+        lambda: BCDNPKL(max_iter=1).fit(X, pairs=pairs),
+        r"constraints touch 3000 samples.*dense block.*n_constraints",
+    )
 
 
 def test_large_rank_warns_naming_it():
@@ -389,8 +403,10 @@ def test_large_rank_warns_naming_it():
     X = rng.normal(size=(3000, 2))
     idx = rng.permutation(3000).reshape(-1, 2)
     pairs = np.column_stack([idx, np.ones(1500, dtype=int)])
-    _stops_on_warning(lambda: BCDNPKL(rank=2000, max_iter=1).fit(X, pairs=pairs),
-                      r"rank=2000 \(given\).*V of the 3000 constrained")
+    _stops_on_warning(
+        lambda: BCDNPKL(rank=2000, max_iter=1).fit(X, pairs=pairs),
+        r"rank=2000 \(given\).*V of the 3000 constrained",
+    )
 
 
 def test_moderate_settings_do_not_warn():

@@ -30,14 +30,18 @@ def test_learned_kernel_is_E_Splus_Et(rng):
     model = Nystrom(n_landmarks=25, random_state=1).fit(X)
     E = extrapolate(Xn, model.landmarks_, width=model.width_)
     np.testing.assert_allclose(model.kernel(Xn), E @ model.S0_ @ E.T, atol=1e-10)
-    np.testing.assert_allclose(model.kernel(Xn, X[:7]), model.transform(Xn) @ model.transform(X[:7]).T)
+    np.testing.assert_allclose(
+        model.kernel(Xn, X[:7]), model.transform(Xn) @ model.transform(X[:7]).T
+    )
 
 
 def test_default_width_is_training_mean_squared_distance(rng):
     from scipy.spatial.distance import pdist
 
     X = rng.normal(size=(120, 3))
-    assert Nystrom(10, random_state=0).fit(X).width_ == pytest.approx(pdist(X, "sqeuclidean").mean())
+    assert Nystrom(10, random_state=0).fit(X).width_ == pytest.approx(
+        pdist(X, "sqeuclidean").mean()
+    )
 
 
 def test_agrees_with_sklearn_nystroem(rng):
@@ -54,7 +58,9 @@ def test_agrees_with_sklearn_nystroem(rng):
 def test_float32_is_preserved_and_accurate(rng):
     X = rng.normal(size=(400, 8))
     m64 = Nystrom(n_landmarks=30, random_state=0).fit(X)
-    m32 = Nystrom(n_landmarks=30, landmarks=m64.landmarks_.astype(np.float32)).fit(X.astype(np.float32))
+    m32 = Nystrom(n_landmarks=30, landmarks=m64.landmarks_.astype(np.float32)).fit(
+        X.astype(np.float32)
+    )
     G32 = m32.transform(X.astype(np.float32))
     assert G32.dtype == np.float32 and m32.landmarks_.dtype == np.float32
     K64 = m64.kernel(X[:100])
@@ -127,7 +133,9 @@ def test_sklearn_clone_and_pipeline(rng):
     model = Nystrom(n_landmarks=30, random_state=0)
     c = base.clone(model)
     assert c.get_params() == model.get_params() and c is not model
-    pipe = pipeline.make_pipeline(Nystrom(n_landmarks=40, random_state=0), linear_model.RidgeClassifier())
+    pipe = pipeline.make_pipeline(
+        Nystrom(n_landmarks=40, random_state=0), linear_model.RidgeClassifier()
+    )
     assert pipe.fit(X, y).score(X, y) > 0.8
 
 

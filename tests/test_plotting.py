@@ -92,7 +92,9 @@ def test_spectrum_matches_dense_eigenvalues(tmp_path, data, make):
     prior_line, learned_line = ax.lines
     G = model.transform(X)
     dense = np.sort(np.linalg.eigvalsh(G @ G.T))[::-1][: G.shape[1]]
-    np.testing.assert_allclose(learned_line.get_ydata(), np.maximum(dense, 1e-300), rtol=1e-8, atol=1e-10 * dense[0])
+    np.testing.assert_allclose(
+        learned_line.get_ydata(), np.maximum(dense, 1e-300), rtol=1e-8, atol=1e-10 * dense[0]
+    )
     # the prior: Nystrom kernel with the same landmarks (GN) / the initial kernel (Bregman)
     if isinstance(model, GeneralizedNystrom):
         ny = Nystrom(n_landmarks=20, random_state=0).fit(X)
@@ -100,7 +102,9 @@ def test_spectrum_matches_dense_eigenvalues(tmp_path, data, make):
     else:
         G0 = model._features_block(X) @ model.P0_
     prior = np.sort(np.linalg.eigvalsh(G0 @ G0.T))[::-1][: prior_line.get_ydata().size]
-    np.testing.assert_allclose(prior_line.get_ydata(), np.maximum(prior, 1e-300), rtol=1e-7, atol=1e-9 * prior[0])
+    np.testing.assert_allclose(
+        prior_line.get_ydata(), np.maximum(prior, 1e-300), rtol=1e-7, atol=1e-9 * prior[0]
+    )
     _png_ok(ax, tmp_path / "spectrum.png")
 
 

@@ -23,16 +23,31 @@ def _data():
 
 
 CASES = {
-    "GN-cv": (lambda v: GeneralizedNystrom(n_landmarks=20, random_state=0, verbose=v), "partial",
-              "GeneralizedNystrom lambda path (CV)"),
-    "GN-nka": (lambda v: GeneralizedNystrom(n_landmarks=20, lam="nka", random_state=0, verbose=v),
-               "partial", "GeneralizedNystrom lambda path"),
-    "LogDet": (lambda v: LogDetKernelLearner(rank=6, n_landmarks=30, gamma=1.0, random_state=0, verbose=v),
-               "full", "LogDetKernelLearner sweeps"),
-    "VonNeumann": (lambda v: VonNeumannKernelLearner(rank=6, n_landmarks=30, random_state=0, verbose=v),
-                   "full", "VonNeumannKernelLearner sweeps"),
-    "BCDNPKL": (lambda v: BCDNPKL(n_neighbors=6, tol=1e-9, random_state=0, verbose=v), "partial",
-                "BCDNPKL sweeps"),
+    "GN-cv": (
+        lambda v: GeneralizedNystrom(n_landmarks=20, random_state=0, verbose=v),
+        "partial",
+        "GeneralizedNystrom lambda path (CV)",
+    ),
+    "GN-nka": (
+        lambda v: GeneralizedNystrom(n_landmarks=20, lam="nka", random_state=0, verbose=v),
+        "partial",
+        "GeneralizedNystrom lambda path",
+    ),
+    "LogDet": (
+        lambda v: LogDetKernelLearner(rank=6, n_landmarks=30, gamma=1.0, random_state=0, verbose=v),
+        "full",
+        "LogDetKernelLearner sweeps",
+    ),
+    "VonNeumann": (
+        lambda v: VonNeumannKernelLearner(rank=6, n_landmarks=30, random_state=0, verbose=v),
+        "full",
+        "VonNeumannKernelLearner sweeps",
+    ),
+    "BCDNPKL": (
+        lambda v: BCDNPKL(n_neighbors=6, tol=1e-9, random_state=0, verbose=v),
+        "partial",
+        "BCDNPKL sweeps",
+    ),
 }
 
 

@@ -7,12 +7,11 @@ on block size or thread count; streamed blocks concatenate to transform.
 
 import numba
 import numpy as np
-from hypothesis import example, given
 import pytest
+from conftest import gemm_error_bound, rbf_blocking_bound, triple_product_error_bound
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-
-from conftest import gemm_error_bound, rbf_blocking_bound, triple_product_error_bound
 
 from nystrom_priors import Nystrom, extrapolate, iter_extrapolate, select_landmarks
 
@@ -28,9 +27,7 @@ def datasets(draw, max_n=60, max_d=40):
     d = draw(st.integers(1, max_d))
     dtype = draw(DTYPES)
     scale = draw(st.sampled_from([1e-3, 1.0, 1e3]))
-    X = draw(
-        arrays(np.float64, (n, d), elements=st.floats(-10, 10, allow_nan=False, width=32))
-    )
+    X = draw(arrays(np.float64, (n, d), elements=st.floats(-10, 10, allow_nan=False, width=32)))
     X = X * scale
     # make sure the data are not all identical (the default width needs spread), also after
     # the cast to a narrow dtype
@@ -92,8 +89,10 @@ def test_W_plus_is_pseudo_inverse_on_kept_spectrum(X, kernel, seed):
     # eigvalsh is accurate to ~eps * ||S|| in absolute terms
     atol = 1e2 * Z.shape[0] * np.finfo(np.float64).eps * s_eigs.max()
     np.testing.assert_allclose(
-        np.sort(s_eigs)[::-1][: model.n_components_], np.sort(1.0 / model.eigenvalues_)[::-1],
-        rtol=0, atol=atol,
+        np.sort(s_eigs)[::-1][: model.n_components_],
+        np.sort(1.0 / model.eigenvalues_)[::-1],
+        rtol=0,
+        atol=atol,
     )
 
 
@@ -128,7 +127,10 @@ def test_E_independent_of_blocks_and_threads(X, kernel, m, block, threads):
 
 def _outlier_data():
     X = np.zeros((26, 2), dtype=np.float32)
-    X[0] = (1000.0, 5000.0)  # ten kernel widths from the landmarks' mean: k(x0, x0) rounds per blocking
+    X[0] = (
+        1000.0,
+        5000.0,
+    )  # ten kernel widths from the landmarks' mean: k(x0, x0) rounds per blocking
     return X
 
 

@@ -34,7 +34,13 @@ def test_readme_python_blocks_run_in_order_in_an_empty_directory(tmp_path):
     blocks = _python_blocks()
     script = "\n".join(f"# --- README block {k}\n{b}" for k, b in enumerate(blocks, 1))
     (tmp_path / "readme_blocks.py").write_text(script, encoding="utf-8")
-    res = subprocess.run([sys.executable, "-W", "error::UserWarning", "readme_blocks.py"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
+    res = subprocess.run(
+        [sys.executable, "-W", "error::UserWarning", "readme_blocks.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "chosen lam:" in res.stdout and "pair accuracy:" in res.stdout

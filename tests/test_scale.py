@@ -91,7 +91,7 @@ def test_streaming_generator_and_memmap_into_out(fitted, tmp_path):
         assert np.abs(np.asarray(out) - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max())
         blocks = (X[s : s + 250] for s in range(0, X.shape[0], 250))
         out2 = np.empty_like(ref)
-        for s, G in model.iter_transform(blocks, out=out2):
+        for _s, G in model.iter_transform(blocks, out=out2):
             assert np.shares_memory(G, out2)
         assert np.abs(out2 - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max())
         del out
@@ -134,7 +134,10 @@ def test_fit_out_of_core_equals_in_memory(kind, tmp_path):
         (lambda: npr.Nystrom(n_landmarks=30, random_state=0), False),
         # APG: a deterministic trajectory from the closed form, so the two fits agree far
         # below tol; the dual Newton's hand-off point to APG can move with round-off
-        (lambda: npr.GeneralizedNystrom(n_landmarks=30, lam=1e-3, solver="apg", random_state=0), True),
+        (
+            lambda: npr.GeneralizedNystrom(n_landmarks=30, lam=1e-3, solver="apg", random_state=0),
+            True,
+        ),
         (lambda: npr.LogDetKernelLearner(n_landmarks=30, gamma=1.0, random_state=0), True),
         (lambda: npr.VonNeumannKernelLearner(n_landmarks=30, random_state=0, max_iter=30), True),
         (lambda: npr.LogDetKernelLearner(rank=3, init="linear", gamma=1.0, random_state=0), True),

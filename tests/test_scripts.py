@@ -17,12 +17,20 @@ def test_demo_prints_the_four_way_comparison_and_writes_its_figure(tmp_path):
     fig = tmp_path / "demo.png"
     res = subprocess.run(
         [sys.executable, "-m", "nystrom_priors", "demo", "--", "--out", str(fig), "--draws", "2"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
     )
     assert res.returncode == 0, res.stderr
     rows = {}
     for line in res.stdout.splitlines():
-        for name in ("GeneralizedNystrom features", "Nystrom features", "LabelSpreading", "labelled rows"):
+        for name in (
+            "GeneralizedNystrom features",
+            "Nystrom features",
+            "LabelSpreading",
+            "labelled rows",
+        ):
             if name in line and "+-" in line:
                 rows.setdefault(name, float(line.split("+-")[0].split()[-1]))
     assert len(rows) == 4, res.stdout
@@ -31,8 +39,15 @@ def test_demo_prints_the_four_way_comparison_and_writes_its_figure(tmp_path):
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize("name, shape, n_classes", [("german", (1000, 61), 2), ("heart", (270, 13), 2),
-                                                    ("penbased", (10992, 16), 10), ("splice", (3190, 287), 3)])
+@pytest.mark.parametrize(
+    "name, shape, n_classes",
+    [
+        ("german", (1000, 61), 2),
+        ("heart", (270, 13), 2),
+        ("penbased", (10992, 16), 10),
+        ("splice", (3190, 287), 3),
+    ],
+)
 def test_keel_raw_files(name, shape, n_classes):
     datasets = pytest.importorskip("datasets")
     try:
@@ -47,19 +62,40 @@ def test_keel_raw_files(name, shape, n_classes):
 def test_command_line_help_and_a_reproduction(tmp_path):
     import sys
 
-    res = subprocess.run([sys.executable, "-m", "nystrom_priors", "--help"], capture_output=True,
-                         text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "nystrom_priors", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0
     for word in ("demo", "reproduce", "bench"):
         assert word in res.stdout
-    res = subprocess.run([sys.executable, "-m", "nystrom_priors", "bench", "nope"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "nystrom_priors", "bench", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2 and "invalid choice" in res.stderr
     out = tmp_path / "hu.md"
     res = subprocess.run(
-        [sys.executable, "-m", "nystrom_priors", "reproduce", "hu2011", "--trials", "1",
-         "--datasets", "double_spiral", "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "nystrom_priors",
+            "reproduce",
+            "hu2011",
+            "--trials",
+            "1",
+            "--datasets",
+            "double_spiral",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert res.returncode == 0, res.stderr[-2000:]
     assert "double_spiral" in out.read_text() and "| 99.8 |" in out.read_text()
@@ -72,12 +108,27 @@ def test_zhang_reproduction_writes_table_and_figures(tmp_path):
     import sys
 
     res = subprocess.run(
-        [sys.executable, "-m", "nystrom_priors", "reproduce", "zhang2012", "--repeats", "1",
-         "--datasets", "digits49", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "nystrom_priors",
+            "reproduce",
+            "zhang2012",
+            "--repeats",
+            "1",
+            "--datasets",
+            "digits49",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert res.returncode == 0, res.stderr[-2000:]
-    assert "| digits49 (usps49) | 361x64, m=36 |" in (tmp_path / "reproduce_zhang2012.md").read_text()
+    assert (
+        "| digits49 (usps49) | 361x64, m=36 |" in (tmp_path / "reproduce_zhang2012.md").read_text()
+    )
     for name in ("zhang2012_figure1.png", "zhang2012_kernels.png"):
         png = (tmp_path / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, name
@@ -88,9 +139,24 @@ def test_zhang_pairs_reproduction_writes_both_tables(tmp_path):
     import sys
 
     res = subprocess.run(
-        [sys.executable, "-m", "nystrom_priors", "reproduce", "zhang2012", "--repeats", "1",
-         "--datasets", "digits49", "--pairs", "200", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "nystrom_priors",
+            "reproduce",
+            "zhang2012",
+            "--repeats",
+            "1",
+            "--datasets",
+            "digits49",
+            "--pairs",
+            "200",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert res.returncode == 0, res.stderr[-2000:]
     text = (tmp_path / "reproduce_zhang2012_pairs.md").read_text()
@@ -105,9 +171,8 @@ def test_zhang_pair_auc_error_matches_sklearn():
     """The pairs' cosine against the naive formula, and their AUC (rank form, ties averaged)
     against scikit-learn's roc_auc_score on the same scores, with many ties (the rows repeat
     five distinct vectors)."""
-    from sklearn.metrics import roc_auc_score
-
     from reproduce_zhang2012 import pair_auc_error, pair_cosines
+    from sklearn.metrics import roc_auc_score
 
     rng = np.random.default_rng(0)
     G = rng.normal(size=(5, 4))[rng.integers(0, 5, 60)]

@@ -39,8 +39,11 @@ def _reference(y, k, frac, seed):
     n_pos = min(pos.size, int(round(frac * k)))
     n_neg = min(neg.size, k - n_pos)
     n_pos = min(pos.size, k - n_neg)
-    pick = np.sort(np.concatenate([rng.choice(pos, n_pos, replace=False),
-                                   rng.choice(neg, n_neg, replace=False)]))
+    pick = np.sort(
+        np.concatenate(
+            [rng.choice(pos, n_pos, replace=False), rng.choice(neg, n_neg, replace=False)]
+        )
+    )
     return np.stack([idx[ii[pick]], idx[jj[pick]], np.where(same[pick], 1, -1)], axis=1)
 
 
@@ -134,10 +137,12 @@ def _contradicting():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda seed: npr.LogDetKernelLearner(init="linear", gamma=1.0, max_iter=5,
-                                             n_constraints=6, random_state=seed),
-        lambda seed: npr.VonNeumannKernelLearner(init="linear", max_iter=5, n_constraints=6,
-                                                 random_state=seed),
+        lambda seed: npr.LogDetKernelLearner(
+            init="linear", gamma=1.0, max_iter=5, n_constraints=6, random_state=seed
+        ),
+        lambda seed: npr.VonNeumannKernelLearner(
+            init="linear", max_iter=5, n_constraints=6, random_state=seed
+        ),
         lambda seed: npr.BCDNPKL(n_constraints=6, max_iter=5, random_state=seed),
     ],
     ids=["LogDet", "VonNeumann", "BCDNPKL"],
@@ -160,7 +165,7 @@ def test_pairs_repeating_label_pairs_are_merged_silently():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         warnings.filterwarnings("ignore", category=npr.ConvergenceWarning)
-        model = npr.LogDetKernelLearner(init="linear", gamma=1.0, max_iter=5,
-                                        n_constraints=7000, random_state=0).fit(
-            X, y, pairs=pairs)
+        model = npr.LogDetKernelLearner(
+            init="linear", gamma=1.0, max_iter=5, n_constraints=7000, random_state=0
+        ).fit(X, y, pairs=pairs)
     assert np.unique(model.pairs_[:, :2], axis=0).shape[0] == model.pairs_.shape[0]

@@ -27,7 +27,9 @@ def test_check_estimator(estimator):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(estimator, on_fail=None)
-    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    failed = [
+        (r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"
+    ]
     assert len(results) > 30
     assert not failed, failed
 
@@ -45,11 +47,10 @@ def test_clone_keeps_parameters_and_drops_fit():
 
 @pytest.mark.slow_without_jit
 def test_pipeline_and_grid_search():
+    from sklearn.datasets import load_digits
     from sklearn.model_selection import GridSearchCV
     from sklearn.pipeline import make_pipeline
     from sklearn.svm import LinearSVC
-
-    from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
     keep = (y == 4) | (y == 9)

@@ -87,7 +87,8 @@ def test_set_params_after_fit_does_not_change_transform(data, name, change):
 
 
 @pytest.mark.parametrize(
-    "change", [{"graph": "dense"}, {"n_neighbors": 2}, {"weights": "gaussian"}, {"sigma": 0.1}],
+    "change",
+    [{"graph": "dense"}, {"n_neighbors": 2}, {"weights": "gaussian"}, {"sigma": 0.1}],
     ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()),
 )
 def test_bcdnpkl_transform_uses_the_fitted_graph(data, change):
@@ -177,13 +178,21 @@ def test_no_fitted_array_shares_memory_with_the_inputs(data):
             npr.Nystrom(landmarks=Z, n_landmarks=8).fit(X),
             npr.GeneralizedNystrom(landmarks=Z, n_landmarks=8, lam=1.0).fit(X, y),
             npr.LogDetKernelLearner(init="linear", gamma=1.0).fit(X, pairs=pairs, bounds=bounds),
-            npr.VonNeumannKernelLearner(init="linear", max_iter=20).fit(X, pairs=pairs, bounds=bounds),
+            npr.VonNeumannKernelLearner(init="linear", max_iter=20).fit(
+                X, pairs=pairs, bounds=bounds
+            ),
             npr.BCDNPKL(random_state=0).fit(X, pairs=pairs),
         ]
     for model in models:
         for key, value in vars(model).items():
             if key.endswith("_") and isinstance(value, np.ndarray):
-                for name, arr in (("X", X), ("Z", Z), ("pairs", pairs), ("bounds", bounds), ("y", y)):
+                for name, arr in (
+                    ("X", X),
+                    ("Z", Z),
+                    ("pairs", pairs),
+                    ("bounds", bounds),
+                    ("y", y),
+                ):
                     assert not np.shares_memory(value, arr), (type(model).__name__, key, name)
 
 
@@ -208,8 +217,9 @@ def test_extrapolate_refuses_out_aliasing_an_input():
     # a disjoint part of the same buffer is fine
     buf = np.zeros((12, 6))
     buf[6:] = X
-    np.testing.assert_allclose(npr.extrapolate(buf[6:], X, width=2.0, out=buf[:6]), ref,
-                               rtol=0, atol=1e-15)
+    np.testing.assert_allclose(
+        npr.extrapolate(buf[6:], X, width=2.0, out=buf[:6]), ref, rtol=0, atol=1e-15
+    )
 
 
 def test_iter_transform_refuses_out_aliasing_x(data):

@@ -10,11 +10,27 @@ GOOD = np.arange(12.0).reshape(6, 2)
 
 CASES = [
     (None, TypeError, "got None"),
-    (np.array([1.0, 2.0, 3.0]), ValueError, r"2-D array .* got a 1-D array of shape \(3,\).*Reshape your data"),
+    (
+        np.array([1.0, 2.0, 3.0]),
+        ValueError,
+        r"2-D array .* got a 1-D array of shape \(3,\).*Reshape your data",
+    ),
     (np.zeros((2, 2, 2)), ValueError, r"got a 3-D array of shape \(2, 2, 2\)"),
-    (np.empty((0, 3)), ValueError, r"0 sample\(s\) \(shape=\(0, 3\), n_samples = 0\) while a minimum of \d"),
-    (np.empty((3, 0)), ValueError, r"0 feature\(s\) \(shape=\(3, 0\)\) while a minimum of 1 is required"),
-    (np.array([[1.0, np.nan], [0, 0]]), ValueError, r"finite values, got 1 NaN and 0 infinite .*index \(0, 1\)"),
+    (
+        np.empty((0, 3)),
+        ValueError,
+        r"0 sample\(s\) \(shape=\(0, 3\), n_samples = 0\) while a minimum of \d",
+    ),
+    (
+        np.empty((3, 0)),
+        ValueError,
+        r"0 feature\(s\) \(shape=\(3, 0\)\) while a minimum of 1 is required",
+    ),
+    (
+        np.array([[1.0, np.nan], [0, 0]]),
+        ValueError,
+        r"finite values, got 1 NaN and 0 infinite .*index \(0, 1\)",
+    ),
     (np.array([[np.inf, 1.0], [0, 0]]), ValueError, "got 0 NaN and 1 infinite"),
     (np.array([["a", "b"]]), TypeError, r"dtype <U1 \(string\)"),
     (np.array([[1 + 2j]]), ValueError, r"Complex data not supported"),

@@ -7,14 +7,12 @@ import warnings
 
 import numpy as np
 import pytest
+from _bregman_oracles import dense_von_neumann, feasible_problem, rel_violation  # noqa: E402
 from hypothesis import given
 from hypothesis import strategies as st
 
 from nystrom_priors import VonNeumannKernelLearner
 from nystrom_priors.exceptions import ConvergenceWarning
-
-from _bregman_oracles import dense_von_neumann, feasible_problem, rel_violation  # noqa: E402
-
 
 # --------------------------------------------------------------------------------------------
 # secular eigensolver and projection parameter
@@ -72,8 +70,6 @@ def test_vn_root_solves_the_trace_equation_in_few_evaluations():
     assert np.median(evals) <= 6 and max(evals) <= 12
 
 
-
-
 def test_von_neumann_factored_equals_dense():
     rng = np.random.default_rng(4)
     X, pairs, bounds = feasible_problem(rng, n=25, d=5, k=15)
@@ -85,8 +81,6 @@ def test_von_neumann_factored_equals_dense():
     K = G @ G.T
     assert np.abs(K - Kd).max() <= 1e-10 * np.abs(Kd).max()
     assert np.allclose(model.dual_, lam, rtol=1e-8, atol=1e-12 * np.abs(lam).max())
-
-
 
 
 @given(seed=st.integers(0, 2**31 - 1), k=st.integers(1, 15))

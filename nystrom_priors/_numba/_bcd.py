@@ -300,8 +300,25 @@ def objective(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss):
 
 
 @njit(cache=True, nogil=True)
-def bcd_run(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss, max_sweeps, tol,
-            obj_out, dual, state, budget):
+def bcd_run(
+    indptr,
+    indices,
+    data,
+    Wt,
+    P,
+    tptr,
+    tidx,
+    tsgn,
+    V,
+    C,
+    loss,
+    max_sweeps,
+    tol,
+    obj_out,
+    dual,
+    state,
+    budget,
+):
     """Gauss-Seidel sweeps over the columns until the relative objective decrease < tol,
     resumable: the call returns after about ``budget`` multiply-adds (so that Python can
     handle Ctrl-C) and the next call resumes at column ``state[0]``.
@@ -326,8 +343,9 @@ def bcd_run(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss, max_swee
     s = 0
     while s < max_sweeps:
         for i in range(i0, l):
-            _update_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss, g,
-                           dual, old)
+            _update_column(
+                indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss, g, dual, old
+            )
             t = tptr[i + 1] - tptr[i]
             spent += (indptr[i + 1] - indptr[i] + m + t * t + 1) * r + t * t * t
             if spent >= budget and i + 1 < l:
@@ -345,14 +363,32 @@ def bcd_run(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss, max_swee
 
 
 @njit(cache=True, nogil=True)
-def bcd_sweeps(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss, max_sweeps, tol,
-               obj_out, dual):
+def bcd_sweeps(
+    indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss, max_sweeps, tol, obj_out, dual
+):
     """:func:`bcd_run` in one call from the starting objective (benchmarks).
     Returns (sweeps run, converged)."""
     obj_out[0] = objective(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss)
     state = np.zeros(1, dtype=np.int64)
-    k, status = bcd_run(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, C, loss,
-                        max_sweeps, tol, obj_out, dual, state, np.iinfo(np.int64).max)
+    k, status = bcd_run(
+        indptr,
+        indices,
+        data,
+        Wt,
+        P,
+        tptr,
+        tidx,
+        tsgn,
+        V,
+        C,
+        loss,
+        max_sweeps,
+        tol,
+        obj_out,
+        dual,
+        state,
+        np.iinfo(np.int64).max,
+    )
     return k, status == 1
 
 

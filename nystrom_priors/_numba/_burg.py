@@ -25,7 +25,6 @@ they stopped), 4 a sweep met the tolerance (the caller checks all constraints at
 state, in chunks).
 """
 
-
 import math
 
 import numpy as np
@@ -379,8 +378,25 @@ def burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt, c0, c1):
 
 @njit(cache=True, nogil=True)
 def burg_run(
-    G, I1, I2, kind, delta, bvec, bhat, lam, gamma, Bt, max_sweeps, tol,
-    conv_out, viol_out, lamnorm_out, lam_old, fac, state, budget,
+    G,
+    I1,
+    I2,
+    kind,
+    delta,
+    bvec,
+    bhat,
+    lam,
+    gamma,
+    Bt,
+    max_sweeps,
+    tol,
+    conv_out,
+    viol_out,
+    lamnorm_out,
+    lam_old,
+    fac,
+    state,
+    budget,
 ):
     """Cyclic Burg projections, resumable: at most about ``budget`` multiply-adds per call.
 
@@ -503,8 +519,21 @@ def burg_run(
 
 @njit(cache=True, nogil=True)
 def burg_sweeps(
-    G, I1, I2, kind, delta, bvec, bhat, lam, gamma, Bt, max_sweeps, tol,
-    conv_out, viol_out, lamnorm_out,
+    G,
+    I1,
+    I2,
+    kind,
+    delta,
+    bvec,
+    bhat,
+    lam,
+    gamma,
+    Bt,
+    max_sweeps,
+    tol,
+    conv_out,
+    viol_out,
+    lamnorm_out,
 ):
     """:func:`burg_run` in one call, the final check included (benchmarks). Returns
     ``(sweeps, status)`` with status ``CONVERGED``, ``MAX_ITER`` or ``INFEASIBLE``."""
@@ -516,8 +545,24 @@ def burg_sweeps(
     done = 0
     while True:
         k, status = burg_run(
-            G, I1, I2, kind, delta, bvec, bhat, lam, gamma, Bt, max_sweeps - done, tol,
-            conv_out[done:], viol_out[done:], lamnorm_out[done:], lam_old, fac, state,
+            G,
+            I1,
+            I2,
+            kind,
+            delta,
+            bvec,
+            bhat,
+            lam,
+            gamma,
+            Bt,
+            max_sweeps - done,
+            tol,
+            conv_out[done:],
+            viol_out[done:],
+            lamnorm_out[done:],
+            lam_old,
+            fac,
+            state,
             np.iinfo(np.int64).max,
         )
         done += k

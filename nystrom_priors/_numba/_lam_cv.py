@@ -211,8 +211,8 @@ def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
             PhV = np.ones((aV.shape[0], q))
             PhT[:, :q1] = P1T
             PhV[:, :q1] = P1V
-            PhT[:, q1:q - 1] = FT @ L
-            PhV[:, q1:q - 1] = FV @ L
+            PhT[:, q1 : q - 1] = FT @ L
+            PhV[:, q1 : q - 1] = FV @ L
             A = PhT.T @ PhT
             for a in range(q):
                 A[a, a] += alpha

@@ -17,7 +17,6 @@ they stopped), 4 a sweep met the tolerance (the caller checks all constraints at
 state, in chunks).
 """
 
-
 import math
 
 import numpy as np
@@ -31,7 +30,6 @@ MAX_ITER = 1
 INFEASIBLE = 2
 PAUSED = 3  # the work budget of the call is spent; call again to resume
 CHECK = 4  # a sweep met tol: the caller checks every constraint at the final state
-
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
@@ -108,7 +106,9 @@ def _quad_root_in(a, b, c, lo, hi):
         x2 = c / q
         if lo < x1 < hi:
             best = x1
-        if lo < x2 < hi and (math.isnan(best) or abs(x2 - 0.5 * (lo + hi)) < abs(best - 0.5 * (lo + hi))):
+        if lo < x2 < hi and (
+            math.isnan(best) or abs(x2 - 0.5 * (lo + hi)) < abs(best - 0.5 * (lo + hi))
+        ):
             best = x2
     return best
 
@@ -390,9 +390,7 @@ def vn_root(d, w, b, theta, U, cvec):
             hi = rho
         if abs(g) <= 1e-13:
             break
-        if not (math.isinf(lo) or math.isinf(hi)) and hi - lo <= 4.0 * _EPS * max(
-            abs(lo), abs(hi)
-        ):
+        if not (math.isinf(lo) or math.isinf(hi)) and hi - lo <= 4.0 * _EPS * max(abs(lo), abs(hi)):
             break
         cand = np.nan
         if fp > 0.0 and not math.isinf(g) and not math.isinf(f):
@@ -451,8 +449,23 @@ def vn_violation(V, I1, I2, delta, bvec, W, dlog, c0, c1):
 
 @njit(cache=True, nogil=True)
 def vn_run(
-    V, I1, I2, delta, bvec, lam, W, dlog, max_sweeps, tol,
-    conv_out, viol_out, lamnorm_out, evals_out, lam_old, state, budget,
+    V,
+    I1,
+    I2,
+    delta,
+    bvec,
+    lam,
+    W,
+    dlog,
+    max_sweeps,
+    tol,
+    conv_out,
+    viol_out,
+    lamnorm_out,
+    evals_out,
+    lam_old,
+    state,
+    budget,
 ):
     """Cyclic von Neumann projections (Algorithm 2, distance constraints, hard), resumable.
 

@@ -30,8 +30,9 @@ def _range_error(top: float, what: str) -> ValueError:
     )
 
 
-def pair_lengths(A: np.ndarray, B: np.ndarray, zero_tol: float,
-                 what: str = "the initial kernel") -> tuple[np.ndarray, np.ndarray]:
+def pair_lengths(
+    A: np.ndarray, B: np.ndarray, zero_tol: float, what: str = "the initial kernel"
+) -> tuple[np.ndarray, np.ndarray]:
     """Which pairs of rows ``(A[k], B[k])`` have zero length, and which rows differ.
 
     A pair has zero length when ``||a - b||^2 <= zero_tol^2 (||a||^2 + ||b||^2)`` (the rows
@@ -195,9 +196,12 @@ def distance_bounds(
         raise ValueError(
             "the constrained samples all coincide in the initial kernel: no positive distance "
             "to take percentiles of. "
-            + ("Their rows differ, but the squared distances underflow float64: rescale X or "
-               "the kernel, or pass bounds explicitly." if differ else
-               "Pass bounds explicitly or check for duplicated samples.")
+            + (
+                "Their rows differ, but the squared distances underflow float64: rescale X or "
+                "the kernel, or pass bounds explicitly."
+                if differ
+                else "Pass bounds explicitly or check for duplicated samples."
+            )
         )
     lo, hi = np.percentile(d, pct)
     return np.where(s > 0, lo, hi).astype(np.float64)

@@ -33,13 +33,6 @@ from typing import Any
 import numpy as np
 
 from .._base import BaseEstimator, FactorTransformMixin
-from ._bounds import (
-    _BOUND_RULES,
-    _check_percentiles,
-    _zero_length_tol,
-    distance_bounds,
-    pair_lengths,
-)
 from .._validation import check_option, check_scalar
 from ..exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
 from ..nystrom import _LandmarkKernelMixin
@@ -49,9 +42,17 @@ from ..side_info import (
     check_pairs_agree_with_labels,
     pairs_from_labels,
 )
-
+from ._bounds import (
+    _BOUND_RULES,
+    _check_percentiles,
+    _zero_length_tol,
+    distance_bounds,
+    pair_lengths,
+)
 
 _INITS = ("nystrom", "linear")
+
+
 def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
     """Is ``y = max(increment, 0)`` (approximately) a Farkas certificate of infeasibility?
 
@@ -117,8 +118,8 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
     if positive and (b <= 0).any():
         k0 = int(np.flatnonzero(b <= 0)[0])
         raise ValueError(
-            f"{name}[{k0}] = {float(b[k0])!r}: squared-distance bounds must be > 0 (the Burg and von "
-            "Neumann projections need them positive)."
+            f"{name}[{k0}] = {float(b[k0])!r}: squared-distance bounds must be > 0 (the Burg "
+            "and von Neumann projections need them positive)."
         )
     return b
 
@@ -214,7 +215,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             return _LandmarkKernelMixin._project_into(self, X, P, out)
         return False
 
-    def _initial_factor(self, X: Any, rng: np.random.Generator) -> "_FactorRows":
+    def _initial_factor(self, X: Any, rng: np.random.Generator) -> _FactorRows:
         """Set ``init_`` and the initial projection ``P0``; return the rows of ``G0 = F(X) P0``
         on demand (only the constrained samples' rows are ever computed)."""
         from .._rows import RowSource
@@ -257,7 +258,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
     # -- constraints ---------------------------------------------------------------------
     def _constraints(
         self,
-        G0: "_FactorRows",
+        G0: _FactorRows,
         y: Any,
         pairs: Any,
         bounds: Any,
@@ -309,15 +310,19 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 )
             G0.prefetch(D[:, :2])
             zero_tol = _zero_length_tol(G0.dtype)
-            zero, differ = pair_lengths(G0[D[:, 0]], G0[D[:, 1]], zero_tol,
-                                        f"{type(self).__name__} (initial kernel)")
+            zero, differ = pair_lengths(
+                G0[D[:, 0]], G0[D[:, 1]], zero_tol, f"{type(self).__name__} (initial kernel)"
+            )
             if zero.all() and sim_pairs is None:
                 under = int((zero & differ).sum())
                 raise ValueError(
                     "every pair has zero length in the initial kernel; nothing to learn."
-                    + (f" {under} of them join different rows whose squared distance "
-                       "underflows float64: rescale X or the kernel (width, kernel_gamma)."
-                       if under else "")
+                    + (
+                        f" {under} of them join different rows whose squared distance "
+                        "underflows float64: rescale X or the kernel (width, kernel_gamma)."
+                        if under
+                        else ""
+                    )
                 )
             if zero.any():
                 warnings.warn(
@@ -361,8 +366,9 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             S = np.zeros((0, 3), dtype=np.int64)
             sb = np.zeros(0)
         # compact rows: only the constrained samples' factor rows enter the solver
-        rows, inv = np.unique(np.concatenate([D[:, :2].ravel(), S[:, :2].ravel()]),
-                              return_inverse=True)
+        rows, inv = np.unique(
+            np.concatenate([D[:, :2].ravel(), S[:, :2].ravel()]), return_inverse=True
+        )
         nd = D.shape[0]
         I = inv.reshape(-1, 2)
         return {
@@ -393,7 +399,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             while done < max_iter:
                 n = min(W, max_iter - done) if W > 0 else max_iter - done
                 k, status = step(
-                    done, n, conv[done:done + n], viol[done:done + n], lamnorm[done:done + n]
+                    done, n, conv[done : done + n], viol[done : done + n], lamnorm[done : done + n]
                 )
                 done += k
                 progress.update(k, violation=viol[done - 1], dual_change=conv[done - 1])
@@ -458,7 +464,6 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         return tol, max_iter
 
 
-
 _COMMON_PARAMS_DOC = """
     rank : int, optional
         Rank r of the initial (and learned) kernel. Default: the rank of the Nystrom factor
@@ -499,6 +504,7 @@ _COMMON_PARAMS_DOC = """
     random_state : None, int or Generator
         Landmarks, pairs drawn from labels and percentile sampling.
     verbose : bool or int, default=0
-        Progress of the cyclic projections (one step per sweep over the constraints): 1 shows a tqdm bar (when installed) and logs start/end on the
-        ``nystrom_priors`` logger, 2 logs every step.
+        Progress of the cyclic projections (one step per sweep over the constraints): 1
+        shows a tqdm bar (when installed) and logs start/end on the ``nystrom_priors``
+        logger, 2 logs every step.
 """

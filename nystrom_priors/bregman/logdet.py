@@ -155,7 +155,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         bounds: Any = None,
         similarity_pairs: Any = None,
         similarity_bounds: Any = None,
-    ) -> "LogDetKernelLearner":
+    ) -> LogDetKernelLearner:
         """Learn the kernel from labels and/or constraints.
 
         Parameters
@@ -198,14 +198,25 @@ class LogDetKernelLearner(_BregmanKernelLearner):
 
         def step(start, n, conv, viol, lamnorm):
             def run(done, todo):
-                return burg_run(*args, todo, float(tol), conv[done:], viol[done:],
-                                lamnorm[done:], lam_old, fac, state, WORK)
+                return burg_run(
+                    *args,
+                    todo,
+                    float(tol),
+                    conv[done:],
+                    viol[done:],
+                    lamnorm[done:],
+                    lam_old,
+                    fac,
+                    state,
+                    WORK,
+                )
 
             def violation(c0, c1):
                 return burg_violation(*args[:6], bhat, Bt, c0, c1)
 
-            return resumable_sweeps(run, violation, nc, 1.5 * r * r, n, float(tol), viol,
-                                    lambda: bool(state[3]))
+            return resumable_sweeps(
+                run, violation, nc, 1.5 * r * r, n, float(tol), viol, lambda: bool(state[3])
+            )
 
         cert = dict(G=Gc, I1=c["I1"], I2=c["I2"], kind=c["kind"], delta=c["delta"], b=bhat)
         n_sweeps, status, conv, viol, lamnorm = self._run(step, lam, cert, max_iter)

@@ -109,8 +109,8 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
     @atomic_fit
     def fit(
         self, X: Any, y: Any = None, *, pairs: Any = None, bounds: Any = None
-    ) -> "VonNeumannKernelLearner":
-        """Learn the kernel from labels and/or distance constraints (see LogDetKernelLearner.fit)."""
+    ) -> VonNeumannKernelLearner:
+        """Learn the kernel from labels and/or distance constraints (as LogDetKernelLearner.fit)."""
         from .._chunks import WORK, resumable_sweeps
         from .._numba._von_neumann import vn_run, vn_violation
 
@@ -135,18 +135,37 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
 
         def step(start, n, conv, viol, lamnorm):
             def run(done, todo):
-                return vn_run(*cons, lam, W, dlog, todo, float(tol), conv[done:], viol[done:],
-                              lamnorm[done:], evals[start + done:start + n], lam_old, state,
-                              WORK)
+                return vn_run(
+                    *cons,
+                    lam,
+                    W,
+                    dlog,
+                    todo,
+                    float(tol),
+                    conv[done:],
+                    viol[done:],
+                    lamnorm[done:],
+                    evals[start + done : start + n],
+                    lam_old,
+                    state,
+                    WORK,
+                )
 
             def violation(c0, c1):
                 return vn_violation(*cons, W, dlog, c0, c1)
 
-            return resumable_sweeps(run, violation, nc, 2.0 * r * r, n, float(tol), viol,
-                                    lambda: False)
+            return resumable_sweeps(
+                run, violation, nc, 2.0 * r * r, n, float(tol), viol, lambda: False
+            )
 
-        cert = dict(G=np.ascontiguousarray(G0[c["rows"]]), I1=c["I1"], I2=c["I2"],
-                    kind=c["kind"], delta=c["delta"], b=c["b"])
+        cert = dict(
+            G=np.ascontiguousarray(G0[c["rows"]]),
+            I1=c["I1"],
+            I2=c["I2"],
+            kind=c["kind"],
+            delta=c["delta"],
+            b=c["b"],
+        )
         n_sweeps, status, conv, viol, lamnorm = self._run(step, lam, cert, max_iter)
         self.basis_ = T
         self.W_ = W
@@ -157,7 +176,11 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         self.dual_ = lam
         self.evaluations_path_ = evals[:n_sweeps].copy()
         self._finish(
-            n_sweeps, status, conv, viol, lamnorm,
+            n_sweeps,
+            status,
+            conv,
+            viol,
+            lamnorm,
             "von Neumann learning has no slack: use LogDetKernelLearner with a finite gamma, "
             "fewer or looser constraints, or a larger rank.",
         )

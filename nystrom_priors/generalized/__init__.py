@@ -99,6 +99,7 @@ __all__ = ["GeneralizedNystrom"]
 
 _SOLVERS = ("auto", "onestep", "newton", "apg", "pgd")
 
+
 def _floored(lam: float, scale: float) -> float:
     """lam, raised with a warning to ``mu_max^2 * eps`` below which J is numerically its
     lam -> 0 limit."""
@@ -154,8 +155,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     random_state : None, int or Generator
         Landmarks and cross-validation folds.
     verbose : bool or int, default=0
-        Progress of the lambda path (one step per lambda and fold): 1 shows a tqdm bar (when installed) and logs start/end on the
-        ``nystrom_priors`` logger, 2 logs every step.
+        Progress of the lambda path (one step per lambda and fold): 1 shows a tqdm bar (when
+        installed) and logs start/end on the ``nystrom_priors`` logger, 2 logs every step.
 
     Attributes
     ----------
@@ -256,8 +257,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         solver = check_option(self.solver, "solver", _SOLVERS)
         tol = check_scalar(self.tol, "tol", lo=0.0, lo_closed=False, hi=1.0)
         default_iter = 20000 if solver == "pgd" else 2000
-        max_iter = default_iter if self.max_iter is None else int(
-            check_scalar(self.max_iter, "max_iter", kind="int", lo=1)
+        max_iter = (
+            default_iter
+            if self.max_iter is None
+            else int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
         )
         cv = int(check_scalar(self.cv, "cv", kind="int", lo=2))
         lam = self.lam
@@ -266,9 +269,16 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             fixed = None
         else:
             fixed = check_scalar(lam, "lam", lo=0.0, lo_closed=False, allow_inf=True)
-        grid = np.arange(-12.0, 0.5) if self.lam_grid is None else np.asarray(self.lam_grid, dtype=float)
+        grid = (
+            np.arange(-12.0, 0.5)
+            if self.lam_grid is None
+            else np.asarray(self.lam_grid, dtype=float)
+        )
         if grid.ndim != 1 or grid.size == 0 or not np.isfinite(grid).all():
-            raise ValueError(f"lam_grid must be a non-empty 1-D array of finite exponents, got {self.lam_grid!r}.")
+            raise ValueError(
+                "lam_grid must be a non-empty 1-D array of finite exponents, got "
+                f"{self.lam_grid!r}."
+            )
         e_max = -np.log10(_LAM_RANGE)
         if np.abs(grid).max() > e_max:
             raise ValueError(
@@ -276,11 +286,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 f"within a factor 1 / eps of the data term's scale; beyond it J is numerically "
                 f"its lam -> 0 or lam -> inf limit), got {grid.min():g} to {grid.max():g}."
             )
-        return dict(solver=solver, fixed=fixed, grid=np.sort(grid)[::-1], tol=tol,
-                    max_iter=max_iter, cv=cv)
+        return dict(
+            solver=solver, fixed=fixed, grid=np.sort(grid)[::-1], tol=tol, max_iter=max_iter, cv=cv
+        )
 
     # ----- fitting ---------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> "GeneralizedNystrom":
+    def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> GeneralizedNystrom:
         """Learn S from labels ``y`` (-1 = unlabeled) and/or ``pairs`` ([i, j, +-1] rows).
 
         Unlabeled samples still shape the landmarks (and the default width). Without any side
@@ -310,15 +321,17 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         E_of = lambda rows: self._features_block(X.take(rows)).astype(np.float64)  # noqa: E731
         prior = (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_)  # U0, w
         if self._one_step(params, pairs_arr):
-            return self._fit_one_step(E_of(labels.index), labels, prior, prior_projection,
-                                      params, rng)
+            return self._fit_one_step(
+                E_of(labels.index), labels, prior, prior_projection, params, rng
+            )
         prob = self._problem(labels, pairs_arr, E_of, S0_eig)
         lam = self._choose_lam(prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng)
         if np.isinf(lam):  # the cross-validation kept the prior
             return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
         solved = {}  # S's eigendecomposition, when the solver ends with it (_solve_lam)
-        S, it, cert, ok, _ = _solve_lam(prob, lam, params["solver"], params["tol"],
-                                        params["max_iter"], out=solved)
+        S, it, cert, ok, _ = _solve_lam(
+            prob, lam, params["solver"], params["tol"], params["max_iter"], out=solved
+        )
         if not ok:
             warnings.warn(
                 f"GeneralizedNystrom's {params['solver']!r} solver stopped after {it} iterations "
@@ -388,7 +401,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     def _fit_one_step(self, El, labels, prior, prior_projection, params, rng):
         """The one-step model at a fixed or cross-validated lam (``generalized/_lam.py``).
         ``prior`` = (U0, w) with ``S0 = U0 diag(1 / w) U0^T``."""
-        
+
         U0, w = prior
         PE = El @ U0
         mu_max = _top_gram_eig(El)
@@ -417,8 +430,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         from .._progress import Progress
 
         with Progress(self.verbose, 1, "GeneralizedNystrom lambda path (CV)", "fit") as pr:
-            e, crit, err = _lam.select_lam(PE, w, labels.codes, labels.n_classes,
-                                           params["grid"], rng, params["cv"])
+            e, crit, err = _lam.select_lam(
+                PE, w, labels.codes, labels.n_classes, params["grid"], rng, params["cv"]
+            )
             pr.update(1, loss=float(np.min(crit)))
             pr.close("the prior (no lam beat it)" if e is None else f"lam = mu_max^2 * 1e{e:g}")
         return e, crit, err
@@ -470,11 +484,21 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             return np.inf if e is None else scale * 10.0**e
         n_folds = int(min(params["cv"], np.unique(pairs_arr[:, :2]).size))
         with Progress(
-            self.verbose, _lam._CV_SPLITS * n_folds * lams.size,
-            "GeneralizedNystrom lambda path (CV)", "fit"
+            self.verbose,
+            _lam._CV_SPLITS * n_folds * lams.size,
+            "GeneralizedNystrom lambda path (CV)",
+            "fit",
         ) as pr:
             losses, errors = _lam._cv_losses_pairs(
-                self.S0_, pairs_arr, E_of, lams, params["cv"], rng, solve_kw, pr, prob.mu_max,
+                self.S0_,
+                pairs_arr,
+                E_of,
+                lams,
+                params["cv"],
+                rng,
+                solve_kw,
+                pr,
+                prob.mu_max,
                 S0_eig,
             )
             best = _lam._cv_choice(losses)
@@ -483,7 +507,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self.cv_error_path_ = _lam._nanmean_columns(errors)
         return float(lams[best])
 
-    def _set_solution(self, S, lam, F, n_iter, converged, cert) -> "GeneralizedNystrom":
+    def _set_solution(self, S, lam, F, n_iter, converged, cert) -> GeneralizedNystrom:
         self.S_ = S
         self.lam_ = float(lam)
         self.projection_ = np.ascontiguousarray(F)

@@ -22,19 +22,20 @@ is smooth and self-concordant (the conjugate of a self-concordant function, comp
 map, plus a quadratic), so damped Newton needs a number of steps per barrier weight that does not
 depend on lam. Both it and the unsmoothed ``d(R) = L(P_psd(X), R)`` are evaluated through the
 Lagrangian ``L(S, R) = lam ||S - S0||^2 + 2 <R, A(S) - t> - ||R||^2`` (``_Dual.lagrangian``): the
-first line's terms grow like ``||A* R||^2 / lam`` and cancel, which at ``mu_max^2 * 1e-12`` on m =
-15 with 40 pairs stalled the line search (steps of 1e-11, the gap stuck at 0.75) and put d above
-J(S*), i.e. a false certificate. Its gradient is ``2 (A(S_tau(R)) - t - R)`` with ``S_tau = Q s(x) Q^T`` and its
-Hessian ``-2 (I + A P_tau'(X) A* / lam)``, where the Loewner matrix of ``s`` has the
-cancellation-free divided differences ``(1 + (x_i + x_j) / (r_i + r_j)) / 2``, ``r = sqrt(x^2 +
+closed form's terms grow like ``||A* R||^2 / lam`` and cancel at small lam, which can stall the
+line search and put d above J(S*), i.e. give a false certificate. Its gradient is
+``2 (A(S_tau(R)) - t - R)`` with ``S_tau = Q s(x) Q^T`` and its Hessian
+``-2 (I + A P_tau'(X) A* / lam)``, where the Loewner matrix of ``s`` has the cancellation-free
+divided differences ``(1 + (x_i + x_j) / (r_i + r_j)) / 2``, ``r = sqrt(x^2 +
 4 kappa)``. The CG runs in the dual's space, like the semismooth Newton's (l^2 entries for l labels,
 one per pair), not in the m^2 of a primal barrier method.
 
 Every iterate is certified against the original problem: ``S_tau`` and ``P_psd(X)`` are both
 feasible, and the smaller of their J minus the unsmoothed ``d(R)`` bounds the gap. Once a barrier
-problem is centred (Newton decrement below 1/2), kappa falls to ``min(kappa / 10, 0.01 gap /
-(2 lam m))``: the certified gap, not the barrier's own ``m tau``, sets the pace, so a start where the
-PSD constraint is nearly inactive (Pi_psd(X) already close) does not walk the whole barrier path.
+problem is centred (Newton decrement below 1/2), kappa falls to
+``min(kappa / 10, 0.01 gap / (2 lam m))``: the certified gap, not the barrier's own ``m tau``,
+sets the pace, so a start where the PSD constraint is nearly inactive (Pi_psd(X) already close)
+does not walk the whole barrier path.
 The CG stops at a 10% residual on labels (the Kronecker preconditioner is nearly exact there)
 and at 1% with pairs (Jacobi) or after a backtracked step (``docs/design/solvers.md`` has the
 measurements behind these settings).
@@ -45,6 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._problem import _Problem, _sym
+
 
 class _Dual:
     """The Lagrangian dual of J in the residual R (semismooth Newton-CG, Qi & Sun 2006).
@@ -63,7 +65,7 @@ class _Dual:
     ``S(R)``, so ``J(S(R)) - d(R)`` is an exact duality gap.
     """
 
-    def __init__(self, prob: "_Problem", lam: float):
+    def __init__(self, prob: _Problem, lam: float):
         self.prob = prob
         self.lam = lam
         self._targets = None
@@ -124,8 +126,10 @@ class _Dual:
     # R is a pair (R_l dense (l, l) or None, r_p (|Omega|,) or None)
     def zeros(self):
         p = self.prob
-        return (np.zeros((p.El.shape[0],) * 2) if p.has_labels else None,
-                np.zeros(p.a.size) if p.has_pairs else None)
+        return (
+            np.zeros((p.El.shape[0],) * 2) if p.has_labels else None,
+            np.zeros(p.a.size) if p.has_pairs else None,
+        )
 
     def adjoint(self, R) -> np.ndarray:
         """sym(A*(R)) as an (m, m) matrix."""
@@ -143,7 +147,11 @@ class _Dual:
     def forward_factored(self, PL, PP, D):
         """A(Q D Q^T) given P = A Q (PL for labels, PP for the pair points)."""
         p = self.prob
-        yl = (PL * D) @ PL.T if (p.has_labels and D.ndim == 1) else (PL @ D @ PL.T if p.has_labels else None)
+        yl = (
+            (PL * D) @ PL.T
+            if (p.has_labels and D.ndim == 1)
+            else (PL @ D @ PL.T if p.has_labels else None)
+        )
         if p.has_pairs:
             F = PP * D if D.ndim == 1 else PP @ D
             yp = np.einsum("ij,ij->i", F[p.a], PP[p.b])
@@ -177,9 +185,10 @@ class _Dual:
         returns (L, S, A(S), J(S)).
 
         At the minimiser ``S = P_psd(X(R))`` this is ``d(R)``. It is evaluated here rather than
-        through ``lam (||S0||^2 - ||P_psd(X)||^2)``, whose terms grow like ``lam ||X||^2 ~ ||A* R||^2
-        / lam`` and cancel at small lam (above the gaps they certify). L is stationary in S at
-        the minimiser, so the eigendecomposition's round-off enters only to second order.
+        through ``lam (||S0||^2 - ||P_psd(X)||^2)``, whose terms grow like
+        ``lam ||X||^2 ~ ||A* R||^2 / lam`` and cancel at small lam (above the gaps they
+        certify). L is stationary in S at the minimiser, so the eigendecomposition's round-off
+        enters only to second order.
         """
         p = self.prob
         S = (Q * vals) @ Q.T
@@ -266,7 +275,7 @@ def _loewner_omega(x: np.ndarray) -> np.ndarray:
     return om
 
 
-def _newton_cg(dual: "_Dual", st, Omega, g, cg_tol: float, cg_max: int):
+def _newton_cg(dual: _Dual, st, Omega, g, cg_tol: float, cg_max: int):
     """Preconditioned CG for ``(I + A P'(X) A* / lam) H = g`` to a residual ``cg_tol``;
     returns (H, index of the last CG iteration)."""
     H = tuple(None if v is None else np.zeros_like(v) for v in g)
@@ -275,7 +284,7 @@ def _newton_cg(dual: "_Dual", st, Omega, g, cg_tol: float, cg_max: int):
     pdir = z
     rz = dual.dot(r, z)
     k = 0
-    for k in range(cg_max):
+    for k in range(cg_max):  # noqa: B007 (k, the CG step count, is used after the loop)
         Ap = dual.hess_apply(st, Omega, pdir)
         pAp = dual.dot(pdir, Ap)
         if not pAp > 0.0:  # breakdown: g (hence the direction) is 0 to round-off
@@ -292,7 +301,7 @@ def _newton_cg(dual: "_Dual", st, Omega, g, cg_tol: float, cg_max: int):
     return H, k
 
 
-def _armijo_ascent(dual: "_Dual", R, st, H, slope: float, tries: int):
+def _armijo_ascent(dual: _Dual, R, st, H, slope: float, tries: int):
     """Backtracking from step 1 along H until ``d`` rises by 1e-4 * step * slope; returns
     (R + step H, its state, step) or None when ``tries`` halvings find no such step."""
     step = 1.0
@@ -305,8 +314,16 @@ def _armijo_ascent(dual: "_Dual", R, st, H, slope: float, tries: int):
     return None
 
 
-def _solve_newton(prob: "_Problem", lam: float, R0, *, tol: float, max_iter: int, cg_max: int = 200,
-                  out: dict | None = None):
+def _solve_newton(
+    prob: _Problem,
+    lam: float,
+    R0,
+    *,
+    tol: float,
+    max_iter: int,
+    cg_max: int = 200,
+    out: dict | None = None,
+):
     """Semismooth Newton-CG on the dual; returns (S, R, n_iter, relative gap, converged).
 
     ``out["eig"]``, if ``out`` is given: ``(vals, Q)`` with ``S = Q diag(vals) Q^T``, vals >= 0.
@@ -386,8 +403,18 @@ class _BarrierDual(_Dual):
         g = tuple(None if yy is None else yy - tt - rr for yy, tt, rr in zip(y, t, R))
         # the better of the two feasible points S_tau = Q s Q^T and P_psd(X) certifies the gap
         best = (S_tau, J_tau, s) if J_tau < J_plus else (S_plus, J_plus, np.maximum(x, 0.0))
-        return dict(x=x, Q=Q, s=s, r=r, PL=PL, PP=PP, d=L - 2.0 * lam * self.kappa * log_s, d0=d0,
-                    g=g, best=best)
+        return dict(
+            x=x,
+            Q=Q,
+            s=s,
+            r=r,
+            PL=PL,
+            PP=PP,
+            d=L - 2.0 * lam * self.kappa * log_s,
+            d0=d0,
+            g=g,
+            best=best,
+        )
 
     @staticmethod
     def omega(st) -> np.ndarray:
@@ -412,9 +439,19 @@ class _BarrierDual(_Dual):
         return self._general_hess_apply(st, Omega, H)
 
 
-def _solve_barrier_dual(prob: _Problem, lam: float, R0=None, *, tol: float, max_iter: int,
-                        cg_max: int = 200, shrink: float = 0.1, center: float = 0.5,
-                        gap_fraction: float = 0.01, out: dict | None = None):
+def _solve_barrier_dual(
+    prob: _Problem,
+    lam: float,
+    R0=None,
+    *,
+    tol: float,
+    max_iter: int,
+    cg_max: int = 200,
+    shrink: float = 0.1,
+    center: float = 0.5,
+    gap_fraction: float = 0.01,
+    out: dict | None = None,
+):
     """Barrier-smoothed dual Newton-CG (module docstring); returns (S, R, n_iter, gap, converged).
 
     ``n_iter`` counts Newton steps (each: one eigendecomposition of X plus the CG products).

@@ -102,8 +102,14 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     folds = np.stack([stratified_folds(codes, k, rng) for _ in range(n_splits)])
     rel = np.concatenate([10.0 ** np.asarray(exps, dtype=np.float64), [np.inf]])
     L = cv_losses(
-        np.ascontiguousarray(PE, dtype=np.float64), np.asarray(w, dtype=np.float64),
-        codes.astype(np.int64), int(n_classes), folds, k, rel, _RIDGE_ALPHA,
+        np.ascontiguousarray(PE, dtype=np.float64),
+        np.asarray(w, dtype=np.float64),
+        codes.astype(np.int64),
+        int(n_classes),
+        folds,
+        k,
+        rel,
+        _RIDGE_ALPHA,
     )
     j = choose(L[_CRITERION])
     scored = ~np.isnan(L[_CRITERION]).any(axis=1)
@@ -120,8 +126,10 @@ def onestep_model(PE, w, codes, n_classes, rel_lam):
     from .._numba._lam_cv import onestep, restricted_problem
 
     Vc, mu, C, R, _ = restricted_problem(
-        np.ascontiguousarray(PE, dtype=np.float64), np.asarray(w, dtype=np.float64),
-        codes.astype(np.int64), int(n_classes),
+        np.ascontiguousarray(PE, dtype=np.float64),
+        np.asarray(w, dtype=np.float64),
+        codes.astype(np.int64),
+        int(n_classes),
     )
     lam = rel_lam * float(mu[-1]) ** 2 if mu.size else np.inf
     S_r = np.diag(1.0 / w)
@@ -247,8 +255,9 @@ def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max,
     E_pts = E_of(pts)  # every fold's rows, read once
     E_local = lambda rows: E_pts[np.searchsorted(pts, rows)]  # noqa: E731
     ia, ib = np.searchsorted(pts, pairs[:, 0]), np.searchsorted(pts, pairs[:, 1])
-    fold_kw = dict(solve_kw, tol=max(solve_kw["tol"], _CV_TOL),
-                   max_iter=min(solve_kw["max_iter"], 300))
+    fold_kw = dict(
+        solve_kw, tol=max(solve_kw["tol"], _CV_TOL), max_iter=min(solve_kw["max_iter"], 300)
+    )
     splits = [_sample_folds(ia, ib, pts.size, k, rng) for _split in range(_CV_SPLITS)]
 
     def fold_scores(fold):

@@ -32,7 +32,9 @@ def gradient_mapping(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: i
             Vn, w, U = _psd_project(V - g / A)
             D = Vn - V
             # sufficient decrease, with slack for round-off
-            if coords.f(Vn) <= f + float(np.sum(g * D)) + 0.5 * A * float(np.sum(D * D)) + 1e-12 * abs(f):
+            if coords.f(Vn) <= f + float(np.sum(g * D)) + 0.5 * A * float(
+                np.sum(D * D)
+            ) + 1e-12 * abs(f):
                 break
             A *= 2.0
             if A > 1e30:  # pragma: no cover - only with a broken gradient
@@ -40,7 +42,11 @@ def gradient_mapping(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: i
         step = float(np.linalg.norm(D))
         V, eig = Vn, (np.maximum(w, 0.0), U)
         # the certificate costs eigendecompositions: check when the iterates settle
-        if step <= min(10 * tol, 1e-5) * max(1.0, float(np.linalg.norm(V))) or it % 10 == 0 or it == max_iter:
+        if (
+            step <= min(10 * tol, 1e-5) * max(1.0, float(np.linalg.norm(V)))
+            or it % 10 == 0
+            or it == max_iter
+        ):
             cert, _ = coords.certificate(V, coords.grad(V), eig, tol=tol)
             if cert <= tol:
                 return V, it, cert, True

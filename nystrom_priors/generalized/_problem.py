@@ -73,8 +73,9 @@ class _Problem:
     ``El_labels`` / ``Y_labels`` keep the rows as given.
     """
 
-    def __init__(self, S0, El=None, Y=None, Ep=None, a=None, b=None, t=None, offset=None,
-                 S0_eig=None):
+    def __init__(
+        self, S0, El=None, Y=None, Ep=None, a=None, b=None, t=None, offset=None, S0_eig=None
+    ):
         self.S0 = S0
         self.S0_eig = S0_eig
         self.offset = offset
@@ -212,8 +213,15 @@ class _Coords:
             return 2.0 * self.wa * (V - self.b)
         return _sym(self.Q.T @ self.prob.grad(self.to_S(V), self.lam) @ self.Q)
 
-    def certificate(self, V: np.ndarray, G: np.ndarray, eig=None, extra=None, null=None,
-                    tol: float | None = None) -> tuple[float, str]:
+    def certificate(
+        self,
+        V: np.ndarray,
+        G: np.ndarray,
+        eig=None,
+        extra=None,
+        null=None,
+        tol: float | None = None,
+    ) -> tuple[float, str]:
         """Certified optimality measure at a feasible V with gradient G.
 
         Separable (labels): the Lagrangian duality gap f(V) - g(Z), relative to J(S); ``g`` is

@@ -75,7 +75,11 @@ def _solve(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int):
         Vprev, V, eig, null = V, Vn, eig_n, null_n
         step = float(np.linalg.norm(V - Vprev))
         # the certificate costs an eigendecomposition: check when the iterates settle
-        if step <= min(10 * tol, 1e-5) * max(1.0, float(np.linalg.norm(V))) or it % 10 == 0 or it == max_iter:
+        if (
+            step <= min(10 * tol, 1e-5) * max(1.0, float(np.linalg.norm(V)))
+            or it % 10 == 0
+            or it == max_iter
+        ):
             cert, _ = coords.certificate(V, coords.grad(V), eig, null=null, tol=tol)
             if cert <= tol:
                 return V, it, cert, True
@@ -96,7 +100,7 @@ _HOMOTOPY_START = 1e-4
 _COLD_STEPS = 1
 
 
-def _auto_solver(prob: "_Problem") -> str:
+def _auto_solver(prob: _Problem) -> str:
     """Newton on the dual when it is the smaller problem (fewer constrained entries than
     entries of S), APG on the primal otherwise.
 
@@ -120,7 +124,7 @@ def _rescale_dual(R, factor: float):
     return tuple(None if r is None else r * factor for r in R)
 
 
-def _prior_gap(prob: "_Problem", lam: float) -> float:
+def _prior_gap(prob: _Problem, lam: float) -> float:
     """Certified relative gap of S = S0: J is 2 lam-strongly convex and grad J(S0) is the data
     term's gradient alone, so ``J(S0) - min J <= ||grad J(S0)||^2 / (4 lam)`` (the unconstrained
     minimum bounds the PSD one). No solver coordinates are formed: finite at any lam."""
@@ -129,8 +133,16 @@ def _prior_gap(prob: "_Problem", lam: float) -> float:
     return float(np.sum(g * g)) / (4.0 * lam) / max(J0, 1e-300)
 
 
-def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: int, S_warm=None,
-               R_warm=None, out: dict | None = None):
+def _solve_lam(
+    prob: _Problem,
+    lam: float,
+    solver: str,
+    tol: float,
+    max_iter: int,
+    S_warm=None,
+    R_warm=None,
+    out: dict | None = None,
+):
     """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
 
     ``out`` (a dict, optional) receives ``"eig"``: ``(vals, Q)`` with ``S = Q diag(vals) Q^T``
@@ -138,9 +150,9 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
     that the factor of S costs no further eigh (``psd._factor``); no key otherwise.
 
     ``"auto"`` resolves through ``_auto_solver``; ``"pgd"`` is the paper's gradient mapping
-    (``_paper.py``); ``"apg"`` the accelerated projected gradient. ``"newton"`` runs the dual semismooth
-    Newton-CG; a cold start below ``_HOMOTOPY_START * mu_max^2`` that does not certify within
-    ``_COLD_STEPS`` steps continues with the barrier-smoothed dual Newton (``_dual.py``),
+    (``_paper.py``); ``"apg"`` the accelerated projected gradient. ``"newton"`` runs the dual
+    semismooth Newton-CG; a cold start below ``_HOMOTOPY_START * mu_max^2`` that does not certify
+    within ``_COLD_STEPS`` steps continues with the barrier-smoothed dual Newton (``_dual.py``),
     the iterations of both counted; if it still cannot certify ``tol`` its last primal iterate,
     always PSD, warm-starts APG. Above
     ``mu_max^2 / _LAM_RANGE`` S0 itself is returned when ``_prior_gap`` certifies it.
@@ -162,8 +174,9 @@ def _solve_lam(prob: "_Problem", lam: float, solver: str, tol: float, max_iter: 
         first_cap = min(cap, _COLD_STEPS) if cold_small else cap
         S, R, it, cert, ok = _solve_newton(prob, lam, R_warm, tol=tol, max_iter=first_cap, out=out)
         if cold_small and not ok:
-            S, R, it_b, cert, ok = _solve_barrier_dual(prob, lam, None, tol=tol, max_iter=cap,
-                                                       out=out)
+            S, R, it_b, cert, ok = _solve_barrier_dual(
+                prob, lam, None, tol=tol, max_iter=cap, out=out
+            )
             it += it_b
         if ok:
             return S, it, cert, True, R

@@ -1,4 +1,5 @@
 """Score lam-selection rules on the study_fast_lambda.py output (capture and worst loss)."""
+
 import glob
 import os
 import sys
@@ -65,7 +66,9 @@ def evaluate(crit, rule, n_splits_used):
             L = r[f"cv_{crit}"]
             k = int(r["k"])
             L = L[: n_splits_used * k]
-            cols = np.array([int(c) for c in os.environ.get("COLS", "").split()] or range(L.shape[1]))
+            cols = np.array(
+                [int(c) for c in os.environ.get("COLS", "").split()] or range(L.shape[1])
+            )
             j = cols[choose(L[:, cols], rule, k)]
             key = os.environ.get("ORACLE", "oracle")
             errs.append(r[key][j])
@@ -86,7 +89,18 @@ def summary(rows):
     return np.mean(caps), worst, len(caps)
 
 
-RULES = ("argmin", "se0.5", "se1", "pse1", "gate1", "gate2", "gate3", "gate1:se1", "gate2:se1", "gate2:se0.5")
+RULES = (
+    "argmin",
+    "se0.5",
+    "se1",
+    "pse1",
+    "gate1",
+    "gate2",
+    "gate3",
+    "gate1:se1",
+    "gate2:se1",
+    "gate2:se0.5",
+)
 CRITS = tuple(os.environ.get("CRITS", "rxsq rxsqh rxerr pcsq pcsqh pcerr").split())
 if __name__ == "__main__":
     print("sets:", {k: len(v) for k, v in data.items()})
@@ -94,8 +108,12 @@ if __name__ == "__main__":
         for crit in CRITS:
             for rule in RULES:
                 cap, worst, nc = summary(evaluate(crit, rule, ns))
-                print(f"splits {ns} {crit:4s} {rule:7s} capture {cap*100:6.1f}%  worst {worst*100:+.2f}  ({nc} sets)")
+                print(
+                    f"splits {ns} {crit:4s} {rule:7s} capture {cap * 100:6.1f}%  worst {worst * 100:+.2f}  ({nc} sets)"
+                )
     if len(sys.argv) > 2:
         crit, rule, ns = sys.argv[2], sys.argv[3], int(sys.argv[4])
         for name, e, ny, best, nr in evaluate(crit, rule, ns):
-            print(f"{name:14s} rule {e*100:6.2f} nys {ny*100:6.2f} best {best*100:6.2f} n={nr}")
+            print(
+                f"{name:14s} rule {e * 100:6.2f} nys {ny * 100:6.2f} best {best * 100:6.2f} n={nr}"
+            )

@@ -68,8 +68,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=6400)
     ap.add_argument("--k", type=int, default=50)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "results",
-                                                   "bench_npkl.md"))
+    ap.add_argument(
+        "--out", default=os.path.join(os.path.dirname(__file__), "..", "results", "bench_npkl.md")
+    )
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     X, y = a5a_like(args.n, rng)
@@ -88,7 +89,9 @@ def main() -> None:
     pairs = np.column_stack([a[pick], b[pick], np.where(same[pick], 1, -1)])
 
     # warm the JIT on a small problem
-    BCDNPKL(random_state=0, max_iter=2).fit(X[:300], pairs=pairs[(pairs[:, 0] < 300) & (pairs[:, 1] < 300)])
+    BCDNPKL(random_state=0, max_iter=2).fit(
+        X[:300], pairs=pairs[(pairs[:, 0] < 300) & (pairs[:, 1] < 300)]
+    )
 
     t0 = time.perf_counter()
     S, _ = knn_graph(X, args.k)
@@ -124,8 +127,23 @@ def main() -> None:
     obj = np.zeros(4)
     sweeps = 3
     t0 = time.perf_counter()
-    bcd_sweeps(A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data, Wt, WV1, tptr,
-               tidx, tsgn, V1, 1.0, 0, sweeps, 0.0, obj, np.zeros(tidx.size))
+    bcd_sweeps(
+        A.indptr.astype(np.int64),
+        A.indices.astype(np.int64),
+        A.data,
+        Wt,
+        WV1,
+        tptr,
+        tidx,
+        tsgn,
+        V1,
+        1.0,
+        0,
+        sweeps,
+        0.0,
+        obj,
+        np.zeros(tidx.size),
+    )
     t_numba = (time.perf_counter() - t0) / sweeps
 
     V2 = V0.copy()
@@ -136,8 +154,23 @@ def main() -> None:
     # same first sweep, same result
     V3 = V0.copy()
     WV3 = np.ascontiguousarray(Wt.T @ V3)
-    bcd_sweeps(A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data, Wt, WV3, tptr,
-               tidx, tsgn, V3, 1.0, 0, 1, 0.0, np.zeros(2), np.zeros(tidx.size))
+    bcd_sweeps(
+        A.indptr.astype(np.int64),
+        A.indices.astype(np.int64),
+        A.data,
+        Wt,
+        WV3,
+        tptr,
+        tidx,
+        tsgn,
+        V3,
+        1.0,
+        0,
+        1,
+        0.0,
+        np.zeros(2),
+        np.zeros(tidx.size),
+    )
     agree = float(np.abs(V3 - V2).max() / np.abs(V2).max())
 
     lines = [

@@ -6,6 +6,7 @@ solutions of each training fold. Saves an npz per (set, split) for offline rule 
 
     python scripts/research/study_fast_lambda.py --sets splice german --splits 3 --out /tmp/fl
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,9 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from datasets import load  # noqa: E402
 from _fold_variants import fold_exact_restricted, fold_variants  # noqa: E402
+from datasets import load  # noqa: E402
+
 from nystrom_priors._generalized.problem import _Problem  # noqa: E402
 from nystrom_priors._generalized.psd import _EPS, _sym  # noqa: E402
 
@@ -59,8 +61,6 @@ def RF(S0, prior, El, codes, n_classes, UtEl=None):
     return _Problem(C, El @ V, Y, offset=D, S0_eig=C_eig), C, V
 
 
-
-
 EXPS = np.arange(-12.0, 0.5, 1.0)
 
 
@@ -97,7 +97,8 @@ def fold_losses(E_T, E_V, codes_T, codes_V, n_classes, S0, lams, alpha=0.5):
         sig = np.sqrt(w)
         A = (E_T @ B) / sig
     mu = w
-    Y = np.zeros((lT, n_classes)); Y[np.arange(lT), codes_T] = 1.0
+    Y = np.zeros((lT, n_classes))
+    Y[np.arange(lT), codes_T] = 1.0
     S0B = B.T @ S0 @ B
     SYA = sig[:, None] * (A.T @ Y)
     RB = SYA @ SYA.T
@@ -109,7 +110,8 @@ def fold_losses(E_T, E_V, codes_T, codes_V, n_classes, S0, lams, alpha=0.5):
         Vpm = np.where(codes_V == 1, 1.0, -1.0)[:, None]
     else:
         Ypm = 2 * Y - 1
-        Vpm = -np.ones((codes_V.size, n_classes)); Vpm[np.arange(codes_V.size), codes_V] = 1
+        Vpm = -np.ones((codes_V.size, n_classes))
+        Vpm[np.arange(codes_V.size), codes_V] = 1
     ones = np.ones(lT)
     a1 = A.T @ ones
     resid = ones - A @ a1
@@ -125,7 +127,8 @@ def fold_losses(E_T, E_V, codes_T, codes_V, n_classes, S0, lams, alpha=0.5):
         AY = A.T @ Ypm
         P1 = p
     out = {k: [] for k in ("sq", "sqh", "err", "obj", "negfrac")}
-    YV = np.zeros((codes_V.size, n_classes)); YV[np.arange(codes_V.size), codes_V] = 1
+    YV = np.zeros((codes_V.size, n_classes))
+    YV[np.arange(codes_V.size), codes_V] = 1
     for lam in lams:
         if np.isinf(lam):
             C = S0B
@@ -135,7 +138,8 @@ def fold_losses(E_T, E_V, codes_T, codes_V, n_classes, S0, lams, alpha=0.5):
         core[:p, :p] = sig[:, None] * C * sig[None, :]
         core += np.outer(u, u)
         KV = (H0 + H1 @ (C - S0B)) * sig  # K_VT A
-        KVA = np.zeros((codes_V.size, P1)); KVA[:, :p] = KV
+        KVA = np.zeros((codes_V.size, P1))
+        KVA[:, :p] = KV
         KVA += np.outer(np.ones(codes_V.size), u)
         core[np.diag_indices(P1)] += alpha
         Pred = KVA @ np.linalg.solve(core, AY)
@@ -157,12 +161,13 @@ def run(name, split, out_dir, n_cv_splits=4, k=5):
     if os.environ.get("RX") or os.environ.get("PC"):
         n_cv_splits = 2
     k = int(os.environ.get("K", k))
+    from sklearn.svm import LinearSVC
+
     import nystrom_priors as npr
     from nystrom_priors._generalized.problem import _build_problem, _top_gram_eig
     from nystrom_priors._generalized.psd import _factor, _psd_project
     from nystrom_priors._generalized.solve import _solve_lam
     from nystrom_priors.side_info import check_labels
-    from sklearn.svm import LinearSVC
 
     X, y = load(name)
     X = scale01(np.asarray(X, float))
@@ -171,7 +176,8 @@ def run(name, split, out_dir, n_cv_splits=4, k=5):
     m = int(min(n // 10, 300))
     rng = np.random.default_rng(1000 + split)
     lab = rng.choice(n, 100, replace=False)
-    yy = np.full(n, -1); yy[lab] = y[lab]
+    yy = np.full(n, -1)
+    yy[lab] = y[lab]
     unl = np.setdiff1d(np.arange(n), lab)
     nys = npr.Nystrom(n_landmarks=m, random_state=split).fit(X)
     Z, width = nys.landmarks_, nys.width_
@@ -186,7 +192,7 @@ def run(name, split, out_dir, n_cv_splits=4, k=5):
 
     t = time.perf_counter()
     prob = _build_problem(S0, labels, None, lambda r: E[r])
-    scale = prob.mu_max ** 2
+    scale = prob.mu_max**2
     path = os.path.join(out_dir, f"{name}_{split}.npz")
     old = dict(np.load(path)) if os.path.exists(path) else None
     oracle = np.full(EXPS.size + 1, np.nan)
@@ -194,7 +200,7 @@ def run(name, split, out_dir, n_cv_splits=4, k=5):
     oracle[-1] = proj[-1] = err_of(nys.projection_)
     El = E[labels.index]
     for i, e in enumerate(EXPS if old is None else []):
-        lam = scale * 10.0 ** e
+        lam = scale * 10.0**e
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             S, it, cert, ok, _ = _solve_lam(prob, lam, "auto", 1e-6, 2000)
@@ -209,7 +215,7 @@ def run(name, split, out_dir, n_cv_splits=4, k=5):
     top_all = _top_gram_eig(El)
     res = {}
     cvr = np.random.default_rng(int(os.environ.get("CVSEED", 2000)) + split)
-    lams_rel = np.concatenate([10.0 ** EXPS, [np.inf]])
+    lams_rel = np.concatenate([10.0**EXPS, [np.inf]])
     S0pinv = np.linalg.pinv(S0, hermitian=True)
     xx, QQ = np.linalg.eigh(S0)
     pos = xx > xx.max() * 1e-12
@@ -223,16 +229,34 @@ def run(name, split, out_dir, n_cv_splits=4, k=5):
             out = fold_losses(El[T], El[V], codes[T], codes[V], labels.n_classes, S0, lams)
             if os.environ.get("PC"):
                 import _lam_cv_numpy as lam_cv
+
                 tag = os.environ.get("PC")
-                fo = lam_cv._Fold(El @ prior[0], prior[1], T, V, codes, labels.n_classes, images=tag != "pb")
-                Lc = np.array([lam_cv._losses(fo.scores(fo.solution(rl * fo.mu_max**2)), fo.codes_V, labels.n_classes) for rl in lams_rel]).T
+                fo = lam_cv._Fold(
+                    El @ prior[0], prior[1], T, V, codes, labels.n_classes, images=tag != "pb"
+                )
+                Lc = np.array(
+                    [
+                        lam_cv._losses(
+                            fo.scores(fo.solution(rl * fo.mu_max**2)), fo.codes_V, labels.n_classes
+                        )
+                        for rl in lams_rel
+                    ]
+                ).T
                 tag = "pc" if tag == "1" else tag
-                tag = tag + (os.environ["K"] if "K" in os.environ else "") + os.environ.get("TAG", "")
+                tag = (
+                    tag + (os.environ["K"] if "K" in os.environ else "") + os.environ.get("TAG", "")
+                )
                 out = {tag + "sq": Lc[0], tag + "sqh": Lc[1], tag + "err": Lc[2]}
             elif os.environ.get("RX"):
-                out = fold_exact_restricted(El[T], El[V], codes[T], codes[V], labels.n_classes, S0, prior, lams_rel, RF)
+                out = fold_exact_restricted(
+                    El[T], El[V], codes[T], codes[V], labels.n_classes, S0, prior, lams_rel, RF
+                )
             else:
-                out.update(fold_variants(El[T], El[V], codes[T], codes[V], labels.n_classes, S0, S0pinv, lams))
+                out.update(
+                    fold_variants(
+                        El[T], El[V], codes[T], codes[V], labels.n_classes, S0, S0pinv, lams
+                    )
+                )
             for key, v in out.items():
                 res.setdefault(key, []).append(v)
     t_cv = time.perf_counter() - t
@@ -241,16 +265,43 @@ def run(name, split, out_dir, n_cv_splits=4, k=5):
         for key in list(old):
             if key.startswith("cv_") and f"{key[3:]}" not in res:
                 res[key[3:]] = old[key]
-    np.savez(path, oracle=oracle, proj=proj,
-             exps=EXPS, **{f"cv_{k}": np.array(v) for k, v in res.items()},
-             n_cv_splits=n_cv_splits, k=(old["k"] if old is not None else k))
-    print(f"{name} split {split} n={n} m={m} c={labels.n_classes} oracle {t_oracle:.1f}s cv {t_cv:.2f}s "
-          f"nys {oracle[-1]*100:.2f} best {np.nanmin(oracle)*100:.2f} @ {EXPS[np.nanargmin(oracle[:-1])]}", flush=True)
+    np.savez(
+        path,
+        oracle=oracle,
+        proj=proj,
+        exps=EXPS,
+        **{f"cv_{k}": np.array(v) for k, v in res.items()},
+        n_cv_splits=n_cv_splits,
+        k=(old["k"] if old is not None else k),
+    )
+    print(
+        f"{name} split {split} n={n} m={m} c={labels.n_classes} oracle {t_oracle:.1f}s cv {t_cv:.2f}s "
+        f"nys {oracle[-1] * 100:.2f} best {np.nanmin(oracle) * 100:.2f} @ {EXPS[np.nanargmin(oracle[:-1])]}",
+        flush=True,
+    )
 
 
-SETS = ["optdigits", "texture", "vehicle", "spambase", "twonorm", "magic", "penbased", "letter",
-        "german", "splice", "wdbc", "ionosphere", "phoneme", "pima", "banana", "ring", "sonar",
-        "digits", "breast_cancer"]
+SETS = [
+    "optdigits",
+    "texture",
+    "vehicle",
+    "spambase",
+    "twonorm",
+    "magic",
+    "penbased",
+    "letter",
+    "german",
+    "splice",
+    "wdbc",
+    "ionosphere",
+    "phoneme",
+    "pima",
+    "banana",
+    "ring",
+    "sonar",
+    "digits",
+    "breast_cancer",
+]
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
@@ -266,8 +317,26 @@ if __name__ == "__main__":
             fp = os.path.join(a.out, f"{name}_{s}.npz")
             if os.path.exists(fp) and not a.cv_only:
                 continue
-            if os.environ.get("PC") and os.path.exists(fp) and ("cv_pcsq" if os.environ["PC"] == "1" else "cv_" + os.environ["PC"] + os.environ.get("K", "") + os.environ.get("TAG", "") + "sq") in np.load(fp):
+            if (
+                os.environ.get("PC")
+                and os.path.exists(fp)
+                and (
+                    "cv_pcsq"
+                    if os.environ["PC"] == "1"
+                    else "cv_"
+                    + os.environ["PC"]
+                    + os.environ.get("K", "")
+                    + os.environ.get("TAG", "")
+                    + "sq"
+                )
+                in np.load(fp)
+            ):
                 continue
-            if os.environ.get("RX") and not os.environ.get("PC") and os.path.exists(fp) and "cv_rxsq" in np.load(fp):
+            if (
+                os.environ.get("RX")
+                and not os.environ.get("PC")
+                and os.path.exists(fp)
+                and "cv_rxsq" in np.load(fp)
+            ):
                 continue
             run(name, s, a.out)

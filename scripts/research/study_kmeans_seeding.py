@@ -129,12 +129,15 @@ def main() -> None:
 
     methods = {
         "batched (this version)": lambda X, k, s: landmarks._kmeanspp(
-            X, k, np.random.default_rng(s)),
+            X, k, np.random.default_rng(s)
+        ),
         "one pass per centre (previous)": lambda X, k, s: _baseline(X, k, np.random.default_rng(s)),
         "sklearn kmeans_plusplus, 1 trial": lambda X, k, s: kmeans_plusplus(
-            X, k, random_state=s, n_local_trials=1)[1],
+            X, k, random_state=s, n_local_trials=1
+        )[1],
         "sklearn kmeans_plusplus, greedy (default)": lambda X, k, s: kmeans_plusplus(
-            X, k, random_state=s)[1],
+            X, k, random_state=s
+        )[1],
     }
     lines = [
         "# bench_landmarks: k-means++ seeding",
@@ -177,7 +180,7 @@ def main() -> None:
             t = np.median(times[m])
             lines.append(f"| {m} | {t:.3f} | {t / base:.2f}x | {np.mean(pots[m]):.5g} |")
         lines.append("")
-        print("\n".join(lines[-(len(methods) + 6):]), flush=True)
+        print("\n".join(lines[-(len(methods) + 6) :]), flush=True)
     if args.out is not None:
         write_lines(str(args.out), lines)
 

@@ -41,8 +41,16 @@ sys.path.insert(0, os.path.dirname(__file__))
 from datasets import load  # noqa: E402
 
 CRITERIA = ("ridge01", "ridgesq", "svm01", "svmhinge", "ncm01", "ncmmargin", "align", "svmsqhinge")
-LOWER_IS_BETTER = {"ridge01": True, "ridgesq": True, "svm01": True, "svmhinge": True, "ncm01": True,
-                   "ncmmargin": False, "align": False, "svmsqhinge": True}
+LOWER_IS_BETTER = {
+    "ridge01": True,
+    "ridgesq": True,
+    "svm01": True,
+    "svmhinge": True,
+    "ncm01": True,
+    "ncmmargin": False,
+    "align": False,
+    "svmsqhinge": True,
+}
 
 
 def _svm(Ftr, ytr, Fte, yte):
@@ -62,7 +70,9 @@ def _svm(Ftr, ytr, Fte, yte):
     return float(err), float(h.sum()), float((h * h).sum())
 
 
-def _ridge_cv_scores(K_tr: np.ndarray, K_te: np.ndarray, Y_tr: np.ndarray, codes_te: np.ndarray, alpha_rel: float):
+def _ridge_cv_scores(
+    K_tr: np.ndarray, K_te: np.ndarray, Y_tr: np.ndarray, codes_te: np.ndarray, alpha_rel: float
+):
     """Held-out (errors, squared error) of a kernel ridge classifier with intercept."""
     n = K_tr.shape[0]
     H = np.eye(n) - 1.0 / n
@@ -128,7 +138,9 @@ def smoothed_mean(losses: np.ndarray) -> np.ndarray:
     if scored < 3:
         return mean
     out = np.full_like(mean, np.nan)
-    out[:scored] = np.convolve(np.pad(mean[:scored], 1, mode="edge"), np.ones(3) / 3.0, mode="valid")
+    out[:scored] = np.convolve(
+        np.pad(mean[:scored], 1, mode="edge"), np.ones(3) / 3.0, mode="valid"
+    )
     return out
 
 
@@ -195,10 +207,9 @@ def guarded_choice(losses: np.ndarray, anchor: int, n_se: float, smooth: bool) -
 
 def one_repeat(X, y, rep, n_splits=4, n_labels=100, n_folds=5):
     import nystrom_priors as npr
-    from nystrom_priors._generalized.lambda_selection import _stratified_folds
+    from nystrom_priors._generalized.lambda_selection import _path_nka, _stratified_folds
     from nystrom_priors._generalized.problem import _build_problem
     from nystrom_priors._generalized.psd import _factor
-    from nystrom_priors._generalized.lambda_selection import _path_nka
     from nystrom_priors._generalized.solve import _solve_path
     from nystrom_priors._progress import Progress
     from nystrom_priors.side_info import check_labels
@@ -223,10 +234,15 @@ def one_repeat(X, y, rep, n_splits=4, n_labels=100, n_folds=5):
     # kernels averaged over neighbouring lam (a convex combination: PSD, rank <= m), for the
     # averaging rules: test_avg2[j] is (S_j + S_j+1) / 2, test_avg3[j] is (S_j + S_j+1 + S_j+2) / 3
     Ss = [S for S, *_ in sols]
-    test_avg2 = np.array([svm_error(E @ _factor((Ss[j] + Ss[j + 1]) / 2), y, lab, unl)
-                          for j in range(len(Ss) - 1)])
-    test_avg3 = np.array([svm_error(E @ _factor((Ss[j] + Ss[j + 1] + Ss[j + 2]) / 3), y, lab, unl)
-                          for j in range(len(Ss) - 2)])
+    test_avg2 = np.array(
+        [svm_error(E @ _factor((Ss[j] + Ss[j + 1]) / 2), y, lab, unl) for j in range(len(Ss) - 1)]
+    )
+    test_avg3 = np.array(
+        [
+            svm_error(E @ _factor((Ss[j] + Ss[j + 1] + Ss[j + 2]) / 3), y, lab, unl)
+            for j in range(len(Ss) - 2)
+        ]
+    )
     El = E[labels.index]
     ylab = y[labels.index]
     crit = np.zeros((n_splits, n_folds, grid.size, len(CRITERIA)))
@@ -238,10 +254,19 @@ def one_repeat(X, y, rep, n_splits=4, n_labels=100, n_folds=5):
             p = _build_problem(gn.S0_, labels, None, lambda r: E[r], label_rows=tr)
             lam_f = p.mu_max**2 * 10.0**grid  # each fold on its own scale, as lam="auto" does
             for j, (_, S, *_r) in enumerate(_solve_path(p, lam_f, fold_kw)):
-                crit[s, f, j] = fold_criteria(El[tr], El[te], S, ylab[tr], ylab[te], labels.codes[tr],
-                                              labels.codes[te], labels.n_classes)
-    return dict(test=test, nys=nys, crit=crit, grid=grid, nka=nka, test_avg2=test_avg2,
-                test_avg3=test_avg3)
+                crit[s, f, j] = fold_criteria(
+                    El[tr],
+                    El[te],
+                    S,
+                    ylab[tr],
+                    ylab[te],
+                    labels.codes[tr],
+                    labels.codes[te],
+                    labels.n_classes,
+                )
+    return dict(
+        test=test, nys=nys, crit=crit, grid=grid, nka=nka, test_avg2=test_avg2, test_avg3=test_avg3
+    )
 
 
 def pairs_cv_losses(X, y, rep, n_pairs, n_splits=4, n_labels=100):
@@ -252,11 +277,11 @@ def pairs_cv_losses(X, y, rep, n_pairs, n_splits=4, n_labels=100):
     the ones the two-split fit draws (same generator, drawn in order), so the smoothed
     choice on them reproduces the reproduction's own ``e_auto``.
     """
+    from reproduce_zhang2012 import protocol_split
+
     import nystrom_priors as npr
     from nystrom_priors._generalized import lambda_selection
     from nystrom_priors.side_info import labels_to_pairs
-
-    from reproduce_zhang2012 import protocol_split
 
     _lab, _unl, yy, m = protocol_split(X, y, rep, n_labels)
     pairs = labels_to_pairs(yy, n_pairs, random_state=2000 + rep)
@@ -293,8 +318,12 @@ def _repeats(names, repeats, out, first, one):
 def collect_pairs(names, repeats, out, n_pairs, first=0):
     one = lambda X, y, r: pairs_cv_losses(X, y, r, n_pairs)  # noqa: E731
     for name, cv in _repeats(names, repeats, out, first, one):
-        np.savez(os.path.join(out, f"{name}_pairs{n_pairs}.npz"), cv=np.array(cv),
-                 first=first, n_pairs=n_pairs)
+        np.savez(
+            os.path.join(out, f"{name}_pairs{n_pairs}.npz"),
+            cv=np.array(cv),
+            first=first,
+            n_pairs=n_pairs,
+        )
 
 
 def analyse_pairs(out, names, n_pairs, results):
@@ -320,7 +349,9 @@ def analyse_pairs(out, names, n_pairs, results):
         for smooth in (True, False):
             a, e = [], []
             for sp in SPLIT_PAIRS:
-                picks = [cv_choice(cv[r, list(sp)].reshape(-1, grid.size), smooth) for r in range(n)]
+                picks = [
+                    cv_choice(cv[r, list(sp)].reshape(-1, grid.size), smooth) for r in range(n)
+                ]
                 a.append(auc[np.arange(n), picks].mean())
                 e.append(svm[np.arange(n), picks].mean())
             cap = capture(rz["auc_nystrom"][:n].mean(), np.mean(a), auc.mean(0).min())
@@ -334,11 +365,16 @@ def analyse_pairs(out, names, n_pairs, results):
 def collect(names, repeats, out, first=0, n_folds=5):
     one = lambda X, y, r: one_repeat(X, y, r, n_folds=n_folds)  # noqa: E731
     for name, reps in _repeats(names, repeats, out, first, one):
-        np.savez(os.path.join(out, f"{name}.npz"), test=np.array([d["test"] for d in reps]),
-                 nys=np.array([d["nys"] for d in reps]), crit=np.array([d["crit"] for d in reps]),
-                 grid=reps[0]["grid"], nka=np.array([d["nka"] for d in reps]),
-                 test_avg2=np.array([d["test_avg2"] for d in reps]),
-                 test_avg3=np.array([d["test_avg3"] for d in reps]))
+        np.savez(
+            os.path.join(out, f"{name}.npz"),
+            test=np.array([d["test"] for d in reps]),
+            nys=np.array([d["nys"] for d in reps]),
+            crit=np.array([d["crit"] for d in reps]),
+            grid=reps[0]["grid"],
+            nka=np.array([d["nka"] for d in reps]),
+            test_avg2=np.array([d["test_avg2"] for d in reps]),
+            test_avg3=np.array([d["test_avg3"] for d in reps]),
+        )
 
 
 def analyse(out, names):
@@ -352,26 +388,31 @@ def analyse(out, names):
 
     for crit_i, crit in enumerate(CRITERIA[:n_crit]):
         for splits in (1, 2, 4):
+
             def rule(C, nka, crit_i=crit_i, crit=crit, splits=splits):
                 c = C[:splits, :, :, crit_i].reshape(-1, C.shape[2])
                 return argbest(c.mean(0), crit)
+
             rules[f"{crit}/argmin/{splits}split"] = rule
 
             def rule_smooth(C, nka, crit_i=crit_i, crit=crit, splits=splits):
                 c = C[:splits, :, :, crit_i].reshape(-1, C.shape[2]).mean(0)
                 cs = np.convolve(np.pad(c, 1, mode="edge"), np.ones(3) / 3, mode="valid")
                 return argbest(cs, crit)
+
             rules[f"{crit}/smooth3/{splits}split"] = rule_smooth
     hinge = CRITERIA.index("svmhinge")
     # one-standard-error rules toward the prior (the largest lam whose mean held-out hinge loss
     # is within k standard errors of the minimum, SE over the folds of all splits used)
     for splits in (2, 4):
         for k in (0.25, 0.5, 1.0):
+
             def rule_1se(C, nka, splits=splits, k=k):
                 c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
                 mean, se = c.mean(0), c.std(0, ddof=1) / np.sqrt(c.shape[0])
                 j = int(np.argmin(mean))
                 return int(np.flatnonzero(mean <= mean[j] + k * se[j]).min())  # grid descends
+
             rules[f"svmhinge/{k:g}se/{splits}split"] = rule_1se
     # plateau midpoints: the middle of the lam whose mean held-out hinge loss is within k
     # standard errors of the minimum (SE of the per-fold differences to the minimiser's
@@ -379,6 +420,7 @@ def analyse(out, names):
     # loss curve that is flat within its noise
     for splits in (2, 4):
         for k in (0.5, 1.0, 2.0):
+
             def rule_mid(C, nka, splits=splits, k=k):
                 c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
                 mean = c.mean(0)
@@ -386,30 +428,36 @@ def analyse(out, names):
                 se = (c - c[:, [j]]).std(0, ddof=1) / np.sqrt(c.shape[0])
                 near = np.flatnonzero(mean <= mean[j] + k * se)
                 return int(near[(near.size - 1) // 2])
+
             rules[f"svmhinge/mid{k:g}se/{splits}split"] = rule_mid
     # robust aggregations over the folds: a fold whose held-out loss blows up at small lam
     # weighs on the mean by its size; ranks and medians weigh every fold alike. medfold /
     # medsplit: the median of the per-fold / per-split argmins (lower median: the larger lam)
     for splits in (2, 4):
+
         def rule_rank(C, nka, splits=splits):
             c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
             ranks = np.argsort(np.argsort(c, axis=1, kind="stable"), axis=1, kind="stable")
             return int(np.argmin(ranks.mean(0)))
+
         rules[f"svmhinge/rank/{splits}split"] = rule_rank
 
         def rule_median(C, nka, splits=splits):
             c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
             return int(np.argmin(np.median(c, axis=0)))
+
         rules[f"svmhinge/median/{splits}split"] = rule_median
 
         def rule_medfold(C, nka, splits=splits):
             c = C[:splits, :, :, hinge].reshape(-1, C.shape[2])
             return int(np.sort(np.argmin(c, axis=1))[(c.shape[0] - 1) // 2])
+
         rules[f"svmhinge/medfold/{splits}split"] = rule_medfold
 
         def rule_medsplit(C, nka, splits=splits):
             c = C[:splits, :, :, hinge].mean(axis=1)
             return int(np.sort(np.argmin(c, axis=1))[(splits - 1) // 2])
+
         rules[f"svmhinge/medsplit/{splits}split"] = rule_medsplit
     # kernel averaging: instead of one S, the mean of the argmin's S and its neighbours' (a
     # convex combination: PSD, rank <= m). Indices past the grid address the averaged kernels'
@@ -423,15 +471,20 @@ def analyse(out, names):
             return j, min((i for i in (j - 1, j + 1) if 0 <= i < mean.size), key=lambda i: mean[i])
 
         for splits in (2, 4):
+
             def rule_avg2(C, nka, splits=splits):
-                j, nb = argmin_and_neighbour(C[:splits, :, :, hinge].reshape(-1, C.shape[2]).mean(0))
+                j, nb = argmin_and_neighbour(
+                    C[:splits, :, :, hinge].reshape(-1, C.shape[2]).mean(0)
+                )
                 return n_grid + min(j, nb)
+
             rules[f"svmhinge/avg2nb/{splits}split"] = rule_avg2
 
             def rule_avg3(C, nka, splits=splits):
                 mean = C[:splits, :, :, hinge].reshape(-1, C.shape[2]).mean(0)
                 j = int(np.clip(np.argmin(mean), 1, mean.size - 2))
                 return 2 * n_grid - 1 + (j - 1)
+
             rules[f"svmhinge/avg3/{splits}split"] = rule_avg3
 
             def rule_avg2se(C, nka, splits=splits, k=1.0):
@@ -442,6 +495,7 @@ def analyse(out, names):
                 if d.mean() <= k * d.std(ddof=1) / np.sqrt(d.size):
                     return n_grid + min(j, nb)
                 return j
+
             rules[f"svmhinge/avg2nb1se/{splits}split"] = rule_avg2se
     # lam="auto": 2 splits; the first stops its path once the loss has risen past its basin
     # (GeneralizedNystrom's _path_exhausted), the second races the first (_race_keep); the
@@ -456,6 +510,7 @@ def analyse(out, names):
             skipped_first.append(C.shape[2] - stop)
             skipped.append(C.shape[2] - keep)
         return cv_choice(losses, smooth)
+
     rules["svmhinge/smooth3/race"] = rule_race
     # lam="auto" on labels as shipped now: the same race on the plain mean, plain argmin
     rules["svmhinge/argmin/race"] = lambda C, nka: rule_race(C, nka, record=True, smooth=False)
@@ -465,15 +520,23 @@ def analyse(out, names):
         rules["nka"] = lambda C, nka: int(np.argmax(nka))
         for k in (0.5, 1.0, 2.0):
             for smooth, name in ((True, "smooth3"), (False, "argmin")):
+
                 def rule_guard(C, nka, k=k, smooth=smooth):
-                    return guarded_choice(race_losses(C[:2, ..., hinge], smooth)[0], int(np.argmax(nka)), k, smooth)
+                    return guarded_choice(
+                        race_losses(C[:2, ..., hinge], smooth)[0], int(np.argmax(nka)), k, smooth
+                    )
+
                 rules[f"nka|{name}/race {k:g}se"] = rule_guard
-    header = "| rule | " + " | ".join(names) + " | mean capture: oracle / fixed | worst vs Nystrom |"
+    header = (
+        "| rule | " + " | ".join(names) + " | mean capture: oracle / fixed | worst vs Nystrom |"
+    )
     print(header)
     print("|" + " --- |" * (len(names) + 3))
     for n, d in data.items():
-        print(f"# {n}: Nystrom {100 * d['nys'].mean():.2f}, oracle(per-repeat) {100 * d['test'].min(1).mean():.2f}, "
-              f"best fixed lam {100 * d['test'].mean(0).min():.2f} at e={d['grid'][np.argmin(d['test'].mean(0))]:.0f}")
+        print(
+            f"# {n}: Nystrom {100 * d['nys'].mean():.2f}, oracle(per-repeat) {100 * d['test'].min(1).mean():.2f}, "
+            f"best fixed lam {100 * d['test'].mean(0).min():.2f} at e={d['grid'][np.argmin(d['test'].mean(0))]:.0f}"
+        )
     scored = []
     for rname, rule in rules.items():
         caps, caps_fixed, worst, cells = [], [], np.inf, []
@@ -481,15 +544,26 @@ def analyse(out, names):
             extended = d["test"]
             if "test_avg2" in d:
                 extended = np.hstack([d["test"], d["test_avg2"], d["test_avg3"]])
-            chosen = np.array([extended[r, rule(d["crit"][r], d["nka"][r] if "nka" in d else None)]
-                               for r in range(d["test"].shape[0])])
+            chosen = np.array(
+                [
+                    extended[r, rule(d["crit"][r], d["nka"][r] if "nka" in d else None)]
+                    for r in range(d["test"].shape[0])
+                ]
+            )
             cap = capture(d["nys"].mean(), chosen.mean(), d["test"].min(1).mean())
             caps.append(cap)
             # a set whose best fixed lam does not beat Nystrom has no capture (NaN, left out)
             caps_fixed.append(capture(d["nys"].mean(), chosen.mean(), d["test"].mean(0).min()))
             worst = min(worst, d["nys"].mean() - chosen.mean())
             cells.append(f"{100 * chosen.mean():.2f} ({100 * cap:.0f}%)")
-        scored.append((np.mean(caps), f"| {rname} | " + " | ".join(cells) + f" | {100 * np.mean(caps):.0f}% / {100 * np.nanmean(caps_fixed):.0f}% | {100 * worst:+.2f} |"))
+        scored.append(
+            (
+                np.mean(caps),
+                f"| {rname} | "
+                + " | ".join(cells)
+                + f" | {100 * np.mean(caps):.0f}% / {100 * np.nanmean(caps_fixed):.0f}% | {100 * worst:+.2f} |",
+            )
+        )
     for _, line in sorted(scored, reverse=True):
         print(line)
     # the rules' dependence on the fold draw: each run on every pair of the four splits, and
@@ -500,24 +574,37 @@ def analyse(out, names):
             cells, caps = [], []
             for d in data.values():
                 T = d["test"]
-                picks = [rule_race(d["crit"][r][list(pair)], None, smooth=smooth) for r in range(T.shape[0])]
+                picks = [
+                    rule_race(d["crit"][r][list(pair)], None, smooth=smooth)
+                    for r in range(T.shape[0])
+                ]
                 chosen = T[np.arange(T.shape[0]), picks]
                 if not smooth:
-                    full = [int(np.argmin(d["crit"][r][list(pair), :, :, hinge].mean(axis=(0, 1))))
-                            for r in range(T.shape[0])]
+                    full = [
+                        int(np.argmin(d["crit"][r][list(pair), :, :, hinge].mean(axis=(0, 1))))
+                        for r in range(T.shape[0])
+                    ]
                     same += int(np.sum(np.array(picks) == np.array(full)))
                     total += T.shape[0]
                 caps.append(capture(d["nys"].mean(), chosen.mean(), T.mean(0).min()))
                 cells.append(f"{100 * chosen.mean():.2f}")
             fixed_caps.append(np.nanmean(caps))
-            print(f"# svmhinge/{name}/race on splits {pair}: {' / '.join(cells)}, "
-                  f"capture of the best fixed lam's gain {100 * fixed_caps[-1]:.0f}%")
-        print(f"# svmhinge/{name}/race, mean over the six split pairs: {100 * np.mean(fixed_caps):.0f}%")
+            print(
+                f"# svmhinge/{name}/race on splits {pair}: {' / '.join(cells)}, "
+                f"capture of the best fixed lam's gain {100 * fixed_caps[-1]:.0f}%"
+            )
+        print(
+            f"# svmhinge/{name}/race, mean over the six split pairs: {100 * np.mean(fixed_caps):.0f}%"
+        )
         if not smooth:
-            print(f"# svmhinge/argmin/race picks the whole paths' argmin in {same} of {total} cases")
+            print(
+                f"# svmhinge/argmin/race picks the whole paths' argmin in {same} of {total} cases"
+            )
     if skipped:
-        print(f"# svmhinge/argmin/race: the first split skips {np.mean(skipped_first):.1f} lam, "
-              f"the second {np.mean(skipped):.1f} lam on average")
+        print(
+            f"# svmhinge/argmin/race: the first split skips {np.mean(skipped_first):.1f} lam, "
+            f"the second {np.mean(skipped):.1f} lam on average"
+        )
     # how much the labels can tell the two best fixed lam apart: per repeat, does the held-out
     # hinge loss (splits 0-1, as lam="auto") rank them the way the test error does?
     from scipy.stats import pearsonr
@@ -529,11 +616,13 @@ def analyse(out, names):
         dt, dc = T[:, a] - T[:, b], cv[:, a] - cv[:, b]
         r, pval = pearsonr(dc, dt) if dt.std() > 0 and dc.std() > 0 else (np.nan, np.nan)
         g = d["grid"]
-        print(f"# {n}: e = {g[a]:.0f} vs {g[b]:.0f} (the two best fixed lam): test error difference "
-              f"{100 * dt.mean():+.2f} +- {100 * dt.std(ddof=1) / np.sqrt(dt.size):.2f} points; "
-              f"correlation of the per-repeat CV and test differences r = {r:+.2f} (p = {pval:.2f}); "
-              f"choosing between them at random captures "
-              f"{100 * capture(d['nys'].mean(), T[:, [a, b]].mean(), T.mean(0).min()):.0f}%")
+        print(
+            f"# {n}: e = {g[a]:.0f} vs {g[b]:.0f} (the two best fixed lam): test error difference "
+            f"{100 * dt.mean():+.2f} +- {100 * dt.std(ddof=1) / np.sqrt(dt.size):.2f} points; "
+            f"correlation of the per-repeat CV and test differences r = {r:+.2f} (p = {pval:.2f}); "
+            f"choosing between them at random captures "
+            f"{100 * capture(d['nys'].mean(), T[:, [a, b]].mean(), T.mean(0).min()):.0f}%"
+        )
 
 
 def compare_folds(out, other, names):
@@ -545,7 +634,9 @@ def compare_folds(out, other, names):
 
     hinge = CRITERIA.index("svmhinge")
     res = {}
-    loaded = [{n: np.load(os.path.join(where, f"{n}.npz")) for n in names} for where in (out, other)]
+    loaded = [
+        {n: np.load(os.path.join(where, f"{n}.npz")) for n in names} for where in (out, other)
+    ]
     for data in loaded:
         k = next(iter(data.values()))["crit"].shape[2]
         for n_splits in (1, 2, 4):
@@ -553,11 +644,24 @@ def compare_folds(out, other, names):
             for n, d in data.items():
                 T, C = d["test"], d["crit"][..., hinge]
                 draws = list(itertools.combinations(range(C.shape[1]), n_splits))
-                per[n] = np.array([np.mean([T[r, cv_choice(race_losses(C[r][list(sp)], False)[0], False)]
-                                            for sp in draws]) for r in range(T.shape[0])])
+                per[n] = np.array(
+                    [
+                        np.mean(
+                            [
+                                T[r, cv_choice(race_losses(C[r][list(sp)], False)[0], False)]
+                                for sp in draws
+                            ]
+                        )
+                        for r in range(T.shape[0])
+                    ]
+                )
             res[f"{k}-fold x {n_splits}"] = per
     ref = loaded[0]
-    print("| rule (mean over split draws) | " + " | ".join(names) + " | mean capture: oracle / fixed |")
+    print(
+        "| rule (mean over split draws) | "
+        + " | ".join(names)
+        + " | mean capture: oracle / fixed |"
+    )
     print("|" + " --- |" * (len(names) + 2))
     for rname, per in res.items():
         cells, co, cf = [], [], []
@@ -566,14 +670,23 @@ def compare_folds(out, other, names):
             co.append(capture(ny, c, T.min(1).mean()))
             cf.append(capture(ny, c, T.mean(0).min()))
             cells.append(f"{100 * c:.2f} ({100 * cf[-1]:.0f}%)")
-        print(f"| {rname} | " + " | ".join(cells) + f" | {100 * np.nanmean(co):.0f}% / {100 * np.nanmean(cf):.0f}% |")
+        print(
+            f"| {rname} | "
+            + " | ".join(cells)
+            + f" | {100 * np.nanmean(co):.0f}% / {100 * np.nanmean(cf):.0f}% |"
+        )
     keys = list(res)
     for a, b in itertools.combinations(keys, 2):
         if a.split(" x ")[0] == b.split(" x ")[0]:
             continue
         diffs = [100 * (res[b][n] - res[a][n]) for n in names]
-        print(f"# {b} - {a}: " + ", ".join(f"{n} {d.mean():+.2f} +- {d.std(ddof=1) / np.sqrt(d.size):.2f}"
-                                           for n, d in zip(names, diffs)))
+        print(
+            f"# {b} - {a}: "
+            + ", ".join(
+                f"{n} {d.mean():+.2f} +- {d.std(ddof=1) / np.sqrt(d.size):.2f}"
+                for n, d in zip(names, diffs)
+            )
+        )
 
 
 def main(argv=None):
@@ -581,20 +694,41 @@ def main(argv=None):
     ap.add_argument("--collect", action="store_true")
     ap.add_argument("--analyse", action="store_true")
     ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--first-repeat", type=int, default=0,
-                    help="collect repeats first..first+repeats-1 (fresh repeats to check a rule)")
-    ap.add_argument("--datasets", nargs="+", default=["german", "splice", "digits49", "digits27", "digits"])
+    ap.add_argument(
+        "--first-repeat",
+        type=int,
+        default=0,
+        help="collect repeats first..first+repeats-1 (fresh repeats to check a rule)",
+    )
+    ap.add_argument(
+        "--datasets", nargs="+", default=["german", "splice", "digits49", "digits27", "digits"]
+    )
     ap.add_argument("--out", default="/tmp/lamstudy")
-    ap.add_argument("--folds", type=int, default=5,
-                    help="folds per CV split when collecting labels (lam='auto' uses cv=5)")
-    ap.add_argument("--compare-folds", metavar="DIR",
-                    help="compare lam='auto''s raced rule on --out's folds with DIR's (the same "
-                         "repeats collected with another --folds)")
-    ap.add_argument("--pairs", type=int, default=None, metavar="N",
-                    help="pairs only: collect / analyse lam='auto''s pairs CV (N pairs per repeat, "
-                         "as reproduce_zhang2012.py --pairs N)")
-    ap.add_argument("--results", default=os.path.join(os.path.dirname(__file__), "..", "results"),
-                    help="with --pairs --analyse: where the pairs reproduction's npz files are")
+    ap.add_argument(
+        "--folds",
+        type=int,
+        default=5,
+        help="folds per CV split when collecting labels (lam='auto' uses cv=5)",
+    )
+    ap.add_argument(
+        "--compare-folds",
+        metavar="DIR",
+        help="compare lam='auto''s raced rule on --out's folds with DIR's (the same "
+        "repeats collected with another --folds)",
+    )
+    ap.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pairs only: collect / analyse lam='auto''s pairs CV (N pairs per repeat, "
+        "as reproduce_zhang2012.py --pairs N)",
+    )
+    ap.add_argument(
+        "--results",
+        default=os.path.join(os.path.dirname(__file__), "..", "results"),
+        help="with --pairs --analyse: where the pairs reproduction's npz files are",
+    )
     a = ap.parse_args(argv)
     if a.pairs is not None:
         if a.collect:

@@ -1,4 +1,5 @@
 """Downstream error of the one-step restricted model (B-only family) on all labels, per lam."""
+
 import os
 import sys
 import warnings
@@ -10,11 +11,12 @@ from study_fast_lambda import EXPS, load, scale01  # noqa: E402
 
 
 def run(name, split, out_dir, key="oracle_pb"):
-    import nystrom_priors as npr
     import _lam_cv_numpy as lam_cv
+    from sklearn.svm import LinearSVC
+
+    import nystrom_priors as npr
     from nystrom_priors._generalized.psd import _factor
     from nystrom_priors.side_info import check_labels
-    from sklearn.svm import LinearSVC
 
     path = os.path.join(out_dir, f"{name}_{split}.npz")
     old = dict(np.load(path))
@@ -25,7 +27,8 @@ def run(name, split, out_dir, key="oracle_pb"):
     m = int(min(n // 10, 300))
     rng = np.random.default_rng(1000 + split)
     lab = rng.choice(n, 100, replace=False)
-    yy = np.full(n, -1); yy[lab] = y[lab]
+    yy = np.full(n, -1)
+    yy[lab] = y[lab]
     unl = np.setdiff1d(np.arange(n), lab)
     nys = npr.Nystrom(n_landmarks=m, random_state=split).fit(X)
     E = npr.extrapolate(X, nys.landmarks_, width=nys.width_)
@@ -40,12 +43,12 @@ def run(name, split, out_dir, key="oracle_pb"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for e in EXPS:
-            S = U0 @ fold.S_of(fold.solution(10.0 ** e * fold.mu_max ** 2)) @ U0.T
+            S = U0 @ fold.S_of(fold.solution(10.0**e * fold.mu_max**2)) @ U0.T
             G = E @ _factor(S)
             errs.append(float(np.mean(LinearSVC().fit(G[lab], y[lab]).predict(G[unl]) != y[unl])))
     res = np.array(errs + [old["oracle"][-1]])
     np.save(path.replace(".npz", f".{key}.npy"), res)
-    print(name, split, " ".join(f"{v*100:5.1f}" for v in res), flush=True)
+    print(name, split, " ".join(f"{v * 100:5.1f}" for v in res), flush=True)
 
 
 if __name__ == "__main__":
