@@ -222,3 +222,25 @@ def test_distance_bounds_name_overflow_and_underflow(rule, scale, word):
         warnings.simplefilter("error", RuntimeWarning)
         with pytest.raises(ValueError, match=word):
             npr.distance_bounds(G0, PAIRS, rule=rule)
+
+
+@pytest.mark.parametrize("scale, word", [(1e100, "overflow"), (1e-100, "underflow")])
+@pytest.mark.parametrize(
+    "kw, side",
+    [({}, "labels"), ({"lam": 1e-3, "solver": "apg"}, "labels"), ({}, "pairs")],
+    ids=["default", "apg", "pairs"],
+)
+def test_generalized_nystrom_refuses_kernel_values_whose_squares_leave_float64(
+    scale, word, kw, side
+):
+    """A linear kernel at 1e+-100 has values near 1e+-200: E^T E overflows (a RuntimeWarning
+    from matmul before) or underflows to 0 (refused before as 'orthogonal side information').
+    No representable learned kernel exists, so the refusal names the cause."""
+    X = _data() * scale
+    y = np.where(np.arange(60) % 2 == 0, np.arange(60) % 3, -1)
+    side_info = {"y": y} if side == "labels" else {"pairs": PAIRS}
+    model = npr.GeneralizedNystrom(n_landmarks=8, kernel="linear", random_state=0, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=f"{word}.*Rescale X"):
+            model.fit(X, **side_info)

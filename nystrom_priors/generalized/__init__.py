@@ -116,6 +116,27 @@ def _floored(lam: float, scale: float) -> float:
     return lam
 
 
+def _in_range(E: np.ndarray) -> np.ndarray:
+    """E (float64) if products of two of its entries, summed over its rows, are finite and normal.
+
+    The problem is built from ``E^T E`` over the constrained rows: kernel values beyond the
+    square root of float64's range overflow there, and values whose squares fall below the
+    smallest normal number lose all precision (or vanish, making the side information look
+    orthogonal to the landmarks). Neither has a representable answer, so both are refused.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    top = float(np.abs(E).max()) if E.size else 0.0
+    fi = np.finfo(np.float64)
+    if top > 0.0 and (top > np.sqrt(fi.max / max(E.size, 1)) or top * top < fi.tiny / fi.eps):
+        raise ValueError(
+            f"The kernel values between the constrained samples and the landmarks reach max "
+            f"|k(x, z)| = {top:.3g}, so their squares (which GeneralizedNystrom needs) "
+            f"{'overflow' if top > 1.0 else 'underflow'} float64. Rescale X or the kernel "
+            "(gamma, coef0, degree) so that kernel values are of moderate size."
+        )
+    return E
+
+
 class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
     """Low-rank kernel learned from labels or pairs through the Nystrom dictionary kernel.
 
@@ -318,7 +339,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self._reset_paths(labels)
         if (labels is None and pairs_arr is None) or params["fixed"] == np.inf:
             return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
-        E_of = lambda rows: self._features_block(X.take(rows)).astype(np.float64)  # noqa: E731
+        E_of = lambda rows: _in_range(self._features_block(X.take(rows)))  # noqa: E731
         prior = (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_)  # U0, w
         if self._one_step(params, pairs_arr):
             return self._fit_one_step(
@@ -446,6 +467,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
 
     @staticmethod
     def _check_scale(scale, El=None, prob=None) -> None:
+        """Refuse a mu_max^2 that is 0 or outside the range the lam grid can span."""
         if not scale > 0.0:
             raise ValueError(
                 "The side information is orthogonal to the landmarks (k(X_labeled, Z) = 0): "
