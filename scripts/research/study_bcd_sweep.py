@@ -11,8 +11,8 @@ sweeps) and the same sweep written in plain numpy (a Python loop over the column
 vector operations, the same low-rank Schur representation, the same Woodbury solve), from
 the same state; and the whole fit. The paper's MATLAB took 208 s for a5a.
 
-Run:  python scripts/bench_npkl.py [--n 6400] [--k 50]
-Writes results/bench_npkl.md.
+Run:  python scripts/research/study_bcd_sweep.py [--n 6400] [--k 50]
+Writes results/study_bcd_sweep.md.
 """
 
 from __future__ import annotations
@@ -69,7 +69,10 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=6400)
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument(
-        "--out", default=os.path.join(os.path.dirname(__file__), "..", "results", "bench_npkl.md")
+        "--out",
+        default=os.path.join(
+            os.path.dirname(__file__), "..", "..", "results", "study_bcd_sweep.md"
+        ),
     )
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -176,7 +179,7 @@ def main() -> None:
     lines = [
         "# BCDNPKL on an a5a-sized problem (one run)",
         "",
-        f"`python scripts/bench_npkl.py` — n = {n}, 123 binary features, kNN k = {args.k}, "
+        f"`python scripts/research/study_bcd_sweep.py` — n = {n}, 123 binary features, kNN k = {args.k}, "
         f"{pairs.shape[0]} pairs, l = {L.size} constrained samples, |U| = {n - L.size}, r = {r}, "
         "square loss, C = 1.",
         "",

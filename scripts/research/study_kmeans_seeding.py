@@ -17,7 +17,7 @@ squared distances of the sample to its nearest seed; the law is the same, so onl
 separate the first three) and the batched seeding's candidates per pick.
 
 Usage: ``OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python
-scripts/bench_landmarks.py [--rounds 3] [--out results/bench_landmarks.md]``
+scripts/research/study_kmeans_seeding.py [--rounds 3] [--out results/study_kmeans_seeding.md]``
 """
 
 from __future__ import annotations
@@ -140,10 +140,10 @@ def main() -> None:
         )[1],
     }
     lines = [
-        "# bench_landmarks: k-means++ seeding",
+        "# study_kmeans_seeding: k-means++ seeding",
         "",
         (
-            f"Command: `python scripts/bench_landmarks.py --rounds {args.rounds}`; median seconds "
+            f"Command: `python scripts/research/study_kmeans_seeding.py --rounds {args.rounds}`; median seconds "
             "over the rounds (methods alternate within a round, one process, JIT compiled "
             "before), mean potential of the seeds over the rounds (a different seed per round)."
         ),

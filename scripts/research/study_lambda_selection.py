@@ -726,7 +726,7 @@ def main(argv=None):
     )
     ap.add_argument(
         "--results",
-        default=os.path.join(os.path.dirname(__file__), "..", "results"),
+        default=os.path.join(os.path.dirname(__file__), "..", "..", "results"),
         help="with --pairs --analyse: where the pairs reproduction's npz files are",
     )
     a = ap.parse_args(argv)
