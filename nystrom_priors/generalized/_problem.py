@@ -224,7 +224,8 @@ class _Coords:
     ) -> tuple[float, str]:
         """Certified optimality measure at a feasible V with gradient G.
 
-        Separable (labels): the Lagrangian duality gap f(V) - g(Z), relative to J(S); ``g`` is
+        Separable (labels): the Lagrangian duality gap f(V) - g(Z), relative to
+        max(J(S), eps loss(0)) (an exact fit has J = 0 up to round-off); ``g`` is
         the closed-form dual of the weighted quadratic, and for any Z >= 0 the gap equals
         ``sum (G - Z)^2 / (4a) + <Z, V>`` (dual residual plus complementarity), an upper bound
         on f(V) - min f. The smallest of three multipliers is reported: 0 (exact when the
@@ -247,7 +248,12 @@ class _Coords:
             # gives the cancellation-free form below (no O(|b|) terms cancel)
             inv4a = 1.0 / (4.0 * self.wa)
             m = V.shape[0]
-            J = self.prob.objective(self.to_S(V), self.lam)
+            # the gap is relative to J, floored at eps times the loss of S = 0 (the targets'
+            # own scale, free of lam and S0): at an exact fit (J = 0 up to round-off) a
+            # relative gap would compare round-off with round-off
+            if not hasattr(self, "_J_floor"):
+                self._J_floor = _EPS * self.prob.loss(np.zeros_like(V))
+            J = max(self.prob.objective(self.to_S(V), self.lam), self._J_floor, 1e-300)
             # round-off floor of the computed gap, per multiplier: the nearest representable V
             # leaves G ~ dG = eps * a (|V| + |b|) per entry, which moves sum (G - Z)^2 / (4a)
             # by up to sum (2 |G - Z| + dG) dG / (4a), and <Z, V> for Z on V's near-null space
@@ -279,13 +285,13 @@ class _Coords:
             short = tol is not None and (eig is not None or null is not None)
             if short:
                 gap = min(gap, null_gap(null_basis(*eig) if eig is not None else null))
-                if gap <= tol * max(J, 1e-300):
-                    return gap / max(J, 1e-300), "gap"
+                if gap <= tol * J:
+                    return gap / J, "gap"
             gap = min(gap, gap_of(_psd_project(G)[0], 0.0))
             if not (short and eig is not None):  # V's exact null space, unless tried above
                 w, U = np.linalg.eigh(_sym(V)) if eig is None else eig
                 gap = min(gap, null_gap(null_basis(w, U)))
-            return gap / max(J, 1e-300), "gap"
+            return gap / J, "gap"
         L = self.lipschitz
         P = _psd_project(V - G / L)[0]
         res = L * float(np.linalg.norm(V - P))
