@@ -49,13 +49,11 @@ def point_pairs_fit(fit: Callable) -> Callable:
     @functools.wraps(fit)
     def wrapper(self, X: Any, y: Any = None, **kwargs: Any) -> Any:
         from ._pairs_format import resolve_side_info
-        from .side_info import all_unlabeled, check_labels
+        from .side_info import fitted_classes
 
         X, y, kwargs = resolve_side_info(X, y, kwargs, type(self).__name__)
         out = fit(self, X, y, **kwargs)
-        n = len(y) if y is not None and hasattr(y, "__len__") else -1
-        labelled = y is not None and not all_unlabeled(y, n)
-        self.classes_ = check_labels(y, n).classes if labelled else np.array([])
+        self.classes_ = fitted_classes(y)
         return out
 
     return wrapper

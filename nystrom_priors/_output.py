@@ -81,6 +81,6 @@ def wrap_method(fn: Callable, method: str) -> Callable:
 
 def wrap_class(cls: type) -> None:
     """Wrap the ``transform`` / ``fit_transform`` that ``cls`` itself defines."""
-    for method in _METHODS:
+    for method in _METHODS:  # both follow the "transform" setting, as in scikit-learn
         if method in cls.__dict__:
-            setattr(cls, method, wrap_method(cls.__dict__[method], method))
+            setattr(cls, method, wrap_method(cls.__dict__[method], "transform"))

@@ -29,6 +29,7 @@ __all__ = [
     "Labels",
     "all_unlabeled",
     "check_labels",
+    "fitted_classes",
     "check_pairs",
     "check_pairs_agree_with_labels",
     "labels_to_pairs",
@@ -236,6 +237,17 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
     return Labels(
         index=index.astype(np.int64), codes=codes.reshape(-1).astype(np.int64), classes=classes
     )
+
+
+def fitted_classes(y: Any) -> np.ndarray:
+    """``classes_`` of a learner fitted with ``y`` (already validated by its ``fit``): the
+    sorted classes of the labeled samples, empty when ``y`` is None or all unlabeled."""
+    if y is None:
+        return np.array([])
+    arr = _as_label_array(y)
+    if all_unlabeled(arr, arr.shape[0]):
+        return np.array([])
+    return check_labels(arr, arr.shape[0]).classes
 
 
 def all_unlabeled(y: Any, n_samples: int) -> bool:
