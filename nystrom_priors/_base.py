@@ -191,7 +191,7 @@ class _KernelAttribute:
 
 def _transform_block(block: np.ndarray, model: Any) -> np.ndarray:
     """Worker side of the dask path: one row block through the ordinary transform."""
-    return model.transform(block)
+    return model._transform_array(block)
 
 
 class FactorTransformMixin:
@@ -241,7 +241,7 @@ class FactorTransformMixin:
         from ._pairs_format import pair_sides
 
         A, B = pair_sides(pairs)
-        GA, GB = self.transform(A), self.transform(B)
+        GA, GB = self._transform_array(A), self._transform_array(B)
         return np.asarray(GA, dtype=np.float64), np.asarray(GB, dtype=np.float64)
 
     def pair_score(self, pairs: Any) -> np.ndarray:
@@ -344,6 +344,12 @@ class FactorTransformMixin:
             meta=np.empty((0, 0), dtype=dtype),
         )
 
+    def _transform_array(self, X: Any) -> Any:
+        """``transform(X)`` as an array (ndarray or dask), whatever ``set_output`` says: the
+        internal uses (kernel blocks, pair scores, dask blocks) compute with it."""
+        G = self.transform(X)
+        return G.to_numpy() if type(G).__module__.startswith("pandas") else G
+
     def _check_fitted_for_transform(self) -> None:
         from ._validation import check_is_fitted
 
@@ -364,8 +370,8 @@ class FactorTransformMixin:
         -------
         K : ndarray of shape (n_A, n_B)
         """
-        GA = self.transform(A)
-        GB = GA if B is None else self.transform(B)
+        GA = self._transform_array(A)
+        GB = GA if B is None else self._transform_array(B)
         if is_dask_array(GA) and not is_dask_array(GB):
             GB = GB.astype(GA.dtype, copy=False)
         return GA @ GB.T
@@ -448,7 +454,7 @@ class FactorTransformMixin:
             if not isinstance(A, np.ndarray):
                 raise TypeError("B must be given when A is an iterable of blocks.")
             B = A
-        GB = self.transform(B)
+        GB = self._transform_array(B)
         for start, GA in self.iter_transform(A, block_rows=block_rows):
             yield start, GA @ GB.T.astype(GA.dtype, copy=False)
 

@@ -109,3 +109,19 @@ def test_set_output_does_not_change_params_or_saving(tmp_path):
     npr.save(model, tmp_path / "m.npz")
     back = npr.load(tmp_path / "m.npz")
     np.testing.assert_array_equal(back.transform(df.to_numpy()), model.transform(df).to_numpy())
+
+
+def test_internal_uses_stay_arrays_under_pandas_output():
+    df, y = _data()
+    model = npr.GeneralizedNystrom(n_landmarks=6, lam=1.0, random_state=0).fit(df, y)
+    K = model.kernel(df.to_numpy())
+    model.set_output(transform="pandas")
+    np.testing.assert_array_equal(model.kernel(df), K)
+    assert isinstance(model.kernel(df), np.ndarray)
+    rows = np.vstack([block for _, block in model.iter_kernel_rows(df.to_numpy(), block_rows=7)])
+    np.testing.assert_allclose(rows, K, rtol=1e-12, atol=1e-12)
+    pairs = df.to_numpy()[np.arange(10).reshape(5, 2)]
+    assert isinstance(model.pair_distance(pairs), np.ndarray)
+    da = pytest.importorskip("dask.array")
+    lazy = model.transform(da.from_array(df.to_numpy(), chunks=(15, 4)))
+    np.testing.assert_allclose(lazy.compute(), model.transform(df).to_numpy(), rtol=1e-12)
