@@ -163,7 +163,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         X : array-like of shape (n, d), or point pairs of shape (k, 2, d)
             Point pairs are metric-learn's format, ``fit(pairs, y)`` as for its ITML: ``y``
             holds +1 (similar) or -1 (dissimilar) per pair, and the distinct points become the
-            training rows (:func:`~nystrom_priors._pairs_format.point_pairs`).
+            training rows (user guide, "metric-learn's pairs format").
         y : array-like of shape (n,), optional
             Labels (any type; -1, None or NaN = unlabeled); turned into ``n_constraints``
             pairs (must-link first).

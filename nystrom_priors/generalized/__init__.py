@@ -217,7 +217,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         (``"auto"`` with fewer pairs than entries of S) certifies an exact gap.
     classes_ : ndarray
         The classes of the labeled samples of ``y``, sorted (any label type: numbers,
-        strings, ...; see :func:`~nystrom_priors.side_info.check_labels`); empty without labels.
+        strings, ...; see the user guide, "Label types"); empty without labels.
     projection_ : ndarray of shape (m, r)
         ``S^(1/2)`` as a factor ``F F^T = S``; ``transform(X) = k(X, Z) @ projection_``.
 
@@ -329,7 +329,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         pairs : array-like of shape (k, 3), optional
             Index pairs ``[i, j, +-1]`` into X. metric-learn's point pairs of shape
             (k, 2, d) are passed as X instead, ``fit(pairs, y)`` with ``y`` = +-1 per pair
-            (:func:`~nystrom_priors._pairs_format.point_pairs`).
+            (the user guide, "metric-learn's pairs format", gives the mapping).
 
         Returns
         -------
