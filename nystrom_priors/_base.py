@@ -245,7 +245,7 @@ class FactorTransformMixin:
         return np.asarray(GA, dtype=np.float64), np.asarray(GB, dtype=np.float64)
 
     def pair_score(self, pairs: Any) -> np.ndarray:
-        """Learned kernel value ``k(a, b) = g_a . g_b`` of each pair (higher = more similar).
+        """Learned kernel value ``k(a, b) = g_a^T g_b`` of each pair (higher = more similar).
 
         metric-learn's pairs API: ``pairs`` has shape (n_pairs, 2, n_features). metric-learn's
         Mahalanobis learners score a pair by minus its distance; here the score is the
