@@ -34,6 +34,36 @@ def atomic_fit(fit: Callable) -> Callable:
     return wrapper
 
 
+def point_pairs_fit(fit: Callable) -> Callable:
+    """Decorate a side-information learner's ``fit(X, y=None, *, pairs=None, ...)``.
+
+    * metric-learn's call ``fit(pairs, y)`` -- point pairs of shape (k, 2, d), ``y`` = +-1
+      per pair -- becomes ``fit(X_rows, pairs=index_pairs)`` (the mapping is that of
+      :func:`nystrom_priors._pairs_format.point_pairs`: exactly deduplicated points, in
+      order of first appearance);
+    * after a successful fit ``classes_`` holds the sorted classes of ``y``'s labeled
+      samples (any label type), or is empty when no labels were given (pairs only, point
+      pairs, or every sample unlabeled) -- the same attribute for every learner.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, X: Any, y: Any = None, **kwargs: Any) -> Any:
+        from ._pairs_format import resolve_side_info
+        from .side_info import fitted_classes
+
+        X, y, kwargs = resolve_side_info(X, y, kwargs, type(self).__name__)
+        out = fit(self, X, y, **kwargs)
+        self.classes_ = fitted_classes(y)
+        return out
+
+    return wrapper
+
+
+def side_info_fit(fit: Callable) -> Callable:
+    """:func:`atomic_fit` and :func:`point_pairs_fit` together."""
+    return point_pairs_fit(atomic_fit(fit))
+
+
 class BaseEstimator:
     """Parameter handling in the scikit-learn style.
 
@@ -161,7 +191,7 @@ class _KernelAttribute:
 
 def _transform_block(block: np.ndarray, model: Any) -> np.ndarray:
     """Worker side of the dask path: one row block through the ordinary transform."""
-    return model.transform(block)
+    return model._transform_array(block)
 
 
 class FactorTransformMixin:
@@ -175,6 +205,77 @@ class FactorTransformMixin:
 
     #: rows of F materialised at once inside ``transform`` (about 64 MiB of float64 F)
     _transform_elements = 1 << 23
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        from ._output import wrap_class
+
+        super().__init_subclass__(**kwargs)
+        wrap_class(cls)  # a subclass's own transform / fit_transform honour set_output
+
+    def set_output(self, *, transform: str | None = None) -> Any:
+        """Choose the container of ``transform`` and ``fit_transform`` (scikit-learn's API).
+
+        Parameters
+        ----------
+        transform : {"default", "pandas"} or None
+            ``"pandas"``: a ``DataFrame`` with columns ``get_feature_names_out()`` and, when
+            the input is a DataFrame, its index; ``"default"``: the ndarray; None: unchanged.
+            Without a setting, scikit-learn's global ``transform_output`` applies. A dask
+            input still gives a dask array.
+
+        Returns
+        -------
+        self
+        """
+        from ._output import check_output_mode
+
+        if transform is None:
+            return self
+        check_output_mode(transform)
+        if not hasattr(self, "_sklearn_output_config"):
+            self._sklearn_output_config = {}
+        self._sklearn_output_config["transform"] = transform
+        return self
+
+    def _pair_rows(self, pairs: Any) -> tuple[Any, Any]:
+        from ._pairs_format import pair_sides
+
+        A, B = pair_sides(pairs)
+        GA, GB = self._transform_array(A), self._transform_array(B)
+        return np.asarray(GA, dtype=np.float64), np.asarray(GB, dtype=np.float64)
+
+    def pair_score(self, pairs: Any) -> np.ndarray:
+        """Learned kernel value ``k(a, b) = g_a^T g_b`` of each pair (higher = more similar).
+
+        metric-learn's pairs API: ``pairs`` has shape (n_pairs, 2, n_features). metric-learn's
+        Mahalanobis learners score a pair by minus its distance; here the score is the
+        learned similarity itself, which ranks pairs by the kernel rather than by the
+        distance (the two agree when ``k(a, a)`` is constant, e.g. for a Gaussian prior left
+        unchanged). Use ``-pair_distance(pairs)`` for metric-learn's exact ordering.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_pairs,), float64
+        """
+        GA, GB = self._pair_rows(pairs)
+        return np.einsum("ij,ij->i", GA, GB)
+
+    def pair_distance(self, pairs: Any) -> np.ndarray:
+        """Distance induced by the learned kernel for each pair (metric-learn's pairs API).
+
+        ``d(a, b) = sqrt(k(a, a) + k(b, b) - 2 k(a, b)) = ||g_a - g_b||``, computed as the
+        norm of the difference of the factor rows (no cancellation for close points).
+
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features)
+
+        Returns
+        -------
+        distances : ndarray of shape (n_pairs,), float64, >= 0
+        """
+        GA, GB = self._pair_rows(pairs)
+        return np.linalg.norm(GA - GB, axis=1)
 
     def _check_X(self, X: Any, name: str = "X") -> np.ndarray:
         from ._validation import check_array, check_is_fitted, check_n_features
@@ -243,6 +344,12 @@ class FactorTransformMixin:
             meta=np.empty((0, 0), dtype=dtype),
         )
 
+    def _transform_array(self, X: Any) -> Any:
+        """``transform(X)`` as an array (ndarray or dask), whatever ``set_output`` says: the
+        internal uses (kernel blocks, pair scores, dask blocks) compute with it."""
+        G = self.transform(X)
+        return G.to_numpy() if type(G).__module__.startswith("pandas") else G
+
     def _check_fitted_for_transform(self) -> None:
         from ._validation import check_is_fitted
 
@@ -263,8 +370,8 @@ class FactorTransformMixin:
         -------
         K : ndarray of shape (n_A, n_B)
         """
-        GA = self.transform(A)
-        GB = GA if B is None else self.transform(B)
+        GA = self._transform_array(A)
+        GB = GA if B is None else self._transform_array(B)
         if is_dask_array(GA) and not is_dask_array(GB):
             GB = GB.astype(GA.dtype, copy=False)
         return GA @ GB.T
@@ -347,7 +454,7 @@ class FactorTransformMixin:
             if not isinstance(A, np.ndarray):
                 raise TypeError("B must be given when A is an iterable of blocks.")
             B = A
-        GB = self.transform(B)
+        GB = self._transform_array(B)
         for start, GA in self.iter_transform(A, block_rows=block_rows):
             yield start, GA @ GB.T.astype(GA.dtype, copy=False)
 
@@ -363,3 +470,12 @@ class FactorTransformMixin:
         """Names ``<classname><i>`` of the factor-row columns, as scikit-learn does."""
         prefix = type(self).__name__.lower()
         return np.asarray([f"{prefix}{i}" for i in range(self.n_components_)], dtype=object)
+
+
+def _wrap_mixin() -> None:
+    from ._output import wrap_class
+
+    wrap_class(FactorTransformMixin)
+
+
+_wrap_mixin()

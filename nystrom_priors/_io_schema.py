@@ -248,7 +248,7 @@ def _generalized(f: _Fields) -> None:
     f.integer("n_iter_", lo=0)
     f.boolean("converged_")
     f.real("certificate_")
-    f.array("classes_", (None,), kinds="biuf")
+    _classes(f)
     lam = f.params.get("lam")
     path = f.array("lam_path_", (None,), positive=True, finite=False)
     if path.size and not isinstance(lam, str):
@@ -267,8 +267,16 @@ def _generalized(f: _Fields) -> None:
         raise f.fail("lam_scale_", f"must be > 0 or NaN, got {scale!r}")
 
 
+def _classes(f: _Fields) -> None:
+    """``classes_``: numbers or strings; optional in files written before learners other than
+    GeneralizedNystrom kept it."""
+    if "classes_" in f.attrs:
+        f.array("classes_", (None,), kinds="biufU")
+
+
 def _bregman(f: _Fields, von_neumann: bool) -> None:
     d = f.integer("n_features_in_", lo=1)
+    _classes(f)
     init = f.option("init_", ("nystrom", "linear"))
     if init == "nystrom":
         q, k = _landmark_part(f, d)
@@ -315,6 +323,7 @@ def _bregman(f: _Fields, von_neumann: bool) -> None:
 def _bcdnpkl(f: _Fields) -> None:
     p = f.params
     d = f.integer("n_features_in_", lo=1)
+    _classes(f)
     X = f.array("X_fit_", (None, d), f"d = n_features_in_ = {d}", dtypes=_FLOATS)
     n = X.shape[0]
     if n < 2:
@@ -449,7 +458,8 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
         target = {"param": params, "attr": attrs}.get(kind)
         if target is None or not field:
             raise InvalidModel(f"{where}: field {key!r}: unknown entry.")
-        if value.dtype.kind not in "biuf":
+        text_ok = key == "attr:classes_" and value.dtype.kind == "U"  # string class labels
+        if value.dtype.kind not in "biuf" and not text_ok:
             raise InvalidModel(f"{where}: field {key!r}: dtype {value.dtype} is not numeric.")
         if field in target:
             raise InvalidModel(

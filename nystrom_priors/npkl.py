@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
+from ._base import BaseEstimator, FactorTransformMixin, side_info_fit
 from ._graph import (
     _WEIGHTS,
     _exponent,
@@ -372,15 +372,15 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             warnings.simplefilter("ignore", UserWarning)
             return check_pairs(np.concatenate(blocks), n)
 
-    @atomic_fit
+    @side_info_fit
     def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> BCDNPKL:
         """Build the graph, reduce to the boundary kernel and run BCD.
 
         Parameters
         ----------
-        X : array-like of shape (n, d)
+        X : array-like of shape (n, d), or metric-learn's point pairs (k, 2, d) with y = +-1
         y : array-like of shape (n,), optional
-            Labels, -1 = unlabeled; turned into ``n_constraints`` pairs.
+            Labels (any type; -1, None or NaN = unlabeled); turned into ``n_constraints`` pairs.
         pairs : int array of shape (k, 3), optional
             ``[i, j, +1]`` must-link, ``[i, j, -1]`` cannot-link.
 

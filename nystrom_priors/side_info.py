@@ -3,7 +3,10 @@
 Conventions (shared by every learner):
 
 * ``y`` has one entry per sample; ``-1`` marks an unlabeled sample (the
-  ``sklearn.semi_supervised`` convention). Other values are class labels.
+  ``sklearn.semi_supervised`` convention), and so do ``None`` and ``NaN`` (pandas' missing
+  values). Other values are class labels of any one type -- integers, strings, other sortable
+  objects, also in a pandas Series or Categorical -- and ``classes_`` holds them sorted
+  (:func:`check_labels`).
 * ``pairs`` is an integer array of shape (k, 3) with rows ``[i, j, +1]`` (must-link / similar)
   or ``[i, j, -1]`` (cannot-link / dissimilar); ``i`` and ``j`` index the rows of ``X``.
 
@@ -13,6 +16,7 @@ draws them, metric-learn style.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +27,9 @@ from ._validation import check_random_state, check_scalar
 
 __all__ = [
     "Labels",
+    "all_unlabeled",
     "check_labels",
+    "fitted_classes",
     "check_pairs",
     "check_pairs_agree_with_labels",
     "labels_to_pairs",
@@ -59,18 +65,138 @@ class Labels:
         return Y
 
 
+def _as_label_array(y: Any) -> np.ndarray:
+    """``y`` as a numpy array, without importing pandas.
+
+    A pandas object (detected by its type's module) goes through ``to_numpy``; extension
+    dtypes (categorical, nullable integers, ``string``) become object arrays whose missing
+    entries are ``NaN`` or ``pd.NA``, which :func:`_unlabeled_mask` reads as unlabeled. A list
+    mixing strings and numbers becomes an object array (``np.asarray`` would turn the marker
+    ``-1`` into the string ``'-1'``).
+    """
+    if type(y).__module__.startswith("pandas") and hasattr(y, "to_numpy"):
+        dtype = getattr(y, "dtype", None)
+        return y.to_numpy() if isinstance(dtype, np.dtype) else y.to_numpy(dtype=object)
+    arr = np.asarray(y)
+    if arr.dtype.kind in "US" and not isinstance(y, np.ndarray):
+        arr = np.asarray(y, dtype=object)
+    return arr
+
+
+def _is_marker(v: Any) -> bool:
+    """Whether one entry of an object array marks an unlabeled sample: None, NaN, pd.NA, -1."""
+    if v is None or type(v).__name__ in ("NAType", "NaTType"):
+        return True
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        return False
+    return bool(v == -1 or v != v)
+
+
+def _unlabeled_mask(arr: np.ndarray) -> np.ndarray:
+    """Boolean mask of the unlabeled entries of a 1-D label array (see :func:`check_labels`)."""
+    kind = arr.dtype.kind
+    if kind in "biu":
+        return arr == -1
+    if kind == "f":
+        return (arr == -1) | np.isnan(arr)
+    if kind in "US":
+        strings = arr.astype(str)
+    elif kind == "O":
+        mask = np.fromiter((_is_marker(v) for v in arr), dtype=bool, count=arr.shape[0])
+        strings = np.array([isinstance(v, str) and v == "-1" for v in arr], dtype=bool)
+        strings = np.where(strings, "-1", "")
+    else:
+        raise TypeError(
+            f"Unknown label type: y must hold class labels (numbers, strings or other sortable "
+            f"objects; -1, None or NaN for unlabeled), got dtype {arr.dtype}."
+        )
+    ambiguous = np.flatnonzero(strings == "-1")
+    if ambiguous.size:
+        raise ValueError(
+            f"y[{ambiguous[0]}] is the string '-1': ambiguous between a class named '-1' and "
+            "the unlabeled marker. Mark unlabeled samples with the integer -1, None or NaN "
+            "(in an object array), or rename the class."
+        )
+    return mask if kind == "O" else np.zeros(arr.shape[0], dtype=bool)
+
+
+def _type_name(v: Any) -> str:
+    if isinstance(v, numbers.Real):
+        return "number"
+    return "str" if isinstance(v, str) else type(v).__name__  # np.str_ is a str
+
+
+def _labeled_values(values: np.ndarray) -> np.ndarray:
+    """The labeled entries of an object array as a homogeneous array: int64, float64, str
+    (``<U``) or, for other sortable objects, object. Mixed types raise ``TypeError``."""
+    kinds: dict[str, Any] = {}
+    for v in values:
+        kinds.setdefault(_type_name(v), v)
+        if len(kinds) > 1:
+            (a, va), (b, vb) = kinds.items()
+            raise TypeError(
+                f"y mixes labels of different types: {a} (e.g. {va!r}) and {b} (e.g. {vb!r}); "
+                "give every class the same type (and -1, None or NaN for unlabeled samples)."
+            )
+    if not kinds:
+        return values
+    kind = next(iter(kinds))
+    if kind == "number":
+        if all(isinstance(v, numbers.Integral) for v in values):
+            return values.astype(np.int64)
+        return values.astype(np.float64)
+    if kind == "str":
+        return values.astype(str)
+    try:
+        np.unique(values)
+    except TypeError:
+        raise TypeError(
+            f"y holds labels of type {kind}, which cannot be sorted into classes_; use "
+            "numbers or strings."
+        ) from None
+    return values
+
+
 def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
-    """Validate partial labels ``y`` (``-1`` = unlabeled) for ``n_samples`` samples.
+    """Validate partial labels ``y`` for ``n_samples`` samples.
+
+    Labels may be integers, integer-valued floats, booleans, strings or other sortable objects,
+    in a list, an ndarray or a pandas Series / Categorical. Unlabeled samples are marked by
+    ``-1`` (the ``sklearn.semi_supervised`` convention; the integer in an object array), by
+    ``None`` or by ``NaN`` (pandas' missing values, ``pd.NA`` included). The classes are the
+    distinct labels of the labeled samples, sorted; every other value is a class.
+
+    Two inputs are refused because they are ambiguous or mistaken: the *string* ``'-1'``
+    (a class named '-1', or a marker that went through a CSV file?) and labels of mixed
+    types (``'a'`` and ``3``: sorting them has no meaning and usually means a bug upstream).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+    n_samples : int
+    min_classes : int, default=1
+
+    Returns
+    -------
+    Labels
+        ``classes`` is int64 / float64 / bool for numbers, ``<U`` for strings.
 
     Raises
     ------
     ValueError
-        Wrong length, non-finite or non-integer values, no labeled sample, or fewer than
-        ``min_classes`` classes.
+        Wrong length, infinite or non-integer numbers, the string '-1', no labeled sample,
+        or fewer than ``min_classes`` classes.
     TypeError
-        Non-numeric labels.
+        Labels of mixed types, or of a type that cannot be sorted.
+
+    Examples
+    --------
+    >>> from nystrom_priors.side_info import check_labels
+    >>> lab = check_labels(["cat", None, "dog", "cat"], 4)
+    >>> lab.classes.tolist(), lab.index.tolist(), lab.codes.tolist()
+    (['cat', 'dog'], [0, 2, 3], [0, 1, 0])
     """
-    arr = np.asarray(y)
+    arr = _as_label_array(y)
     if arr.ndim != 1:
         raise ValueError(f"y must be 1-D with one entry per sample, got shape {arr.shape}.")
     if arr.shape[0] != n_samples:
@@ -78,39 +204,60 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
             f"y has {arr.shape[0]} entries, but X has {n_samples} samples; use -1 for "
             "unlabeled samples."
         )
-    if arr.dtype.kind == "O":
-        try:  # an object array of numbers is fine
-            arr = arr.astype(np.float64)
-        except (TypeError, ValueError):
-            pass
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(
-            f"Unknown label type: y must hold numeric class labels (with -1 for unlabeled), got "
-            f"dtype {arr.dtype}."
+    unlabeled = _unlabeled_mask(arr)
+    index = np.flatnonzero(~unlabeled)
+    values = arr[index]
+    if values.dtype.kind == "O":
+        values = _labeled_values(values)
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        bad = index[np.flatnonzero(~np.isfinite(values))[0]]
+        raise ValueError(
+            f"y contains infinite values (e.g. y[{bad}] = {arr[bad]!r}); class labels must be "
+            "finite (-1, None or NaN mark unlabeled samples)."
         )
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        raise ValueError("y contains NaN or infinite values; use -1 for unlabeled samples.")
-    if arr.dtype.kind == "f" and np.any(arr != np.round(arr)):
+    if values.dtype.kind == "f" and np.any(values != np.round(values)):
         # regression targets passed by mistake would otherwise become one class per value
-        bad = np.flatnonzero(arr != np.round(arr))
+        bad = np.flatnonzero(values != np.round(values))
         raise ValueError(
             f"Unknown label type: continuous. y must hold class labels (integer-valued, -1 for "
-            f"unlabeled); got {bad.size} non-integer value(s), e.g. y[{bad[0]}] = "
-            f"{float(arr[bad[0]])!r}."
+            f"unlabeled); got {bad.size} non-integer value(s), e.g. y[{index[bad[0]]}] = "
+            f"{float(values[bad[0]])!r}."
         )
-    labeled = arr != -1
-    index = np.flatnonzero(labeled)
     if index.size == 0:
         raise ValueError(
-            "y has no labeled sample (every entry is -1); give at least one label or use pairs=."
+            "y has no labeled sample (every entry is -1, None or NaN: unlabeled); give at "
+            "least one label or use pairs=."
         )
-    classes, codes = np.unique(arr[index], return_inverse=True)
+    classes, codes = np.unique(values, return_inverse=True)
     if classes.size < min_classes:
         raise ValueError(
             f"y has {classes.size} class(es) among its labeled samples, at least {min_classes} "
             "needed."
         )
-    return Labels(index=index.astype(np.int64), codes=codes.astype(np.int64), classes=classes)
+    return Labels(
+        index=index.astype(np.int64), codes=codes.reshape(-1).astype(np.int64), classes=classes
+    )
+
+
+def fitted_classes(y: Any) -> np.ndarray:
+    """``classes_`` of a learner fitted with ``y`` (already validated by its ``fit``): the
+    sorted classes of the labeled samples, empty when ``y`` is None or all unlabeled."""
+    if y is None:
+        return np.array([])
+    arr = _as_label_array(y)
+    if all_unlabeled(arr, arr.shape[0]):
+        return np.array([])
+    return check_labels(arr, arr.shape[0]).classes
+
+
+def all_unlabeled(y: Any, n_samples: int) -> bool:
+    """Whether ``y`` is well-formed for ``n_samples`` samples and marks every one unlabeled
+    (a learner that can do without labels warns instead of refusing)."""
+    try:
+        arr = _as_label_array(y)
+        return arr.shape == (n_samples,) and bool(_unlabeled_mask(arr).all())
+    except (TypeError, ValueError):
+        return False
 
 
 def check_pairs(
@@ -249,7 +396,7 @@ def labels_to_pairs(
     Parameters
     ----------
     y : array-like of shape (n,)
-        Labels with -1 for unlabeled samples.
+        Labels of any type (:func:`check_labels`); -1, None or NaN for unlabeled samples.
     n_constraints : int, optional
         Number of distinct pairs to draw among the labeled samples; None gives all of them
         (refused beyond 2^25 pairs: pass a number).
@@ -267,7 +414,7 @@ def labels_to_pairs(
     >>> labels_to_pairs([0, 0, 1, -1]).tolist()
     [[0, 1, 1], [0, 2, -1], [1, 2, -1]]
     """
-    y = np.asarray(y)
+    y = _as_label_array(y)
     labels = check_labels(y, y.shape[0])
     idx = labels.index
     l = idx.size
@@ -317,7 +464,7 @@ def pairs_from_labels(
     never make the default quadratic), half must-link where available, and orders them
     must-link first (ITML's order). Warns when the labeled samples hold a single class.
     """
-    y = np.asarray(y)
+    y = _as_label_array(y)
     if y.ndim != 1 or y.shape[0] != n_samples:
         raise ValueError(f"y must have shape ({n_samples},) like X's rows, got shape {y.shape}.")
     labels = check_labels(y, n_samples)

@@ -247,7 +247,8 @@ case(
 # --- side information -----------------------------------------------------------------------
 
 _ALL_UNLABELED = {
-    name: (ValueError, r"y has no labeled sample \(every entry is -1\)") for name in SUPERVISED
+    name: (ValueError, r"y has no labeled sample \(every entry is -1, None or NaN")
+    for name in SUPERVISED
 } | {"GeneralizedNystrom": WARN("UserWarning", r"y has no labeled sample .*Nystrom prior")}
 
 for _name in SUPERVISED:
@@ -289,8 +290,11 @@ for _name in SUPERVISED:
         f"{_name}.labels-2d",
         (ValueError, r"y must (be 1-D|have shape \(40,\)).*got shape \(40, 1\)"),
     )(lambda _n=_name: fit(_n, y=Y[:, None]))
-    case(f"{_name}.labels-nan", (ValueError, r"y contains NaN"))(
-        lambda _n=_name: fit(_n, y=np.where(Y == 0, np.nan, Y))
+    case(f"{_name}.labels-inf", (ValueError, r"y contains infinite values \(e.g. y\[\d+\] = "))(
+        lambda _n=_name: fit(_n, y=np.where(Y == 0, np.inf, Y))
+    )
+    case(f"{_name}.labels-mixed-types", (TypeError, r"y mixes labels of different types: str"))(
+        lambda _n=_name: fit(_n, y=np.where(Y == 0, "a", Y.astype(object)))
     )
     case(
         f"{_name}.labels-continuous",

@@ -904,8 +904,8 @@ def test_convergence_warning_names_max_iter(rng):
     "kwargs, fit_kw, exc, match",
     [
         ({}, {"y": np.zeros(5)}, ValueError, "y has 5 entries, but X has 60 samples"),
-        ({}, {"y": np.array(["a"] * 60)}, TypeError, "numeric class labels"),
-        ({}, {"y": np.r_[np.nan, np.zeros(59)]}, ValueError, "NaN"),
+        ({}, {"y": np.array(["a", 1] * 30, dtype=object)}, TypeError, "mixes labels"),
+        ({}, {"y": np.r_[np.inf, np.zeros(59)]}, ValueError, "infinite"),
         ({}, {"pairs": [[0, 60, 1]]}, ValueError, "out of range"),
         ({}, {"pairs": [[3, 3, 1]]}, ValueError, "pairs a sample with itself"),
         ({}, {"pairs": [[1, 2, 1], [2, 1, -1]]}, ValueError, "both as must-link"),

@@ -129,9 +129,9 @@ def test_mutations_inside_one_member_are_refused(saved, tmp_path_factory, data, 
 # ----- structural mutations: the schema must refuse them ------------------------------------
 
 # entries whose replacement by another dtype / shape may still be a valid model: the user's
-# landmark parameter (any rows, float32 or float64), the labels' classes (any length and
-# numeric dtype), BCDNPKL's pairs (rows can be dropped without changing the samples), and
-# the landmarks / training samples' own float32 <-> float64
+# landmark parameter (any rows, float32 or float64), the labels' classes (any length,
+# numeric or string dtype), BCDNPKL's pairs (rows can be dropped without changing the
+# samples), and the landmarks / training samples' own float32 <-> float64
 FREE_SHAPE = {"param:landmarks", "attr:classes_"}
 FREE_ROWS = {("BCDNPKL", "attr:pairs_"), ("BCDNPKL-dense", "attr:pairs_")}
 FLOAT_EITHER = {"attr:landmarks_", "attr:X_fit_"}
@@ -148,8 +148,10 @@ def replacement_arrays(draw, original: np.ndarray, key: str, model: str):
         key in FLOAT_EITHER and dtype.kind == "f" and original.dtype.kind == "f"
     )
     if key in FREE_SHAPE or (model, key) in FREE_ROWS:
-        # only a change of kind is invalid for these
-        if dtype.kind in "biuf" and original.dtype.kind in "biuf":
+        # only a change of kind is invalid for these (classes_ may also hold strings)
+        if key == "attr:classes_":
+            dtype = np.dtype(np.complex128)
+        elif dtype.kind in "biuf" and original.dtype.kind in "biuf":
             dtype = np.dtype("<U3")
         same_dtype = False
     if same_dtype and shape == original.shape:

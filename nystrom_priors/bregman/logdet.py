@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .._base import atomic_fit
+from .._base import side_info_fit
 from .._validation import check_random_state, check_scalar
 from ._common import _COMMON_PARAMS_DOC, _BregmanKernelLearner
 
@@ -145,7 +145,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         self.random_state = random_state
         self.verbose = verbose
 
-    @atomic_fit
+    @side_info_fit
     def fit(
         self,
         X: Any,
@@ -160,9 +160,13 @@ class LogDetKernelLearner(_BregmanKernelLearner):
 
         Parameters
         ----------
-        X : array-like of shape (n, d)
+        X : array-like of shape (n, d), or point pairs of shape (k, 2, d)
+            Point pairs are metric-learn's format, ``fit(pairs, y)`` as for its ITML: ``y``
+            holds +1 (similar) or -1 (dissimilar) per pair, and the distinct points become the
+            training rows (user guide, "metric-learn's pairs format").
         y : array-like of shape (n,), optional
-            Labels, -1 = unlabeled; turned into ``n_constraints`` pairs (must-link first).
+            Labels (any type; -1, None or NaN = unlabeled); turned into ``n_constraints``
+            pairs (must-link first).
         pairs : int array of shape (k, 3), optional
             ``[i, j, +1]``: ``d(i, j) <= bound``; ``[i, j, -1]``: ``d(i, j) >= bound``, with
             ``d`` the squared distance in the learned kernel.

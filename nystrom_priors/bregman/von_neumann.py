@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._base import atomic_fit
+from .._base import side_info_fit
 from .._validation import check_random_state
 from ..nystrom import psd_pinv
 from ._common import _COMMON_PARAMS_DOC, _BregmanKernelLearner
@@ -106,7 +106,7 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         self.random_state = random_state
         self.verbose = verbose
 
-    @atomic_fit
+    @side_info_fit
     def fit(
         self, X: Any, y: Any = None, *, pairs: Any = None, bounds: Any = None
     ) -> VonNeumannKernelLearner:

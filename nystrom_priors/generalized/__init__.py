@@ -86,11 +86,11 @@ from typing import Any
 
 import numpy as np
 
-from .._base import BaseEstimator, FactorTransformMixin
+from .._base import BaseEstimator, FactorTransformMixin, point_pairs_fit
 from .._validation import check_option, check_random_state, check_scalar
 from ..exceptions import ConvergenceWarning
 from ..nystrom import _LandmarkKernelMixin
-from ..side_info import check_labels, check_pairs
+from ..side_info import all_unlabeled, check_labels, check_pairs
 from . import _lam
 from ._problem import _build_problem, _factor, _sym, _top_gram_eig
 from ._solver import _LAM_RANGE, _solve_lam
@@ -216,7 +216,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         it has been seen at 1e-9 with the objective 2.4x the optimum. The dual Newton solver
         (``"auto"`` with fewer pairs than entries of S) certifies an exact gap.
     classes_ : ndarray
-        Classes seen in ``y`` (empty without labels).
+        The classes of the labeled samples of ``y``, sorted (any label type: numbers,
+        strings, ...; see the user guide, "Label types"); empty without labels.
     projection_ : ndarray of shape (m, r)
         ``S^(1/2)`` as a factor ``F F^T = S``; ``transform(X) = k(X, Z) @ projection_``.
 
@@ -312,6 +313,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         )
 
     # ----- fitting ---------------------------------------------------------------------------
+    @point_pairs_fit
     def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> GeneralizedNystrom:
         """Learn S from labels ``y`` (-1 = unlabeled) and/or ``pairs`` ([i, j, +-1] rows).
 
@@ -322,7 +324,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         ----------
         X : array-like of shape (n, d)
         y : array-like of shape (n,), optional
+            Class labels of any type (numbers, strings, a pandas Series or Categorical);
+            -1, None or NaN mark unlabeled samples.
         pairs : array-like of shape (k, 3), optional
+            Index pairs ``[i, j, +-1]`` into X. metric-learn's point pairs of shape
+            (k, 2, d) are passed as X instead, ``fit(pairs, y)`` with ``y`` = +-1 per pair
+            (the user guide, "metric-learn's pairs format", gives the mapping).
 
         Returns
         -------
@@ -374,11 +381,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 stacklevel=3,
             )
         if y is not None:
-            yy = np.asarray(y)
-            if yy.ndim == 1 and yy.shape[0] == n and yy.dtype.kind in "biuf" and np.all(yy == -1):
+            if all_unlabeled(y, n):
                 warnings.warn(
-                    "y has no labeled sample (every entry is -1) and no pairs are given: the "
-                    "learned kernel is the Nystrom prior.",
+                    "y has no labeled sample (every entry is -1, None or NaN) and no pairs are "
+                    "given: the learned kernel is the Nystrom prior.",
                     UserWarning,
                     stacklevel=3,
                 )

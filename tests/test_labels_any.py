@@ -1,0 +1,174 @@
+"""Labels of any type: strings, objects, pandas Series / Categorical; -1, None and NaN as the
+unlabeled markers; the same ``classes_`` on every learner.
+
+The oracle is the integer encoding: a learner fitted with labels of another type must give
+exactly the model it gives with the integer codes of those labels (classes sorted, unlabeled
+-1), since only the partition of the labeled samples carries information.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import pytest
+
+import nystrom_priors as npr
+from nystrom_priors.side_info import check_labels, labels_to_pairs
+
+pd = pytest.importorskip("pandas")
+
+NAMES = np.array(["setosa", "versicolor", "virginica"])
+
+
+def _data(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    codes = np.arange(n) % 3
+    X = rng.normal(size=(n, 3)) + codes[:, None] * 1.5
+    y = np.where(np.arange(n) % 4 == 0, codes, -1)  # a quarter labeled
+    return X, y
+
+
+LEARNERS = {
+    "GeneralizedNystrom": lambda: npr.GeneralizedNystrom(n_landmarks=8, random_state=0),
+    "LogDetKernelLearner": lambda: npr.LogDetKernelLearner(
+        n_landmarks=8, gamma=1.0, max_iter=20, random_state=0
+    ),
+    "VonNeumannKernelLearner": lambda: npr.VonNeumannKernelLearner(
+        n_landmarks=8, max_iter=20, random_state=0
+    ),
+    "BCDNPKL": lambda: npr.BCDNPKL(max_iter=20, random_state=0),
+}
+
+
+def _fit(name, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return LEARNERS[name]().fit(X, y)
+
+
+def _as_strings(y, marker=None):
+    out = np.empty(y.shape[0], dtype=object)
+    out[:] = [marker if v == -1 else NAMES[v] for v in y]
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_string_labels_fit_the_same_model_as_their_integer_codes(name):
+    X, y = _data()
+    ref = _fit(name, X, y)
+    for ys in (_as_strings(y), _as_strings(y, marker=-1), _as_strings(y, marker=np.nan)):
+        model = _fit(name, X, ys)
+        np.testing.assert_array_equal(model.transform(X), ref.transform(X))
+        assert model.classes_.tolist() == NAMES.tolist()
+    assert ref.classes_.tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_pandas_labels_fit_the_same_model(name):
+    X, y = _data()
+    ref = _fit(name, X, y).transform(X)
+    strings = _as_strings(y)
+    for ys in (
+        pd.Series(strings),
+        pd.Series(pd.Categorical(strings, categories=NAMES[::-1])),  # category order ignored
+        pd.Series(strings, dtype="string"),  # pd.NA marks unlabeled
+        pd.Series(np.where(y == -1, None, y), dtype="Int64"),
+        pd.Series(np.where(y == -1, np.nan, y)),  # float with NaN
+    ):
+        model = _fit(name, X, ys)
+        np.testing.assert_array_equal(model.transform(X), ref)
+        assert model.classes_.tolist() in (NAMES.tolist(), [0, 1, 2])
+
+
+def test_classes_are_sorted_and_empty_without_labels():
+    X, y = _data()
+    shuffled = np.where(y == -1, -1, 2 - y) * 10  # classes 0, 10, 20 in another order
+    shuffled[y == -1] = -1
+    for name in LEARNERS:
+        assert _fit(name, X, shuffled).classes_.tolist() == [0, 10, 20], name
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = LEARNERS[name]().fit(X, pairs=[[0, 3, 1], [1, 4, 1], [0, 1, -1], [3, 5, -1]])
+        assert model.classes_.shape == (0,), name
+
+
+def test_labels_to_pairs_with_strings_equals_codes():
+    _, y = _data(200)
+    np.testing.assert_array_equal(
+        labels_to_pairs(_as_strings(y), 50, random_state=3),
+        labels_to_pairs(y, 50, random_state=3),
+    )
+
+
+def test_check_labels_markers_and_types():
+    lab = check_labels(["b", None, "a", float("nan"), -1, "b"], 6)
+    assert lab.classes.tolist() == ["a", "b"]
+    assert lab.index.tolist() == [0, 2, 5]
+    assert lab.codes.tolist() == [1, 0, 1]
+    # a list mixing strings with the integer marker stays an object array (no '-1' string)
+    assert check_labels(["x", -1, "y"], 3).index.tolist() == [0, 2]
+    # numbers in an object array keep integer classes
+    assert check_labels(np.array([3, None, 1], dtype=object), 3).classes.dtype == np.int64
+    assert check_labels([True, False, True], 3).classes.tolist() == [False, True]
+    assert check_labels(np.array([2.0, np.nan, -1.0, 5.0]), 4).classes.tolist() == [2.0, 5.0]
+
+
+@pytest.mark.parametrize(
+    "y, exc, match",
+    [
+        (
+            np.array(["a", 3, "b"], dtype=object),
+            TypeError,
+            r"y mixes labels of different types: str \(e.g. 'a'\) and number \(e.g. 3\)",
+        ),
+        (np.array(["a", "-1", "b"]), ValueError, r"y\[1\] is the string '-1': ambiguous"),
+        (["a", "-1", None], ValueError, r"y\[1\] is the string '-1'"),
+        (np.array([1.0, np.inf, 2.0]), ValueError, r"y contains infinite values \(e.g. y\[1\]"),
+        (np.array([None, np.nan, -1], dtype=object), ValueError, r"no labeled sample"),
+        (
+            np.array([1j, 2j, 3j], dtype=object),
+            TypeError,
+            r"labels of type complex, which cannot be sorted",
+        ),
+        (np.array([1.5, 2.0, -1.0]), ValueError, r"Unknown label type: continuous.*y\[0\] = 1.5"),
+    ],
+)
+def test_check_labels_refuses_ambiguous_or_mixed(y, exc, match):
+    with pytest.raises(exc, match=match):
+        check_labels(y, 3)
+
+
+def test_all_unlabeled_markers_of_any_kind_give_the_prior_warning():
+    X, _ = _data()
+    y = pd.Series([None] * X.shape[0], dtype="string")
+    with pytest.warns(UserWarning, match="no labeled sample"):
+        model = npr.GeneralizedNystrom(n_landmarks=8, random_state=0).fit(X, y)
+    assert model.classes_.shape == (0,)
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_string_classes_survive_save_and_load(name):
+    X, y = _data()
+    model = _fit(name, X, _as_strings(y))
+    path = os.path.join(tempfile.mkdtemp(), "m.npz")
+    npr.save(model, path)
+    back = npr.load(path)
+    assert back.classes_.tolist() == NAMES.tolist()
+    np.testing.assert_array_equal(back.transform(X), model.transform(X))
+
+
+def test_numpy_labels_do_not_import_pandas():
+    code = (
+        "import sys, numpy as np, nystrom_priors as npr\n"
+        "from nystrom_priors.side_info import check_labels\n"
+        "check_labels(np.array(['a', None], dtype=object), 2)\n"
+        "npr.GeneralizedNystrom(n_landmarks=3, lam=1.0).fit(np.eye(4), [0, 1, -1, 0])\n"
+        "assert 'pandas' not in sys.modules, 'pandas imported'\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(npr.__file__)))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
