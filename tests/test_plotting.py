@@ -130,3 +130,18 @@ def test_heatmap_is_the_kernel_in_class_order(tmp_path, data):
     assert sub.images[0].get_array().shape == (60, 60)
     with pytest.raises(ValueError, match=r"y must have shape \(150,\)"):
         plot_kernel_heatmap(model, X, y[:10])
+
+
+def test_figures_of_a_model_with_pandas_output(data):
+    """set_output(transform="pandas") makes transform return a DataFrame; the figures must
+    draw the same numbers as for the array output."""
+    pytest.importorskip("pandas")
+    X, y, y_partial = data
+    model = BCDNPKL(n_neighbors=6, random_state=0).fit(X, y_partial)
+    ref_heat = plot_kernel_heatmap(model, X, y).images[0].get_array()
+    ref_spec = plot_spectrum(model, X, n_eigenvalues=5).lines[0].get_ydata()
+    model.set_output(transform="pandas")
+    np.testing.assert_array_equal(plot_kernel_heatmap(model, X, y).images[0].get_array(), ref_heat)
+    np.testing.assert_array_equal(
+        plot_spectrum(model, X, n_eigenvalues=5).lines[0].get_ydata(), ref_spec
+    )
