@@ -180,7 +180,7 @@ class FactorTransformMixin:
         from ._validation import check_array, check_is_fitted, check_n_features
 
         check_is_fitted(self, ("projection_",))
-        X = check_array(X, name=name)
+        X = check_array(X, name=name, accept_sparse=True)
         check_n_features(X, self.n_features_in_, name=name, estimator=type(self).__name__)
         return X
 
@@ -197,7 +197,11 @@ class FactorTransformMixin:
             return out
         step = self._block_rows_default()
         for s in range(0, X.shape[0], step):
-            np.matmul(self._features_block(X[s : s + step]), P, out=out[s : s + step])
+            F = self._features_block(X[s : s + step])
+            if isinstance(F, np.ndarray):
+                np.matmul(F, P, out=out[s : s + step])
+            else:  # sparse features (a learner on raw sparse X): sparse @ dense
+                out[s : s + step] = F @ P
         return out
 
     def transform(self, X: Any) -> np.ndarray:

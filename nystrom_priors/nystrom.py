@@ -81,10 +81,6 @@ class _LandmarkKernelMixin:
                 f"landmarks must be one of {list(LANDMARK_METHODS)} or an (m, d) array, "
                 f"got {landmarks!r}."
             )
-        self.landmarks_ = select_landmarks(X, self.n_landmarks, method=landmarks, random_state=rng)
-        # the model's own copy (select_landmarks copies user-given arrays), read-only so that
-        # the landmark-side quantities derived from it cannot silently go stale
-        self.landmarks_.flags.writeable = False
         spec = make_kernel(
             self.kernel,
             width=self.width,
@@ -93,6 +89,12 @@ class _LandmarkKernelMixin:
             coef0=self.coef0,
             X=X,
         )
+        self.landmarks_ = select_landmarks(
+            X, self.n_landmarks, method=landmarks, random_state=rng, kernel=spec
+        )
+        # the model's own copy (select_landmarks copies user-given arrays), read-only so that
+        # the landmark-side quantities derived from it cannot silently go stale
+        self.landmarks_.flags.writeable = False
         # the kernel transform uses is fixed here: set_params after fit must not change it
         self.kernel_ = spec.name
         self.gamma_ = float(spec.gamma)

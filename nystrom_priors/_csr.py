@@ -1,0 +1,85 @@
+"""``E = k(X, Z)`` for CSR ``X``: the Python side of ``_numba/_sparse.py``.
+
+``_rowblocks._Prepared.compute`` hands CSR input here. The landmarks stay dense (k-means
+centres are dense; sampled rows of a sparse X are densified, ``m x d``), so the cross term is
+a sparse x dense product computed row by row from the stored entries: time ``O(nnz(X) m)``,
+no ``n x d`` array ever. The landmark side (``Z^T`` and per-landmark norms) is rebuilt in
+float64 from the prepared landmarks on each call: ``O(m d)``, small next to ``nnz(X) m``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["compute_csr", "landmark_side"]
+
+
+def landmark_side(prep: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(Z^T (d, m) float64, zaux (m,) float64)`` for the kernel of ``prep``.
+
+    RBF: raw landmarks (``prep`` holds them centred; the shift is added back) and
+    ``||z||^2``. Cosine: the unit landmarks and their 0/1 flags as prepared. Laplacian: raw
+    landmarks and ``||z||_1``. Linear and polynomial: raw landmarks.
+    """
+    name = prep.spec.name
+    Z = prep.Zs.astype(np.float64)
+    zaux = np.zeros(Z.shape[0])
+    if name == "rbf":
+        Z = Z + prep.shift
+        zaux = np.einsum("ij,ij->i", Z, Z)
+    elif name == "cosine":
+        zaux = np.asarray(prep.zaux, dtype=np.float64)
+    elif name == "laplacian":
+        zaux = np.abs(Z).sum(axis=1)
+    return np.ascontiguousarray(Z.T), zaux
+
+
+def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
+    """Fill ``out`` (n, m), X's dtype, with ``k(X, Z)`` for canonical CSR ``X``.
+
+    Raises ``ValueError`` when a kernel value is not finite in X's dtype (the dense path's
+    rescaling for data near the float range is not repeated here: sparse data are counts,
+    frequencies or tf-idf weights).
+    """
+    from ._numba import _sparse as ks
+
+    n = X.shape[0]
+    if n == 0:
+        return
+    ZT, zaux = landmark_side(prep)
+    if tile is None:
+        # about the same work per tile as the dense path's 1 MiB tiles
+        per_row = max(1, (X.nnz // max(1, n)) * prep.m)
+        tile = int(max(8, min(4096, (1 << 20) // per_row)))
+    spec = prep.spec
+    ks.extrapolate_csr(
+        X.indptr,
+        X.indices,
+        X.data,
+        ZT,
+        zaux,
+        spec.code,
+        float(spec.gamma),
+        float(spec.coef0),
+        int(spec.degree),
+        out,
+        tile,
+    )
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
+            return
+    raise ValueError(
+        f"k(X, Z) overflows {out.dtype}: the {spec.name!r} kernel is not finite at max |x| = "
+        f"{float(np.abs(X.data).max(initial=0.0)):.3g}. Rescale X."
+    )
+
+
+def row_sq_norms(X: Any) -> np.ndarray:
+    """``||x_i||^2`` (float64, shape (n,)) of canonical CSR ``X``."""
+    from ._numba import _sparse as ks
+
+    out = np.empty(X.shape[0])
+    ks.row_sq_norms(X.indptr, X.data, out, 4096)
+    return out
