@@ -165,7 +165,7 @@ def check_array(
 
 def is_sparse(X: Any) -> bool:
     """Whether ``X`` is a ``scipy.sparse`` matrix or array (without importing scipy)."""
-    return type(X).__module__.startswith("scipy.sparse") and hasattr(X, "tocsr")
+    return not isinstance(X, np.ndarray) and all(hasattr(X, a) for a in ("tocsr", "nnz", "format"))
 
 
 def check_csr(
