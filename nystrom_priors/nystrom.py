@@ -235,8 +235,10 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
         Polynomial degree.
     coef0 : float, default=1.0
         Polynomial offset.
-    landmarks : {"kmeans", "kmeans++", "uniform"} or ndarray of shape (m, d), default="kmeans"
-        Landmark selection (see :func:`select_landmarks`), or the landmarks.
+    landmarks : str or ndarray of shape (m, d), default="kmeans"
+        Landmark selection, ``"kmeans"``, ``"kmeans++"``, ``"uniform"`` or ``"rpcholesky"``
+        (see :func:`select_landmarks`; RPCholesky factors this model's kernel), or the
+        landmarks.
     rcond : float, optional
         Relative eigenvalue cut-off for ``W^+``; default ``m * eps`` of the training dtype.
     random_state : None, int or Generator

@@ -498,7 +498,8 @@ _COMMON_PARAMS_DOC = """
     kernel_gamma : float, optional
         ``1/b`` instead of ``width`` (the name ``gamma`` is the slack of ITML / Kulis 2009).
     degree, coef0 : polynomial kernel parameters
-    landmarks : {"kmeans", "kmeans++", "uniform"} or (m, d) array, default="kmeans"
+    landmarks : {"kmeans", "kmeans++", "uniform", "rpcholesky"} or (m, d) array
+        Default ``"kmeans"``; see :func:`select_landmarks`.
     rcond : float, optional
         Relative eigenvalue cut-off of the Nystrom prior.
     random_state : None, int or Generator
