@@ -94,7 +94,9 @@ class BaseEstimator:
             estimator_type=None,
             target_tags=TargetTags(required=False),
             transformer_tags=TransformerTags(preserves_dtype=["float64", "float32"]),
-            input_tags=InputTags(two_d_array=True, allow_nan=False),
+            input_tags=InputTags(
+                two_d_array=True, allow_nan=False, sparse=getattr(self, "_accepts_sparse", False)
+            ),
         )
 
 

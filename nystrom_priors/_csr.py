@@ -4,7 +4,9 @@
 centres are dense; sampled rows of a sparse X are densified, ``m x d``), so the cross term is
 a sparse x dense product computed row by row from the stored entries: time ``O(nnz(X) m)``,
 no ``n x d`` array ever. The landmark side (``Z^T`` and per-landmark norms) is rebuilt in
-float64 from the prepared landmarks once and kept on them: ``O(m d)``.
+float64 from the prepared landmarks once and kept on them: ``O(m d)``. Landmarks that are
+mostly zeros (uniform, k-means++ or RPCholesky rows of a sparse X) are kept sparse by feature,
+and a row then costs only the features it shares with the landmarks.
 """
 
 from __future__ import annotations
@@ -50,26 +52,18 @@ def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
         return
     side = getattr(prep, "_csr_side", None)
     if side is None:  # once per prepared landmark set (a model keeps its _Prepared)
-        side = prep._csr_side = landmark_side(prep)
+        side = prep._csr_side = _sparse_side(*landmark_side(prep))
     ZT, zaux = side
     if tile is None:
         # about the same work per tile as the dense path's 1 MiB tiles
         per_row = max(1, (X.nnz // max(1, n)) * prep.m)
         tile = int(max(8, min(4096, (1 << 20) // per_row)))
     spec = prep.spec
-    ks.extrapolate_csr(
-        X.indptr,
-        X.indices,
-        X.data,
-        ZT,
-        zaux,
-        spec.code,
-        float(spec.gamma),
-        float(spec.coef0),
-        int(spec.degree),
-        out,
-        tile,
-    )
+    args = (zaux, spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree), out, tile)
+    if isinstance(ZT, np.ndarray):
+        ks.extrapolate_csr(X.indptr, X.indices, X.data, ZT, *args)
+    else:
+        ks.extrapolate_csr_zs(X.indptr, X.indices, X.data, ZT.indptr, ZT.indices, ZT.data, *args)
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
             return
@@ -77,6 +71,19 @@ def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
         f"k(X, Z) overflows {out.dtype}: the {spec.name!r} kernel is not finite at max |x| = "
         f"{float(np.abs(X.data).max(initial=0.0)):.3g}. Rescale X."
     )
+
+
+def _sparse_side(ZT: np.ndarray, zaux: np.ndarray) -> tuple[Any, np.ndarray]:
+    """``Z^T`` as CSR (d x m) when at most 1/8 of its entries are non-zero (landmarks that are
+    rows of a sparse X): the cross terms then cost only the features stored in both x and z,
+    as for sparse x sparse products. Dense otherwise."""
+    if ZT.size < (1 << 16) or np.count_nonzero(ZT) > ZT.size // 8:
+        return ZT, zaux
+    import scipy.sparse as sp
+
+    Zs = sp.csr_matrix(ZT)
+    Zs.sort_indices()
+    return Zs, zaux
 
 
 def row_sq_norms(X: Any) -> np.ndarray:

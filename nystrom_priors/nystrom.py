@@ -73,6 +73,9 @@ _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 class _LandmarkKernelMixin:
     """Landmarks + kernel resolution + features ``k(X, Z)`` shared by the Nystrom family."""
 
+    #: scipy.sparse X is accepted by fit / transform / kernel (scikit-learn's sparse tag)
+    _accepts_sparse = True
+
     def _fit_landmarks(self, X: np.ndarray, rng: np.random.Generator) -> None:
         self.n_features_in_ = X.shape[1]
         landmarks = self.landmarks
@@ -185,10 +188,15 @@ class _LandmarkKernelMixin:
         return self._prepared(X.dtype).project(X, P, out)
 
     def _landmark_gram(self) -> np.ndarray:
-        """W = k(Z, Z) in float64 (from Z in the training dtype)."""
-        return extrapolate(self.landmarks_, self.landmarks_, kernel=self._kernel_spec()).astype(
-            np.float64
-        )
+        """W = k(Z, Z) in float64 (from Z in the training dtype). Many features that are mostly
+        zeros (landmarks drawn from a sparse X): by the sparse path, which skips the zeros,
+        instead of an m x m x d GEMM."""
+        Z = self.landmarks_
+        if Z.shape[1] >= 1024 and np.count_nonzero(Z) <= Z.size // 8:
+            import scipy.sparse as sp
+
+            Z = sp.csr_matrix(Z)
+        return extrapolate(Z, self.landmarks_, kernel=self._kernel_spec()).astype(np.float64)
 
     def _fit_prior(self, with_eig: bool = False):
         """Set ``eigenvalues_`` and ``S0_ = W^+``; return the prior's factor ``U diag(lam)^-1/2``

@@ -175,3 +175,42 @@ def test_bad_sparse_input_is_refused(rng):
     model = npr.Nystrom(5, random_state=0).fit(X)
     with pytest.raises(ValueError, match="features"):
         model.transform(sp.csr_matrix((2, X.shape[1] + 2)))
+
+
+@pytest.mark.parametrize("rank", [None, 5])
+def test_bregman_linear_init_equals_dense(rng, rank):
+    # init="linear": the learner works on X itself (features F = X, sparse), G0 = X P0
+    X = _sparse(rng, n=200, d=12, density=0.3)
+    y = np.full(200, -1)
+    y[:30] = np.arange(30) % 3
+    kw = dict(init="linear", rank=rank, gamma=1.0, random_state=0)
+    a = npr.LogDetKernelLearner(**kw).fit(X, y)
+    b = npr.LogDetKernelLearner(**kw).fit(X.toarray(), y)
+    np.testing.assert_allclose(a.transform(X), b.transform(X.toarray()), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("kernel,params", KERNELS)
+def test_sparse_landmarks_path_equals_dense(rng, kernel, params):
+    # landmarks that are rows of a sparse X (mostly zeros, m x d >= 2^16) take the path that
+    # keeps them sparse by feature
+    X = sp.random(300, 3000, density=0.01, random_state=rng, format="csr")
+    X.data = rng.normal(size=X.nnz)
+    Z = X[:40].toarray()
+    kw = dict(params)
+    if kernel in ("rbf", "laplacian"):
+        kw["width"] = {"rbf": 20.0, "laplacian": 30.0}[kernel]
+    E = npr.extrapolate(X, Z, kernel=kernel, **kw)
+    Ed = npr.extrapolate(X.toarray(), Z, kernel=kernel, **kw)
+    np.testing.assert_allclose(E, Ed, rtol=0, atol=1e-12 * max(1.0, np.abs(Ed).max()))
+
+
+def test_high_dimensional_learner_equals_dense(rng):
+    # d >= 1024: W = k(Z, Z) is computed from sparse landmarks too
+    X = sp.random(400, 2000, density=0.01, random_state=rng, format="csr")
+    y = np.full(400, -1)
+    y[:40] = np.arange(40) % 2
+    kw = dict(n_landmarks=30, landmarks="uniform", random_state=0)
+    a = npr.GeneralizedNystrom(**kw).fit(X, y)
+    b = npr.GeneralizedNystrom(**kw).fit(X.toarray(), y)
+    Gb = b.transform(X.toarray())
+    np.testing.assert_allclose(a.transform(X), Gb, rtol=0, atol=1e-10 * np.abs(Gb).max())

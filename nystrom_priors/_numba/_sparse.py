@@ -109,6 +109,55 @@ def extrapolate_csr(indptr, indices, data, ZT, zaux, code, gamma, coef0, degree,
             _finish(acc, sq, zaux, code, gamma, coef0, degree, out[i])
 
 
+@njit(fastmath={"reassoc", "contract"}, cache=True, nogil=True)
+def _cross_row_zs(indptr, indices, data, i, zptr, zidx, zval, l1, acc):
+    """Cross terms of row i against landmarks stored sparse by feature (``Z^T`` in CSR:
+    ``zptr`` (d + 1), ``zidx`` landmark indices, ``zval`` values): only the features stored in
+    both x and some z cost anything. ``l1``: accumulate ``|x_k - z_jk| - |z_jk| - |x_k|``
+    (the Laplacian's correction, the rest being ``||z_j||_1 + ||x||_1``) instead of
+    ``x_k z_jk``. Returns ``(||x||^2, ||x||_1)``."""
+    m = acc.shape[0]
+    for j in range(m):
+        acc[j] = 0.0
+    sq = 0.0
+    ab = 0.0
+    for p in range(indptr[i], indptr[i + 1]):
+        v = np.float64(data[p])
+        sq += v * v
+        ab += abs(v)
+        k = indices[p]
+        if l1:
+            for q in range(zptr[k], zptr[k + 1]):
+                z = zval[q]
+                acc[zidx[q]] += abs(v - z) - abs(z) - abs(v)
+        else:
+            for q in range(zptr[k], zptr[k + 1]):
+                acc[zidx[q]] += v * zval[q]
+    return sq, ab
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def extrapolate_csr_zs(
+    indptr, indices, data, zptr, zidx, zval, zaux, code, gamma, coef0, degree, out, tile
+):
+    """``extrapolate_csr`` for landmarks that are mostly zeros (rows of a sparse X), given
+    as ``Z^T`` in CSR: time ``O(sum over stored x_k of nnz(Z[:, k]))`` per row."""
+    n = indptr.shape[0] - 1
+    m = zaux.shape[0]
+    n_tiles = (n + tile - 1) // tile
+    l1 = code == LAPLACIAN
+    for t in prange(n_tiles):
+        acc = np.empty(m, dtype=np.float64)
+        for i in range(t * tile, min(n, t * tile + tile)):
+            sq, ab = _cross_row_zs(indptr, indices, data, i, zptr, zidx, zval, l1, acc)
+            if l1:
+                for j in range(m):
+                    acc[j] += zaux[j] + ab
+                    if acc[j] < 0.0:
+                        acc[j] = 0.0
+            _finish(acc, sq, zaux, code, gamma, coef0, degree, out[i])
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def row_sq_norms(indptr, data, out, tile):
     """out_i = ||x_i||^2 in float64 from the stored entries (for the default width)."""

@@ -241,7 +241,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 XtX = np.zeros((d, d))
                 for _, blk in X.blocks():
                     b64 = blk.astype(np.float64)
-                    XtX += b64.T @ b64
+                    g = b64.T @ b64  # sparse for sparse X (d x d, at most nnz^2 entries)
+                    XtX += g.toarray() if hasattr(g, "toarray") else g
                 evals, evecs = np.linalg.eigh(XtX)
                 P0 = np.ascontiguousarray(evecs[:, ::-1][:, :rank])
         if rank is not None and rank > P0.shape[1]:
