@@ -350,7 +350,7 @@ class FactorTransformMixin:
         K_block : ndarray of shape (n_b, n_B)
         """
         if B is None:
-            if not isinstance(A, np.ndarray):
+            if not isinstance(A, np.ndarray) and not hasattr(A, "tocsr"):  # sparse: one matrix
                 raise TypeError("B must be given when A is an iterable of blocks.")
             B = A
         GB = self.transform(B)

@@ -160,6 +160,10 @@ def test_learners_equal_dense(rng, model):
     np.testing.assert_allclose(Ka, Kb, rtol=0, atol=1e-10 * max(1.0, np.abs(Kb).max()))
     it = np.vstack([g for _, g in a.iter_transform(X, block_rows=100)])
     np.testing.assert_allclose(it, Gb, rtol=0, atol=1e-10 * scale)
+    rows = np.vstack([k for _, k in a.iter_kernel_rows(Xnew, block_rows=8)])
+    np.testing.assert_allclose(
+        rows, b.kernel(Xnew.toarray()), rtol=0, atol=1e-10 * max(1.0, np.abs(Kb).max())
+    )
 
 
 def test_bad_sparse_input_is_refused(rng):
