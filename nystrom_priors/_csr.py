@@ -18,23 +18,32 @@ import numpy as np
 __all__ = ["compute_csr", "landmark_side"]
 
 
-def landmark_side(prep: Any) -> tuple[np.ndarray, np.ndarray]:
+def landmark_side(prep: Any) -> tuple[Any, np.ndarray]:
     """``(Z^T (d, m) float64, zaux (m,) float64)`` for the kernel of ``prep``.
 
-    RBF: raw landmarks (``prep`` holds them centred; the shift is added back) and
-    ``||z||^2``. Cosine: the unit landmarks and their 0/1 flags as prepared. Laplacian: raw
-    landmarks and ``||z||_1``. Linear and polynomial: raw landmarks.
+    RBF: raw landmarks (``prep`` holds them centred; adding the shift back gives exact zeros
+    where they were zeros) and ``||z||^2``. Cosine: the unit landmarks and their 0/1 flags as
+    prepared. Laplacian: raw landmarks and ``||z||_1``. Linear and polynomial: raw landmarks.
+    ``Z^T`` is CSR when at most 1/8 of its entries are non-zero (landmarks that are rows of a
+    sparse X): the cross terms then cost only the features stored in both x and z, as for
+    sparse x sparse products. Dense otherwise.
     """
     name = prep.spec.name
-    Z = prep.Zs.astype(np.float64)
+    Z = prep.Zs.astype(np.float64)  # a copy
     zaux = np.zeros(Z.shape[0])
     if name == "rbf":
-        Z = Z + prep.shift
+        Z += prep.shift
         zaux = np.einsum("ij,ij->i", Z, Z)
     elif name == "cosine":
         zaux = np.asarray(prep.zaux, dtype=np.float64)
     elif name == "laplacian":
         zaux = np.abs(Z).sum(axis=1)
+    if Z.size >= (1 << 16) and np.count_nonzero(Z) <= Z.size // 8:
+        import scipy.sparse as sp
+
+        ZT = sp.csr_matrix(Z).T.tocsr()  # never a dense transpose
+        ZT.sort_indices()
+        return ZT, zaux
     return np.ascontiguousarray(Z.T), zaux
 
 
@@ -52,7 +61,7 @@ def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
         return
     side = getattr(prep, "_csr_side", None)
     if side is None:  # once per prepared landmark set (a model keeps its _Prepared)
-        side = prep._csr_side = _sparse_side(*landmark_side(prep))
+        side = prep._csr_side = landmark_side(prep)
     ZT, zaux = side
     if tile is None:
         # about the same work per tile as the dense path's 1 MiB tiles
@@ -71,19 +80,6 @@ def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
         f"k(X, Z) overflows {out.dtype}: the {spec.name!r} kernel is not finite at max |x| = "
         f"{float(np.abs(X.data).max(initial=0.0)):.3g}. Rescale X."
     )
-
-
-def _sparse_side(ZT: np.ndarray, zaux: np.ndarray) -> tuple[Any, np.ndarray]:
-    """``Z^T`` as CSR (d x m) when at most 1/8 of its entries are non-zero (landmarks that are
-    rows of a sparse X): the cross terms then cost only the features stored in both x and z,
-    as for sparse x sparse products. Dense otherwise."""
-    if ZT.size < (1 << 16) or np.count_nonzero(ZT) > ZT.size // 8:
-        return ZT, zaux
-    import scipy.sparse as sp
-
-    Zs = sp.csr_matrix(ZT)
-    Zs.sort_indices()
-    return Zs, zaux
 
 
 def row_sq_norms(X: Any) -> np.ndarray:
