@@ -138,6 +138,8 @@ def _learners():
     ]
 
 
+# hard constraints that rank 15 cannot meet: warned about, irrelevant here
+@pytest.mark.filterwarnings("ignore::nystrom_priors.exceptions.InfeasibleConstraintsWarning")
 @pytest.mark.parametrize("model", _learners(), ids=lambda m: type(m).__name__)
 def test_learners_equal_dense(rng, model):
     from sklearn.base import clone
