@@ -15,7 +15,36 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["compute_csr", "landmark_side"]
+__all__ = ["CsrPrepared", "compute_csr", "landmark_side"]
+
+
+class CsrPrepared:
+    """The landmark side of ``k(X, Z)`` for CSR ``X`` only, without the dense path's copies.
+
+    ``_rowblocks._Prepared`` keeps centred (RBF) or unit (cosine) landmarks and their
+    transpose in X's dtype for the dense kernels: at 50,000 features x 300 landmarks each
+    copy is 120 MB, and CSR input needs none of them. This holds what :func:`landmark_side`
+    reads (``spec``, ``Zs``, ``shift``, ``zaux``, ``m``): the raw landmarks (a view when they
+    are float64), or the unit ones for the cosine kernel.
+    """
+
+    def __init__(self, Z: np.ndarray, spec: Any) -> None:
+        self.spec = spec
+        Zs = np.asarray(Z, dtype=np.float64)
+        self.m, d = Zs.shape
+        self.shift = np.zeros(d)
+        self.zaux = np.zeros(self.m)
+        if spec.name == "cosine":
+            top = np.abs(Zs).max(axis=1, initial=0.0)
+            safe = np.where(top > 0, top, 1.0)[:, None]
+            nrm = top * np.sqrt(np.einsum("ij,ij->i", Zs / safe, Zs / safe))
+            Zs = np.divide(Zs, nrm[:, None], out=np.zeros(Zs.shape), where=nrm[:, None] > 0)
+            self.zaux = (nrm > 0).astype(np.float64)
+        self.Zs = Zs
+
+    def compute(self, X: Any, out: np.ndarray, tile: int | None, path: Any = None) -> None:
+        """Fill ``out`` with ``k(X, Z)`` for canonical CSR ``X`` (see :func:`compute_csr`)."""
+        compute_csr(self, X, out, tile)
 
 
 def landmark_side(prep: Any) -> tuple[Any, np.ndarray]:

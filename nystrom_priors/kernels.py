@@ -232,7 +232,9 @@ def _prepare(
     degree: Any,
     coef0: Any,
     dtype: np.dtype,
-) -> _Prepared:
+    sparse: bool = False,
+) -> Any:
+    """The landmark side: ``_Prepared`` for dense X, the lighter ``CsrPrepared`` for CSR X."""
     Z = check_array(Z, name="Z")
     if X is not None and X.shape[1] != Z.shape[1]:
         raise ValueError(
@@ -251,6 +253,10 @@ def _prepare(
                 f"needs at least 2 landmarks; got Z of shape {Z.shape}. Pass width explicitly."
             )
         spec = make_kernel(kernel, width=width, gamma=gamma, degree=degree, coef0=coef0, X=Z)
+    if sparse:
+        from ._csr import CsrPrepared
+
+        return CsrPrepared(Z, spec)
     return _Prepared(Z, spec, dtype)
 
 
@@ -326,7 +332,7 @@ def extrapolate(
     """
     X = check_array(X, accept_sparse=True)
     Z = check_array(Z, name="Z")
-    prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype)
+    prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype, sparse=is_sparse(X))
     tile = _check_block_rows(block_rows)
     shape = (X.shape[0], prep.m)
     if out is None:

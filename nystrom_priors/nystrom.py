@@ -151,7 +151,7 @@ class _LandmarkKernelMixin:
             coef0=float(self.coef0_),
         )
 
-    def _prepared(self, dtype: np.dtype) -> _Prepared:
+    def _prepared(self, dtype: np.dtype, sparse: bool = False) -> Any:
         """Landmark-side quantities for ``dtype``, reused while the fitted state is the same.
 
         Kept outside ``__dict__`` (transform must not change the fitted state, scikit-learn's
@@ -164,7 +164,8 @@ class _LandmarkKernelMixin:
         spec = self._kernel_spec()
         Z = self.landmarks_
         cache = _PREPARED.setdefault(self, {})
-        entry = cache.get(dtype)
+        key = (dtype, "csr") if sparse else dtype  # CSR input: the lighter landmark side
+        entry = cache.get(key)
         if entry is not None:
             prep, Zref, snapshot = entry
             if (
@@ -173,18 +174,25 @@ class _LandmarkKernelMixin:
                 and (snapshot is None or np.array_equal(snapshot, Z))
             ):
                 return prep
-        prep = _Prepared(Z, spec, dtype)
+        if sparse:
+            from ._csr import CsrPrepared
+
+            prep = CsrPrepared(Z, spec)
+        else:
+            prep = _Prepared(Z, spec, dtype)
         snapshot = None if not Z.flags.writeable else np.array(Z, copy=True)
-        cache[dtype] = (prep, Z, snapshot)
+        cache[key] = (prep, Z, snapshot)
         return prep
 
     def _features_block(self, X: np.ndarray) -> np.ndarray:
-        prep = self._prepared(X.dtype)
+        prep = self._prepared(X.dtype, sparse=not isinstance(X, np.ndarray))
         out = np.empty((X.shape[0], prep.m), dtype=X.dtype)
         prep.compute(X, out, None, _rowblocks._FORCE_PATH)
         return out
 
     def _project_into(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> bool:
+        if not isinstance(X, np.ndarray):  # CSR: block by block through _features_block
+            return False
         return self._prepared(X.dtype).project(X, P, out)
 
     def _landmark_gram(self) -> np.ndarray:
