@@ -23,6 +23,9 @@ BENCH = {
     "generalized": ("bench_generalized.py", "default GeneralizedNystrom vs baselines on 19 sets"),
     "logdet": ("bench_logdet.py", "Bregman projections per second vs metric-learn ITML"),
     "scale": ("bench_scale.py", "10M rows streaming vs Dask; MNIST-sized fits"),
+    "sparse": ("bench_sparse.py", "100,000 x 50,000 tf-idf-like CSR vs scikit-learn's Nystroem"),
+    "landmarks": ("bench_landmarks.py", "trace error and time of the landmark rules"),
+    "million": ("bench_million.py", "1M samples, few labels: GN + LinearSVC vs LabelSpreading"),
 }
 
 

@@ -124,7 +124,9 @@ class BaseEstimator:
             estimator_type=None,
             target_tags=TargetTags(required=False),
             transformer_tags=TransformerTags(preserves_dtype=["float64", "float32"]),
-            input_tags=InputTags(two_d_array=True, allow_nan=False),
+            input_tags=InputTags(
+                two_d_array=True, allow_nan=False, sparse=getattr(self, "_accepts_sparse", False)
+            ),
         )
 
 
@@ -281,7 +283,7 @@ class FactorTransformMixin:
         from ._validation import check_array, check_is_fitted, check_n_features
 
         check_is_fitted(self, ("projection_",))
-        X = check_array(X, name=name)
+        X = check_array(X, name=name, accept_sparse=True)
         check_n_features(X, self.n_features_in_, name=name, estimator=type(self).__name__)
         return X
 
@@ -298,7 +300,11 @@ class FactorTransformMixin:
             return out
         step = self._block_rows_default()
         for s in range(0, X.shape[0], step):
-            np.matmul(self._features_block(X[s : s + step]), P, out=out[s : s + step])
+            F = self._features_block(X[s : s + step])
+            if isinstance(F, np.ndarray):
+                np.matmul(F, P, out=out[s : s + step])
+            else:  # sparse features (a learner on raw sparse X): sparse @ dense
+                out[s : s + step] = F @ P
         return out
 
     def transform(self, X: Any) -> np.ndarray:
@@ -451,7 +457,7 @@ class FactorTransformMixin:
         K_block : ndarray of shape (n_b, n_B)
         """
         if B is None:
-            if not isinstance(A, np.ndarray):
+            if not isinstance(A, np.ndarray) and not hasattr(A, "tocsr"):  # sparse: one matrix
                 raise TypeError("B must be given when A is an iterable of blocks.")
             B = A
         GB = self._transform_array(B)

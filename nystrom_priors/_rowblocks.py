@@ -222,6 +222,11 @@ class _Prepared:
     def compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
         """Fill ``out`` (n, m) with k(X, Z); X validated, same dtype and width as Z. Raises
         ValueError if a kernel value overflows X's dtype."""
+        if not isinstance(X, np.ndarray) and hasattr(X, "indptr"):  # CSR (check_csr)
+            from ._csr import compute_csr
+
+            compute_csr(self, X, out, tile)
+            return
         Xs, prep = self._scaled(X)
         prep._compute(Xs, out, tile, path)
         prep._check_finite(Xs, out, "k(X, Z)", shown=(X, self))
@@ -282,6 +287,8 @@ class _Prepared:
         another path; the caller then goes block by block.
         """
         if _FORCE_PATH not in (None, "blas") or not _BLAS.available() or X.shape[0] == 0:
+            return False
+        if not isinstance(X, np.ndarray):  # CSR: block by block through compute
             return False
         from ._numba import _extrapolate as kx
 

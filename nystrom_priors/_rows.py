@@ -57,8 +57,10 @@ class RowSource:
                 )
             self.lazy = True
         else:
-            self.X = check_array(X, name=name, min_samples=min_samples)
+            # scipy.sparse input is kept as canonical CSR: rows are densified only when taken
+            self.X = check_array(X, name=name, min_samples=min_samples, accept_sparse=True)
             self.lazy = False
+        self.sparse = not self.lazy and not isinstance(self.X, np.ndarray)
         self.shape = tuple(int(s) for s in self.X.shape)
         self.dtype = np.dtype(self.X.dtype)
 
@@ -73,6 +75,8 @@ class RowSource:
     def take(self, rows: np.ndarray) -> np.ndarray:
         """The given rows (sorted or not) as an in-memory C-contiguous array."""
         rows = np.asarray(rows, dtype=np.int64)
+        if self.sparse:  # len(rows) x d dense
+            return np.ascontiguousarray(self.X[rows].toarray())
         if not self.lazy:
             return np.ascontiguousarray(self.X[rows])
         order = np.argsort(rows, kind="stable")
@@ -86,10 +90,16 @@ class RowSource:
         step = block_rows or max(1, _BLOCK_ELEMENTS // max(1, self.d))
         for s in range(0, self.n, step):
             blk = self.X[s : s + step]
+            if self.sparse:
+                yield s, blk  # CSR rows
+                continue
             yield s, np.ascontiguousarray(blk.compute() if self.lazy else blk)
 
     def in_memory(self) -> np.ndarray:
-        """The whole array in memory (for the learners that need it, e.g. graph-based)."""
+        """The whole array in memory (for the learners that need it, e.g. graph-based); CSR
+        for sparse input."""
+        if self.sparse:
+            return self.X
         return np.ascontiguousarray(self.X.compute()) if self.lazy else self.X
 
     def mean_squared_distance(self) -> float:

@@ -34,7 +34,8 @@ def check_array(
     min_features: int = 1,
     allow_nonfinite: bool = False,
     copy: bool = False,
-) -> np.ndarray:
+    accept_sparse: bool = False,
+) -> Any:
     """Validate a data array and return it C-contiguous in a float dtype.
 
     Parameters
@@ -54,14 +55,28 @@ def check_array(
         Skip the NaN/inf check.
     copy : bool
         Always return a new array.
+    accept_sparse : bool
+        Accept ``scipy.sparse`` input (any format) and return it as CSR (see
+        :func:`check_csr`); otherwise sparse input is refused with a hint.
 
     Returns
     -------
-    ndarray
-        C-contiguous float32 or float64 array (a view of ``X`` when no conversion is needed).
+    ndarray or scipy.sparse CSR matrix / array
+        C-contiguous float32 or float64 array (a view of ``X`` when no conversion is needed),
+        or, with ``accept_sparse``, a canonical CSR matrix for sparse input.
     """
     if X is None:
         raise TypeError(f"{name} must be an array-like of numbers, got None.")
+    if accept_sparse and is_sparse(X):
+        return check_csr(
+            X,
+            name=name,
+            dtype=dtype,
+            min_samples=min_samples if ensure_2d else 0,
+            min_features=min_features if ensure_2d else 0,
+            allow_nonfinite=allow_nonfinite,
+            copy=copy,
+        )
     if hasattr(X, "__array_function__") and not isinstance(X, np.ndarray):
         # dask arrays, sparse matrices, ... : refuse to materialise silently
         mod = type(X).__module__.split(".")[0]
@@ -144,6 +159,83 @@ def check_array(
         raise ValueError(
             f"{name} must contain only finite values, got {n_nan} NaN and {n_inf} infinite "
             f"entries (first at index {first})."
+        )
+    return out
+
+
+def is_sparse(X: Any) -> bool:
+    """Whether ``X`` is a ``scipy.sparse`` matrix or array (without importing scipy)."""
+    return not isinstance(X, np.ndarray) and all(hasattr(X, a) for a in ("tocsr", "nnz", "format"))
+
+
+def check_csr(
+    X: Any,
+    *,
+    name: str = "X",
+    dtype: Any = "float",
+    min_samples: int = 1,
+    min_features: int = 1,
+    allow_nonfinite: bool = False,
+    copy: bool = False,
+) -> Any:
+    """Validate a ``scipy.sparse`` input and return it as canonical CSR in a float dtype.
+
+    CSC, COO, DOK, LIL, ... are converted (``.tocsr()``; a matrix stays a matrix, an array
+    an array). Canonical means sorted column indices within a row and no duplicate entries
+    (duplicates are summed, scipy's meaning of them): the jitted kernels compute
+    ``||x||^2 = sum_p data_p^2`` per row, which duplicates would get wrong. The dtype
+    follows :func:`check_array`; only the stored values are checked for finiteness. Nothing
+    of size ``n x d`` is allocated.
+    """
+    if getattr(X, "ndim", 2) != 2:
+        raise ValueError(
+            f"{name} must be a 2-D sparse matrix of shape (n_samples, n_features), got a "
+            f"{X.ndim}-D sparse array of shape {X.shape}."
+        )
+    kind = np.dtype(X.dtype).kind
+    if kind == "c":
+        raise ValueError(
+            f"Complex data not supported: {name} has dtype {X.dtype}; pass its real part "
+            "as float32 or float64."
+        )
+    if kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got a sparse matrix of dtype {X.dtype}.")
+    n, d = X.shape
+    if n < min_samples:
+        raise ValueError(
+            f"{name} has {n} sample(s) (shape={X.shape}, n_samples = {n}) while a minimum of "
+            f"{min_samples} is required."
+        )
+    if d < min_features:
+        raise ValueError(
+            f"{name} has {d} feature(s) (shape={X.shape}) while a minimum of {min_features} "
+            "is required."
+        )
+    if dtype == "float":
+        target = X.dtype if X.dtype in FLOAT_DTYPES else np.dtype(np.float64)
+    else:
+        target = np.dtype(dtype)
+    fmt = getattr(X, "format", None)
+    out = X.tocsr(copy=copy) if fmt == "csr" else X.tocsr()
+    if out.dtype != target:
+        out = out.astype(target)
+    if not out.has_canonical_format:
+        out = out.copy() if out is X else out
+        out.sum_duplicates()  # also sorts the indices
+    if not out.has_sorted_indices:
+        out = out.copy() if out is X else out
+        out.sort_indices()
+    if copy and out is X:
+        out = out.copy()
+    if not allow_nonfinite and not np.isfinite(out.data).all():
+        bad = ~np.isfinite(out.data)
+        n_nan = int(np.isnan(out.data).sum())
+        n_inf = int(bad.sum()) - n_nan
+        p = int(np.flatnonzero(bad)[0])
+        row = int(np.searchsorted(out.indptr, p, side="right") - 1)
+        raise ValueError(
+            f"{name} must contain only finite values, got {n_nan} NaN and {n_inf} infinite "
+            f"stored entries (first at index {(row, int(out.indices[p]))})."
         )
     return out
 

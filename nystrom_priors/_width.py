@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_array
+from ._validation import check_array, is_sparse
 
 __all__ = ["mean_squared_distance", "mean_l1_distance"]
 
@@ -24,7 +24,10 @@ def mean_squared_distance(X: Any) -> float:
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features), n_samples >= 2
+    X : array-like or scipy.sparse matrix of shape (n_samples, n_features), n_samples >= 2
+        Sparse input (any format; converted to CSR) is never densified: with the column
+        means ``mu``, ``sum_i ||x_i - mu||^2 = n ||mu||^2 + sum_p ((v_p - mu_k)^2 - mu_k^2)``
+        over the stored entries ``v_p`` (column ``k``), O(nnz + d).
 
     Returns
     -------
@@ -37,7 +40,9 @@ def mean_squared_distance(X: Any) -> float:
     >>> mean_squared_distance(np.array([[0.0, 0.0], [3.0, 4.0]]))
     25.0
     """
-    X = check_array(X, min_samples=2)
+    X = check_array(X, min_samples=2, accept_sparse=True)
+    if is_sparse(X):
+        return _mean_squared_distance_csr(X)
     n = X.shape[0]
     step = max(1, (1 << 20) // max(1, X.shape[1]))
     blocks = [slice(s, s + step) for s in range(0, n, step)]
@@ -53,6 +58,19 @@ def mean_squared_distance(X: Any) -> float:
         return float(np.ldexp(2.0 * total / (n - 1), 2 * e))
 
 
+def _mean_squared_distance_csr(X: Any) -> float:
+    """``mean_squared_distance`` of canonical CSR ``X`` from its stored entries (see there)."""
+    n, d = X.shape
+    data = X.data
+    e = _binary_exponent(float(np.abs(data).max(initial=0.0)))
+    v = np.ldexp(data.astype(np.float64), -e)
+    mean = np.bincount(X.indices, weights=v, minlength=d) / n
+    mu = mean[X.indices]
+    total = n * float(mean @ mean) + float(((v - mu) ** 2 - mu * mu).sum())
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(2.0 * max(total, 0.0) / (n - 1), 2 * e))
+
+
 def _binary_exponent(amax: float) -> int:
     """e with amax = f 2^e, f in [0.5, 1) (0 for amax = 0): scaling by 2^-e is exact and
     brings amax into [0.5, 1)."""
@@ -66,13 +84,35 @@ def mean_l1_distance(X: Any) -> float:
     ``sum_k x_(k) (2k - n + 1)``; the default width of the Laplacian kernel. Computed in units
     of 2^e ~ max |x| (exact), so the weighted sums (up to n^2 max |x|) cannot overflow while
     the mean itself is a float; returns ``inf`` when it is not (``make_kernel`` says so).
+    Sparse input is not densified: per column only the stored values are sorted, the zeros
+    sit between the negative and the positive ones and contribute nothing.
     """
-    X = check_array(X, min_samples=2)
+    X = check_array(X, min_samples=2, accept_sparse=True)
+    if is_sparse(X):
+        return _mean_l1_distance_csr(X)
     n = X.shape[0]
     weights = 2.0 * np.arange(n, dtype=np.float64) - (n - 1)
     e = _binary_exponent(max(float(X.max()), -float(X.min())))  # no n x d |X| copy
     total = 0.0
     for k in range(X.shape[1]):
         total += float(np.sort(np.ldexp(X[:, k].astype(np.float64), -e)) @ weights)
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(2.0 * total / (n * (n - 1)), e))
+
+
+def _mean_l1_distance_csr(X: Any) -> float:
+    """``mean_l1_distance`` of canonical CSR ``X``: per column, the negative stored values
+    take the ranks ``0 ..`` and the positive ones the ranks ``.. n - 1`` of the sorted column."""
+    n = X.shape[0]
+    C = X.tocsc()
+    e = _binary_exponent(float(np.abs(C.data).max(initial=0.0)))
+    total = 0.0
+    for k in range(C.shape[1]):
+        v = np.sort(np.ldexp(C.data[C.indptr[k] : C.indptr[k + 1]].astype(np.float64), -e))
+        neg = int(np.searchsorted(v, 0.0, side="left"))
+        pos = v.size - int(np.searchsorted(v, 0.0, side="right"))
+        ranks = np.concatenate([np.arange(neg), np.arange(n - pos, n)]).astype(np.float64)
+        vals = np.concatenate([v[:neg], v[v.size - pos :]])
+        total += float(vals @ (2.0 * ranks - (n - 1)))
     with np.errstate(over="ignore"):
         return float(np.ldexp(2.0 * total / (n * (n - 1)), e))

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _rowblocks
 from ._rowblocks import _Prepared
-from ._validation import check_array, check_no_overlap, check_out, check_scalar
+from ._validation import check_array, check_no_overlap, check_out, check_scalar, is_sparse
 from ._width import mean_l1_distance, mean_squared_distance
 
 __all__ = [
@@ -212,6 +212,11 @@ def _scale_and_spread(X: Any) -> tuple[float, float]:
         if X.lazy:
             return float("nan"), float("nan")
         X = X.X
+    if is_sparse(X):  # the stored values and the implicit zeros
+        X = X.tocsr()
+        if X.nnz == 0:
+            return 0.0, 0.0
+        return float(np.abs(X.data).max()), float((X.max(axis=0) - X.min(axis=0)).max())
     X = np.asarray(X)
     if X.size == 0:
         return 0.0, 0.0
@@ -227,7 +232,9 @@ def _prepare(
     degree: Any,
     coef0: Any,
     dtype: np.dtype,
-) -> _Prepared:
+    sparse: bool = False,
+) -> Any:
+    """The landmark side: ``_Prepared`` for dense X, the lighter ``CsrPrepared`` for CSR X."""
     Z = check_array(Z, name="Z")
     if X is not None and X.shape[1] != Z.shape[1]:
         raise ValueError(
@@ -246,6 +253,10 @@ def _prepare(
                 f"needs at least 2 landmarks; got Z of shape {Z.shape}. Pass width explicitly."
             )
         spec = make_kernel(kernel, width=width, gamma=gamma, degree=degree, coef0=coef0, X=Z)
+    if sparse:
+        from ._csr import CsrPrepared
+
+        return CsrPrepared(Z, spec)
     return _Prepared(Z, spec, dtype)
 
 
@@ -271,10 +282,12 @@ def extrapolate(
 
     Parameters
     ----------
-    X : array-like of shape (n, d)
-        Samples. float32 and float64 are kept; other real dtypes are cast to float64.
+    X : array-like or scipy.sparse matrix of shape (n, d)
+        Samples. float32 and float64 are kept; other real dtypes are cast to float64. Sparse
+        input (CSR; CSC, COO, ... are converted) is never densified: each row's cross terms
+        are a sparse x dense product over its stored entries, ``O(nnz(X) m)`` time.
     Z : array-like of shape (m, d)
-        Landmarks (cast to X's dtype).
+        Landmarks (cast to X's dtype); always dense.
     kernel : str or KernelSpec, default="rbf"
         See the module docstring.
     width : float, optional
@@ -317,9 +330,9 @@ def extrapolate(
     >>> E.shape, round(float(E[1, 0]), 6)
     ((2, 1), 0.367879)
     """
-    X = check_array(X)
+    X = check_array(X, accept_sparse=True)
     Z = check_array(Z, name="Z")
-    prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype)
+    prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype, sparse=is_sparse(X))
     tile = _check_block_rows(block_rows)
     shape = (X.shape[0], prep.m)
     if out is None:
@@ -337,6 +350,11 @@ def _iter_blocks(X: Any, block_rows: int | None, row_width: int) -> Iterator[tup
         block_rows = max(1, _STREAM_ELEMENTS // max(1, row_width))
     if isinstance(X, (list, tuple)) and len(X) and np.ndim(X[0]) <= 1:
         X = np.asarray(X)  # a list of rows, not a list of blocks
+    if is_sparse(X):  # CSR row slices (other formats are converted once)
+        X = check_array(X, accept_sparse=True)
+        for s in range(0, X.shape[0], block_rows):
+            yield s, X[s : s + block_rows]
+        return
     if isinstance(X, np.ndarray):  # includes np.memmap: slicing reads one block at a time
         if X.ndim != 2:
             check_array(X)  # raises the standard message
@@ -370,8 +388,9 @@ def iter_extrapolate(
 
     Parameters
     ----------
-    X : array-like of shape (n, d), np.memmap, or iterable of (n_b, d) blocks
-        Arrays are sliced in blocks of ``block_rows``; an iterable's blocks are used as given.
+    X : array-like of shape (n, d), np.memmap, scipy.sparse matrix, or iterable of blocks
+        Arrays and sparse matrices (as CSR) are sliced in blocks of ``block_rows``; an
+        iterable's (n_b, d) blocks, dense or sparse, are used as given.
     Z, kernel, width, gamma, degree, coef0
         As in :func:`extrapolate`; the kernel is resolved once, before the first block.
     block_rows : int, optional
@@ -397,7 +416,7 @@ def iter_extrapolate(
     preps: dict[np.dtype, _Prepared] = {}
     first = _prepare(None, Zc, kernel, width, gamma, degree, coef0, Zc.dtype)
     for start, raw in _iter_blocks(X, block_rows, first.m):
-        Xb = check_array(raw, name=f"X block at row {start}")
+        Xb = check_array(raw, name=f"X block at row {start}", accept_sparse=True)
         if Xb.shape[1] != first.d:
             raise ValueError(
                 f"X block at row {start} has {Xb.shape[1]} features, but Z has {first.d}."

@@ -5,6 +5,10 @@
 * ``"kmeans"``: clustered Nystrom (Zhang & Kwok 2010): k-means++ seeding followed by a few
   Lloyd iterations; landmarks are the centroids. The Nystrom approximation error is bounded by
   the k-means quantisation error, which is why centroids beat uniform sampling.
+* ``"rpcholesky"``: randomly pivoted Cholesky (Chen, Epperly, Tropp & Webber 2023), in its
+  accelerated block-rejection form (Epperly, Tropp & Webber 2024): pivots sampled in
+  proportion to the residual kernel diagonal; landmarks are the pivot rows. It looks at the
+  kernel, not only at the geometry, and evaluates ``(m + 1) s`` kernel entries on ``s`` rows.
 * an ``(m, d)`` array: user-given landmarks.
 
 k-means runs on a uniform subsample of at most ``sample_size`` rows (default ``10 m``, at least
@@ -23,7 +27,9 @@ from ._validation import check_array, check_random_state, check_scalar
 
 __all__ = ["LANDMARK_METHODS", "kmeans", "select_landmarks"]
 
-LANDMARK_METHODS = ("uniform", "kmeans", "kmeans++")
+LANDMARK_METHODS = ("uniform", "kmeans", "kmeans++", "rpcholesky")
+# rpcholesky keeps an s x m float64 factor: rows of the default sample (about 512 MiB)
+_RPC_ELEMENTS = 1 << 26
 # Lloyd stops for landmarks once an iteration gains < 1e-4 of the inertia: on the
 # MNIST-sized benchmark the inertia is flat to 6e-5 after the second assignment while labels
 # keep flipping for several more (each a 10 m x m x d GEMM)
@@ -33,6 +39,9 @@ _SEED_BATCH = 64
 _SEED_BATCH_SHARE = 2  # ... and at most this fraction (1/2) of the centres so far
 # rejections in a row after which the seeding folds its new centres in (the bounds are stale)
 _SEED_REJECTIONS = 32
+# sparse X: k-means works on a densified sample of at most this many entries (128 MiB of
+# float64; with d = 50,000 features, 335 rows)
+_SPARSE_SAMPLE_ELEMENTS = 1 << 24
 
 
 def _check_n_landmarks(n_landmarks: Any, n_samples: int) -> int:
@@ -181,6 +190,38 @@ def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+def _rpcholesky_landmarks(
+    src: Any,
+    m: int,
+    rng: np.random.Generator,
+    sample_size: Any,
+    kernel: Any,
+    width: Any,
+    gamma: Any,
+) -> np.ndarray:
+    """The pivot rows of RPCholesky on a uniform sample of ``src`` (all rows when small)."""
+    from ._rows import RowSource
+    from ._rpcholesky import rpcholesky
+    from .kernels import make_kernel
+
+    n = src.n
+    if sample_size is None:
+        s = min(n, max(10 * m, 2000, _RPC_ELEMENTS // m))
+    else:
+        s = int(check_scalar(sample_size, "sample_size", kind="int", lo=1))
+        if s < m:
+            raise ValueError(f"sample_size ({s}) must be at least n_landmarks ({m}).")
+        s = min(s, n)
+    if s < n:
+        idx = np.sort(rng.choice(n, size=s, replace=False))
+        sub = RowSource(src.X[idx] if getattr(src, "sparse", False) else src.take(idx))
+    else:
+        idx, sub = np.arange(n), src
+    spec = make_kernel(kernel, width=width, gamma=gamma, X=sub)
+    _, pivots = rpcholesky(sub, m, spec, rng)
+    return src.take(idx[np.sort(pivots)])
+
+
 def select_landmarks(
     X: Any,
     n_landmarks: int,
@@ -189,16 +230,23 @@ def select_landmarks(
     random_state: Any = None,
     max_iter: int = 10,
     sample_size: int | None = None,
+    kernel: Any = "rbf",
+    width: float | None = None,
+    gamma: float | None = None,
 ) -> np.ndarray:
     """Choose ``m`` landmark points for a Nystrom approximation.
 
     Parameters
     ----------
-    X : array-like of shape (n, d), np.memmap or dask array
-        Training samples; only the sampled rows are read (see ``sample_size``).
+    X : array-like of shape (n, d), np.memmap, dask array or scipy.sparse matrix
+        Training samples; only the sampled rows are read (see ``sample_size``). Sparse input
+        (as CSR) is never densified as a whole; the landmarks are dense, ``m x d`` (with
+        50,000 features and 300 landmarks, 120 MB in float64). k-means and k-means++ on
+        sparse input work on a densified sample of at most ``2^24`` entries (at least
+        ``m`` rows), which may be smaller than ``sample_size``.
     n_landmarks : int
         Number of landmarks ``m``; capped at ``n`` with a warning.
-    method : {"kmeans", "kmeans++", "uniform"} or ndarray of shape (m, d)
+    method : {"kmeans", "kmeans++", "uniform", "rpcholesky"} or ndarray of shape (m, d)
         Selection rule (see the module docstring), or the landmarks themselves.
     random_state : None, int, Generator or RandomState
         Seed; the same seed gives the same landmarks, whatever the number of threads.
@@ -207,7 +255,14 @@ def select_landmarks(
         lowers the inertia by less than 1e-4 (relative).
     sample_size : int, optional
         k-means (and k-means++) run on a uniform subsample of this many rows; default
-        ``max(10 m, 2000)`` capped at ``n``.
+        ``max(10 m, 2000)`` capped at ``n``. ``"rpcholesky"`` runs on this many rows, default
+        ``max(10 m, 2000, 2^26 / m)`` capped at ``n`` (its factor is ``s x m`` float64).
+    kernel : str or KernelSpec, default="rbf"
+        The kernel ``"rpcholesky"`` factors (the other methods ignore it and ``width`` /
+        ``gamma``); the learners pass their own.
+    width, gamma : float, optional
+        Its width (default: the mean squared distance of the rows it runs on) or inverse
+        width, as in :func:`~nystrom_priors.extrapolate`.
 
     Returns
     -------
@@ -247,6 +302,8 @@ def select_landmarks(
     if method == "uniform":
         idx = np.sort(rng.choice(n, size=m, replace=False))
         return src.take(idx)
+    if method == "rpcholesky":
+        return _rpcholesky_landmarks(src, m, rng, sample_size, kernel, width, gamma)
     if sample_size is None:
         s = min(n, max(10 * m, 2000))
     else:
@@ -254,7 +311,13 @@ def select_landmarks(
         if s < m:
             raise ValueError(f"sample_size ({s}) must be at least n_landmarks ({m}).")
         s = min(s, n)
-    sample = src.in_memory() if s == n else src.take(np.sort(rng.choice(n, size=s, replace=False)))
+    if getattr(src, "sparse", False) and s > max(m, _SPARSE_SAMPLE_ELEMENTS // max(1, d)):
+        # the sample is densified (s x d): cap it, but keep at least one row per centre
+        s = max(m, _SPARSE_SAMPLE_ELEMENTS // max(1, d))
+    if s == n and not getattr(src, "sparse", False):
+        sample = src.in_memory()
+    else:
+        sample = src.take(np.sort(rng.choice(n, size=s, replace=False)) if s < n else np.arange(n))
     # Clustering runs in float32 on the centred sample: seeding folds its centres in by passes
     # over the sample (float32 vectorises over twice the lanes) and Lloyd's assignment is an
     # sgemm.

@@ -73,6 +73,9 @@ _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 class _LandmarkKernelMixin:
     """Landmarks + kernel resolution + features ``k(X, Z)`` shared by the Nystrom family."""
 
+    #: scipy.sparse X is accepted by fit / transform / kernel (scikit-learn's sparse tag)
+    _accepts_sparse = True
+
     def _fit_landmarks(self, X: np.ndarray, rng: np.random.Generator) -> None:
         self.n_features_in_ = X.shape[1]
         landmarks = self.landmarks
@@ -81,10 +84,6 @@ class _LandmarkKernelMixin:
                 f"landmarks must be one of {list(LANDMARK_METHODS)} or an (m, d) array, "
                 f"got {landmarks!r}."
             )
-        self.landmarks_ = select_landmarks(X, self.n_landmarks, method=landmarks, random_state=rng)
-        # the model's own copy (select_landmarks copies user-given arrays), read-only so that
-        # the landmark-side quantities derived from it cannot silently go stale
-        self.landmarks_.flags.writeable = False
         spec = make_kernel(
             self.kernel,
             width=self.width,
@@ -93,6 +92,12 @@ class _LandmarkKernelMixin:
             coef0=self.coef0,
             X=X,
         )
+        self.landmarks_ = select_landmarks(
+            X, self.n_landmarks, method=landmarks, random_state=rng, kernel=spec
+        )
+        # the model's own copy (select_landmarks copies user-given arrays), read-only so that
+        # the landmark-side quantities derived from it cannot silently go stale
+        self.landmarks_.flags.writeable = False
         # the kernel transform uses is fixed here: set_params after fit must not change it
         self.kernel_ = spec.name
         self.gamma_ = float(spec.gamma)
@@ -146,7 +151,7 @@ class _LandmarkKernelMixin:
             coef0=float(self.coef0_),
         )
 
-    def _prepared(self, dtype: np.dtype) -> _Prepared:
+    def _prepared(self, dtype: np.dtype, sparse: bool = False) -> Any:
         """Landmark-side quantities for ``dtype``, reused while the fitted state is the same.
 
         Kept outside ``__dict__`` (transform must not change the fitted state, scikit-learn's
@@ -159,7 +164,8 @@ class _LandmarkKernelMixin:
         spec = self._kernel_spec()
         Z = self.landmarks_
         cache = _PREPARED.setdefault(self, {})
-        entry = cache.get(dtype)
+        key = (dtype, "csr") if sparse else dtype  # CSR input: the lighter landmark side
+        entry = cache.get(key)
         if entry is not None:
             prep, Zref, snapshot = entry
             if (
@@ -168,25 +174,37 @@ class _LandmarkKernelMixin:
                 and (snapshot is None or np.array_equal(snapshot, Z))
             ):
                 return prep
-        prep = _Prepared(Z, spec, dtype)
+        if sparse:
+            from ._csr import CsrPrepared
+
+            prep = CsrPrepared(Z, spec)
+        else:
+            prep = _Prepared(Z, spec, dtype)
         snapshot = None if not Z.flags.writeable else np.array(Z, copy=True)
-        cache[dtype] = (prep, Z, snapshot)
+        cache[key] = (prep, Z, snapshot)
         return prep
 
     def _features_block(self, X: np.ndarray) -> np.ndarray:
-        prep = self._prepared(X.dtype)
+        prep = self._prepared(X.dtype, sparse=not isinstance(X, np.ndarray))
         out = np.empty((X.shape[0], prep.m), dtype=X.dtype)
         prep.compute(X, out, None, _rowblocks._FORCE_PATH)
         return out
 
     def _project_into(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> bool:
+        if not isinstance(X, np.ndarray):  # CSR: block by block through _features_block
+            return False
         return self._prepared(X.dtype).project(X, P, out)
 
     def _landmark_gram(self) -> np.ndarray:
-        """W = k(Z, Z) in float64 (from Z in the training dtype)."""
-        return extrapolate(self.landmarks_, self.landmarks_, kernel=self._kernel_spec()).astype(
-            np.float64
-        )
+        """W = k(Z, Z) in float64 (from Z in the training dtype). Many features that are mostly
+        zeros (landmarks drawn from a sparse X): by the sparse path, which skips the zeros,
+        instead of an m x m x d GEMM."""
+        Z = self.landmarks_
+        if Z.shape[1] >= 1024 and np.count_nonzero(Z) <= Z.size // 8:
+            import scipy.sparse as sp
+
+            Z = sp.csr_matrix(Z)
+        return extrapolate(Z, self.landmarks_, kernel=self._kernel_spec()).astype(np.float64)
 
     def _fit_prior(self, with_eig: bool = False):
         """Set ``eigenvalues_`` and ``S0_ = W^+``; return the prior's factor ``U diag(lam)^-1/2``
@@ -233,8 +251,10 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
         Polynomial degree.
     coef0 : float, default=1.0
         Polynomial offset.
-    landmarks : {"kmeans", "kmeans++", "uniform"} or ndarray of shape (m, d), default="kmeans"
-        Landmark selection (see :func:`select_landmarks`), or the landmarks.
+    landmarks : str or ndarray of shape (m, d), default="kmeans"
+        Landmark selection, ``"kmeans"``, ``"kmeans++"``, ``"uniform"`` or ``"rpcholesky"``
+        (see :func:`select_landmarks`; RPCholesky factors this model's kernel), or the
+        landmarks.
     rcond : float, optional
         Relative eigenvalue cut-off for ``W^+``; default ``m * eps`` of the training dtype.
     random_state : None, int or Generator

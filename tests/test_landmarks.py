@@ -18,7 +18,7 @@ def _blobs(rng, n=600, d=4, k=6):
     return centers[rng.integers(k, size=n)] + rng.normal(size=(n, d))
 
 
-@pytest.mark.parametrize("method", ["uniform", "kmeans++", "kmeans"])
+@pytest.mark.parametrize("method", ["uniform", "kmeans++", "kmeans", "rpcholesky"])
 def test_deterministic_for_a_seed_and_thread_count(rng, method):
     X = _blobs(rng)
     a = select_landmarks(X, 25, method=method, random_state=3)
@@ -34,7 +34,7 @@ def test_deterministic_for_a_seed_and_thread_count(rng, method):
     assert not np.array_equal(a, select_landmarks(X, 25, method=method, random_state=4))
 
 
-@pytest.mark.parametrize("method", ["uniform", "kmeans++"])
+@pytest.mark.parametrize("method", ["uniform", "kmeans++", "rpcholesky"])
 def test_sampling_methods_return_distinct_data_rows(rng, method):
     X = rng.normal(size=(300, 3))
     Z = select_landmarks(X, 40, method=method, random_state=0)

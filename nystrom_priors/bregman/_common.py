@@ -241,7 +241,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 XtX = np.zeros((d, d))
                 for _, blk in X.blocks():
                     b64 = blk.astype(np.float64)
-                    XtX += b64.T @ b64
+                    g = b64.T @ b64  # sparse for sparse X (d x d, at most nnz^2 entries)
+                    XtX += g.toarray() if hasattr(g, "toarray") else g
                 evals, evecs = np.linalg.eigh(XtX)
                 P0 = np.ascontiguousarray(evecs[:, ::-1][:, :rank])
         if rank is not None and rank > P0.shape[1]:
@@ -498,7 +499,8 @@ _COMMON_PARAMS_DOC = """
     kernel_gamma : float, optional
         ``1/b`` instead of ``width`` (the name ``gamma`` is the slack of ITML / Kulis 2009).
     degree, coef0 : polynomial kernel parameters
-    landmarks : {"kmeans", "kmeans++", "uniform"} or (m, d) array, default="kmeans"
+    landmarks : {"kmeans", "kmeans++", "uniform", "rpcholesky"} or (m, d) array
+        Default ``"kmeans"``; see :func:`select_landmarks`.
     rcond : float, optional
         Relative eigenvalue cut-off of the Nystrom prior.
     random_state : None, int or Generator

@@ -1,0 +1,120 @@
+"""``E = k(X, Z)`` for CSR ``X``: the Python side of ``_numba/_sparse.py``.
+
+``_rowblocks._Prepared.compute`` hands CSR input here. The landmarks stay dense (k-means
+centres are dense; sampled rows of a sparse X are densified, ``m x d``), so the cross term is
+a sparse x dense product computed row by row from the stored entries: time ``O(nnz(X) m)``,
+no ``n x d`` array ever. The landmark side (``Z^T`` and per-landmark norms) is rebuilt in
+float64 from the prepared landmarks once and kept on them: ``O(m d)``. Landmarks that are
+mostly zeros (uniform, k-means++ or RPCholesky rows of a sparse X) are kept sparse by feature,
+and a row then costs only the features it shares with the landmarks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CsrPrepared", "compute_csr", "landmark_side"]
+
+
+class CsrPrepared:
+    """The landmark side of ``k(X, Z)`` for CSR ``X`` only, without the dense path's copies.
+
+    ``_rowblocks._Prepared`` keeps centred (RBF) or unit (cosine) landmarks and their
+    transpose in X's dtype for the dense kernels: at 50,000 features x 300 landmarks each
+    copy is 120 MB, and CSR input needs none of them. This holds what :func:`landmark_side`
+    reads (``spec``, ``Zs``, ``shift``, ``zaux``, ``m``): the raw landmarks (a view when they
+    are float64), or the unit ones for the cosine kernel.
+    """
+
+    def __init__(self, Z: np.ndarray, spec: Any) -> None:
+        self.spec = spec
+        Zs = np.asarray(Z, dtype=np.float64)
+        self.m, d = Zs.shape
+        self.shift = np.zeros(d)
+        self.zaux = np.zeros(self.m)
+        if spec.name == "cosine":
+            top = np.abs(Zs).max(axis=1, initial=0.0)
+            safe = np.where(top > 0, top, 1.0)[:, None]
+            nrm = top * np.sqrt(np.einsum("ij,ij->i", Zs / safe, Zs / safe))
+            Zs = np.divide(Zs, nrm[:, None], out=np.zeros(Zs.shape), where=nrm[:, None] > 0)
+            self.zaux = (nrm > 0).astype(np.float64)
+        self.Zs = Zs
+
+    def compute(self, X: Any, out: np.ndarray, tile: int | None, path: Any = None) -> None:
+        """Fill ``out`` with ``k(X, Z)`` for canonical CSR ``X`` (see :func:`compute_csr`)."""
+        compute_csr(self, X, out, tile)
+
+
+def landmark_side(prep: Any) -> tuple[Any, np.ndarray]:
+    """``(Z^T (d, m) float64, zaux (m,) float64)`` for the kernel of ``prep``.
+
+    RBF: raw landmarks (``prep`` holds them centred; adding the shift back gives exact zeros
+    where they were zeros) and ``||z||^2``. Cosine: the unit landmarks and their 0/1 flags as
+    prepared. Laplacian: raw landmarks and ``||z||_1``. Linear and polynomial: raw landmarks.
+    ``Z^T`` is CSR when at most 1/8 of its entries are non-zero (landmarks that are rows of a
+    sparse X): the cross terms then cost only the features stored in both x and z, as for
+    sparse x sparse products. Dense otherwise.
+    """
+    name = prep.spec.name
+    Z = prep.Zs.astype(np.float64)  # a copy
+    zaux = np.zeros(Z.shape[0])
+    if name == "rbf":
+        Z += prep.shift
+        zaux = np.einsum("ij,ij->i", Z, Z)
+    elif name == "cosine":
+        zaux = np.asarray(prep.zaux, dtype=np.float64)
+    elif name == "laplacian":
+        zaux = np.abs(Z).sum(axis=1)
+    if Z.size >= (1 << 16) and np.count_nonzero(Z) <= Z.size // 8:
+        import scipy.sparse as sp
+
+        ZT = sp.csr_matrix(Z).T.tocsr()  # never a dense transpose
+        ZT.sort_indices()
+        return ZT, zaux
+    return np.ascontiguousarray(Z.T), zaux
+
+
+def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
+    """Fill ``out`` (n, m), X's dtype, with ``k(X, Z)`` for canonical CSR ``X``.
+
+    Raises ``ValueError`` when a kernel value is not finite in X's dtype (the dense path's
+    rescaling for data near the float range is not repeated here: sparse data are counts,
+    frequencies or tf-idf weights).
+    """
+    from ._numba import _sparse as ks
+
+    n = X.shape[0]
+    if n == 0:
+        return
+    side = getattr(prep, "_csr_side", None)
+    if side is None:  # once per prepared landmark set (a model keeps its _Prepared)
+        side = prep._csr_side = landmark_side(prep)
+    ZT, zaux = side
+    if tile is None:
+        # about the same work per tile as the dense path's 1 MiB tiles
+        per_row = max(1, (X.nnz // max(1, n)) * prep.m)
+        tile = int(max(8, min(4096, (1 << 20) // per_row)))
+    spec = prep.spec
+    args = (zaux, spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree), out, tile)
+    if isinstance(ZT, np.ndarray):
+        ks.extrapolate_csr(X.indptr, X.indices, X.data, ZT, *args)
+    else:
+        ks.extrapolate_csr_zs(X.indptr, X.indices, X.data, ZT.indptr, ZT.indices, ZT.data, *args)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
+            return
+    raise ValueError(
+        f"k(X, Z) overflows {out.dtype}: the {spec.name!r} kernel is not finite at max |x| = "
+        f"{float(np.abs(X.data).max(initial=0.0)):.3g}. Rescale X."
+    )
+
+
+def row_sq_norms(X: Any) -> np.ndarray:
+    """``||x_i||^2`` (float64, shape (n,)) of canonical CSR ``X``."""
+    from ._numba import _sparse as ks
+
+    out = np.empty(X.shape[0])
+    ks.row_sq_norms(X.indptr, X.data, out, 4096)
+    return out
