@@ -11,10 +11,11 @@ PSD: ``sum_p (mu_p - mu_p^2 / (4C))`` for the square loss (mu free) and the squa
 (mu >= 0), ``sum_p mu_p`` for the hinge (0 <= mu <= C). The multipliers are read off the
 current factor V: ``mu_p = -h'(f_p)`` (the optimality condition, exact at the optimum); for
 the hinge, whose derivative jumps at f = 1, the column updates' box-QP multipliers. They are
-then scaled by the largest ``t <= 1`` keeping ``Dt - t B`` PSD (t multiplies every mu, so the
-box and sign constraints still hold): the generalized eigenvalue ``t = 1 / lambda_max(B, Dt)``
-for a small l, otherwise ``t = delta / (delta - lambda_min(Dt - B))`` from ``Dt ⪰ delta I``
-(the Schur complement of ``Delta ⪰ delta I``) and one Lanczos eigenvalue. The relative gap
+then scaled by the best ``s`` in ``[0, t]`` (a factor keeps the box and sign constraints),
+``t <= 1`` the largest factor keeping ``Dt - t B`` PSD: the generalized eigenvalue
+``t = 1 / lambda_max(B, Dt)`` for a small l, otherwise
+``t = delta / (delta - lambda_min(Dt - B))`` from ``Dt ⪰ delta I`` (the Schur complement of
+``Delta ⪰ delta I``) and one Lanczos eigenvalue. The relative gap
 ``(P - D) / |P|`` bounds the relative distance of the objective to the SDP optimum.
 """
 
@@ -69,8 +70,12 @@ def relative_gap(system, pos, sgn, V, C, loss, delta, primal, dual, order):
         except ArpackError:
             return np.inf
         t = 1.0 if lam >= 0.0 else delta / (delta - lam)
-    tmu = t * mu
-    lower = np.sum(tmu) if loss == 1 else np.sum(tmu - tmu * tmu / (4.0 * C))
+    if loss == 1:
+        lower = t * np.sum(mu)
+    else:  # D(s mu) is a concave quadratic in s: its best s in [0, t]
+        a, q = np.sum(mu), np.sum(mu * mu) / (4.0 * C)
+        s = min(t, a / (2.0 * q)) if q > 0.0 and a > 0.0 else (t if a > 0.0 else 0.0)
+        lower = s * a - s * s * q
     return max(primal - lower, 0.0) / max(abs(primal), 1e-300)
 
 
