@@ -88,6 +88,10 @@ _GRAPHS = ("knn", "dense")
 _QUADRATIC_ENTRIES = 1 << 22
 
 
+def _eps(X: np.ndarray) -> float:
+    return float(np.finfo(X.dtype).eps)
+
+
 def _warn_quadratic(entries: int, what: str, remedy: str, stacklevel: int = 3) -> None:
     """Warn, before it is allocated, about a dense block whose size is quadratic in n."""
     if entries > _QUADRATIC_ENTRIES:
@@ -555,7 +559,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             nearest = np.argmin(D2, axis=1)
             same = np.all(Xf[nearest] == X, axis=1)
         else:
-            idx, dist, e = _knn_scaled(Xf, X, self.n_neighbors_)
+            # float32 queries: float32 cross products (the distances are summed in float64)
+            idx, dist, e = _knn_scaled(Xf, X, self.n_neighbors_, dtype=X.dtype)
             if self.weights_ == "gaussian":
                 s = gaussian_weights(dist, self.sigma_, e)
             else:
@@ -563,10 +568,15 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             dx = s.sum(axis=1, keepdims=True)
             w = s / np.sqrt(np.maximum(dx, 1e-300) * self.degrees_[idx])
             G = np.einsum("ik,ikr->ir", w, self.embedding_[idx]) / (1.0 + self.delta_)
-            # a training sample is among its own k nearest (its distance is 0 up to round-off)
-            match = np.all(Xf[idx] == X[:, None, :], axis=2)  # (n_q, k), exact equality
-            same = match.any(axis=1)
-            nearest = idx[np.arange(X.shape[0]), np.argmax(match, axis=1)]
+            # a training sample is among its own k nearest, its computed squared distance at
+            # most the cross products' round-off: only rows that close are compared exactly
+            q = np.ldexp(np.einsum("ij,ij->i", X, X, dtype=np.float64), -2 * e)
+            near = np.flatnonzero(dist[:, 0] ** 2 <= 8 * (X.shape[1] + 2) * _eps(X) * q)
+            match = np.all(Xf[idx[near]] == X[near, None, :], axis=2)  # exact equality
+            same = np.zeros(X.shape[0], dtype=bool)
+            same[near] = match.any(axis=1)
+            nearest = np.zeros(X.shape[0], dtype=np.int64)
+            nearest[near] = idx[near, np.argmax(match, axis=1)]
         if same.any():
             G[same] = self.embedding_[nearest[same]]
         return G.astype(X.dtype, copy=False)

@@ -101,3 +101,16 @@ def test_float32_fit_matches_float64_fit(name):
         G = model.transform(X[:80].astype(dtype)).astype(np.float64)
         K.append(G @ G.T)
     assert np.abs(K[1] - K[0]).max() <= 1e-3 * np.abs(K[0]).max()
+
+
+def test_bcdnpkl_float32_transform_of_training_samples_is_their_learned_rows():
+    # the exact-copy check runs only on rows whose float32 distance is within round-off of 0
+    X, labels, pairs, Z = data(3)
+    X32 = X.astype(np.float32)
+    model = fit("BCDNPKL", X32, labels, pairs, Z)
+    G = model.transform(X32[::-1])
+    assert np.array_equal(G, model.embedding_[::-1].astype(np.float32))
+    # shifted far from the origin, the cross products' cancellation is large
+    X32 = (X + 1e3).astype(np.float32)
+    model = fit("BCDNPKL", X32, labels, pairs, Z)
+    assert np.array_equal(model.transform(X32), model.embedding_.astype(np.float32))
