@@ -55,10 +55,13 @@ def relative_gap(system, pos, sgn, V, C, loss, delta, primal, dual, order):
     B = sp.csr_matrix((w, (np.r_[pos[:, 0], pos[:, 1]], np.r_[pos[:, 1], pos[:, 0]])), (l, l))
     Wt = system.Wt
     if l <= _DENSE_LIMIT:
-        from scipy.linalg import eigh
+        from scipy.linalg import LinAlgError, eigh
 
         Dt = system.A.toarray() - Wt @ Wt.T
-        theta = eigh(B.toarray(), Dt, eigvals_only=True, subset_by_index=[l - 1, l - 1])[0]
+        try:
+            theta = eigh(B.toarray(), Dt, eigvals_only=True, subset_by_index=[l - 1, l - 1])[0]
+        except LinAlgError:  # Dt not numerically positive definite: no certificate
+            return np.inf
         t = 1.0 if theta <= 1.0 else 1.0 / theta
     else:
         from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
