@@ -28,14 +28,19 @@ def _exponent(*arrays: np.ndarray) -> int:
 
 
 def _knn_scaled(
-    X: np.ndarray, Y: np.ndarray | None, k: int, block_rows: int = 2048
+    X: np.ndarray,
+    Y: np.ndarray | None,
+    k: int,
+    block_rows: int = 2048,
+    dtype: Any = np.float64,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """:func:`knn_search` in units of ``2^e``: (indices, distances / 2^e, e)."""
+    """:func:`knn_search` in units of ``2^e``: (indices, distances / 2^e, e). ``dtype`` is
+    that of the cross products (float32 halves their cost; norms and distances stay float64)."""
     from ._numba._bcd import knn_select
 
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = np.ascontiguousarray(X, dtype=dtype)
     self_search = Y is None
-    Yq = X if self_search else np.ascontiguousarray(Y, dtype=np.float64)
+    Yq = X if self_search else np.ascontiguousarray(Y, dtype=dtype)
     limit = X.shape[0] - (1 if self_search else 0)
     if k < 1 or k > limit:
         raise ValueError(
@@ -46,8 +51,8 @@ def _knn_scaled(
     if e:
         X = np.ldexp(X, -e)
         Yq = X if self_search else np.ldexp(Yq, -e)
-    xn = np.einsum("ij,ij->i", X, X)
-    yn = xn if self_search else np.einsum("ij,ij->i", Yq, Yq)
+    xn = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    yn = xn if self_search else np.einsum("ij,ij->i", Yq, Yq, dtype=np.float64)
     idx = np.empty((Yq.shape[0], k), dtype=np.int64)
     d2 = np.empty((Yq.shape[0], k), dtype=np.float64)
     step = max(1, min(block_rows, (1 << 24) // max(1, X.shape[0])))

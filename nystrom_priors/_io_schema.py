@@ -364,6 +364,8 @@ def _bcdnpkl(f: _Fields) -> None:
     n_iter = f.integer("n_iter_", lo=0)
     f.array("objective_path_", (n_iter + 1,), "n_iter_ + 1", finite=False)
     f.real("objective_")
+    if "gap_" in f.attrs:  # files written before the certificate have none
+        f.real("gap_", lo=0.0)
     f.boolean("converged_")
 
 

@@ -64,7 +64,6 @@ from ._validation import (
     check_random_state_param,
     check_scalar,
 )
-from .exceptions import ConvergenceWarning
 from .side_info import (
     check_labels,
     check_pairs,
@@ -87,6 +86,10 @@ _GRAPHS = ("knn", "dense")
 # a dense block of more float64 entries than this (32 MiB) is named in a warning: its size
 # grows with the square of the samples (or constrained samples) it spans
 _QUADRATIC_ENTRIES = 1 << 22
+
+
+def _eps(X: np.ndarray) -> float:
+    return float(np.finfo(X.dtype).eps)
 
 
 def _warn_quadratic(entries: int, what: str, remedy: str, stacklevel: int = 3) -> None:
@@ -240,7 +243,10 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     rank : int, optional
         r; default the Barvinok-Pataki bound from the number of constraints.
     tol : float, default=1e-6
-        Stop when the objective's relative decrease over a sweep is below tol.
+        Square and squared-hinge losses: stop when the relative duality gap ``gap_`` is at
+        most tol, a certificate that the objective is within ``tol`` (relative) of the SDP
+        optimum. Hinge loss (no certificate BCD can reach): stop when the objective's
+        relative decrease over a sweep is below tol.
     max_iter : int, default=1000
         Maximum sweeps.
     n_constraints : int, optional
@@ -272,6 +278,10 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     objective_path_ : ndarray of shape (``n_iter_ + 1``,)
         Objective of eq. 1 at the start and after every sweep.
     objective_ : float
+    gap_ : float
+        Relative duality gap ``(P - D) / |P|`` at the end, P the objective and D a Lagrange
+        dual bound of the SDP (see :mod:`nystrom_priors._bcd_gap`): the objective is at
+        most ``gap_`` (relative) above the SDP optimum.
     n_iter_ : int
     converged_ : bool
     n_components_ : int
@@ -388,9 +398,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         -------
         self
         """
-        from ._chunks import WORK
-        from ._numba._bcd import bcd_run, objective
-        from ._progress import Progress
+        from . import _bcd_gap
+        from ._numba._bcd import objective
 
         X = check_array(X)
         n = X.shape[0]
@@ -439,48 +448,19 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             f"rank={r} ({origin}) makes the factor V of the {L.size} constrained samples hold",
             "A smaller rank, or fewer pairs, keeps it small.",
         )
-        A = system.A
-        V = rng.random((L.size, r))
-        Wt = system.Wt
-        WV = np.ascontiguousarray(Wt.T @ V)
-        obj = np.zeros(max_iter + 1)
+        A, Wt, V = system.A, system.Wt, rng.random((L.size, r))
         dual = np.zeros(tidx.size)
-        args = (
-            A.indptr.astype(np.int64),
-            A.indices.astype(np.int64),
-            A.data.astype(np.float64),
-            Wt,
-            WV,
-            tptr,
-            tidx,
-            tsgn,
-            V,
-            C,
-            loss,
+        args = (A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(np.float64))
+        args += (Wt, np.ascontiguousarray(Wt.T @ V), tptr, tidx, tsgn, V, C, loss, dual)
+
+        def gap() -> float:  # the certificate at the current V (see _bcd_gap)
+            f = objective(*args[:-1])
+            return _bcd_gap.relative_gap(system, pos, P[:, 2], V, C, loss, delta, f, dual, order)
+
+        # the hinge loss has no certificate BCD can reach (it stalls above the optimum)
+        path, n_sweeps, converged, gap_ = _bcd_gap.run(
+            args, max_iter, tol, loss != _LOSSES["hinge"], self.verbose, gap
         )
-        # the kernel returns every WORK multiply-adds (Ctrl-C) and resumes at state[0]
-        obj[0] = objective(*args)
-        state = np.zeros(1, dtype=np.int64)
-        n_sweeps, converged = 0, False
-        with Progress(self.verbose, max_iter, "BCDNPKL sweeps", "sweep") as progress:
-            while n_sweeps < max_iter and not converged:
-                done, status = bcd_run(
-                    *args, max_iter - n_sweeps, tol, obj[n_sweeps:], dual, state, WORK
-                )
-                converged = status == 1
-                if done:
-                    n_sweeps += done
-                    progress.update(done, objective=obj[n_sweeps])
-            progress.close(f"objective {obj[n_sweeps]:.6g}, converged={converged}")
-        if not converged:
-            warnings.warn(
-                f"BCDNPKL did not converge in max_iter={max_iter} sweeps (last relative "
-                "objective decrease "
-                f"{abs(obj[n_sweeps - 1] - obj[n_sweeps]) / abs(obj[n_sweeps]):.3g}"
-                f", tol={tol}); increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
         self.n_features_in_ = X.shape[1]
         # the model's own copy: mutating the caller's X must not change the fitted model
         self.X_fit_ = np.array(X, copy=True)
@@ -497,8 +477,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         self.constrained_ = L
         self.V_ = V
         self.embedding_ = system.extend(V)
-        self.objective_path_ = obj[: n_sweeps + 1].copy()
-        self.objective_ = float(obj[n_sweeps])
+        self.objective_path_ = path
+        self.objective_ = float(path[-1])
+        self.gap_ = gap_
         self.n_iter_ = int(n_sweeps)
         self.converged_ = bool(converged)
         self._system = system
@@ -578,7 +559,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             nearest = np.argmin(D2, axis=1)
             same = np.all(Xf[nearest] == X, axis=1)
         else:
-            idx, dist, e = _knn_scaled(Xf, X, self.n_neighbors_)
+            # float32 queries: float32 cross products (the distances are summed in float64)
+            idx, dist, e = _knn_scaled(Xf, X, self.n_neighbors_, dtype=X.dtype)
             if self.weights_ == "gaussian":
                 s = gaussian_weights(dist, self.sigma_, e)
             else:
@@ -586,10 +568,15 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             dx = s.sum(axis=1, keepdims=True)
             w = s / np.sqrt(np.maximum(dx, 1e-300) * self.degrees_[idx])
             G = np.einsum("ik,ikr->ir", w, self.embedding_[idx]) / (1.0 + self.delta_)
-            # a training sample is among its own k nearest (its distance is 0 up to round-off)
-            match = np.all(Xf[idx] == X[:, None, :], axis=2)  # (n_q, k), exact equality
-            same = match.any(axis=1)
-            nearest = idx[np.arange(X.shape[0]), np.argmax(match, axis=1)]
+            # a training sample is among its own k nearest, its computed squared distance at
+            # most the cross products' round-off: only rows that close are compared exactly
+            q = np.ldexp(np.einsum("ij,ij->i", X, X, dtype=np.float64), -2 * e)
+            near = np.flatnonzero(dist[:, 0] ** 2 <= 8 * (X.shape[1] + 2) * _eps(X) * q)
+            match = np.all(Xf[idx[near]] == X[near, None, :], axis=2)  # exact equality
+            same = np.zeros(X.shape[0], dtype=bool)
+            same[near] = match.any(axis=1)
+            nearest = np.zeros(X.shape[0], dtype=np.int64)
+            nearest[near] = idx[near, np.argmax(match, axis=1)]
         if same.any():
             G[same] = self.embedding_[nearest[same]]
         return G.astype(X.dtype, copy=False)

@@ -1,0 +1,127 @@
+"""BCDNPKL's certified stopping: a Lagrange dual bound of the SDP and the sweep loop using it.
+
+The boundary SDP (see :mod:`nystrom_priors.npkl`) is ``min_{Z >= 0} tr(Dt Z) + sum_p h(f_p)``
+with ``f_p = T_p Z_ij`` over the k unordered pairs and ``h = C loss``. Fenchel-Young,
+``h(f) >= -mu f - h*(-mu)`` for every multiplier mu, gives for every Z ⪰ 0
+
+    P(Z) >= <Dt - B(mu), Z> + D(mu),   B(mu) = sum_p mu_p T_p (e_i e_j^T + e_j e_i^T) / 2,
+
+so ``D(mu) = -sum_p h*(-mu_p)`` is a lower bound of the optimum whenever ``Dt - B(mu)`` is
+PSD: ``sum_p (mu_p - mu_p^2 / (4C))`` for the square loss (mu free) and the squared hinge
+(mu >= 0), ``sum_p mu_p`` for the hinge (0 <= mu <= C). The multipliers are read off the
+current factor V: ``mu_p = -h'(f_p)`` (the optimality condition, exact at the optimum); for
+the hinge, whose derivative jumps at f = 1, the column updates' box-QP multipliers. They are
+then scaled by the best ``s`` in ``[0, t]`` (a factor keeps the box and sign constraints),
+``t <= 1`` the largest factor keeping ``Dt - t B`` PSD: the generalized eigenvalue
+``t = 1 / lambda_max(B, Dt)`` for a small l, otherwise
+``t = delta / (delta - lambda_min(Dt - B))`` from ``Dt ⪰ delta I`` (the Schur complement of
+``Delta ⪰ delta I``) and one Lanczos eigenvalue. The relative gap
+``(P - D) / |P|`` bounds the relative distance of the objective to the SDP optimum.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .exceptions import ConvergenceWarning
+
+# constrained samples up to which the dual's eigenvalue is taken by dense LAPACK
+_DENSE_LIMIT = 800
+
+
+def multipliers(V, pos, sgn, C, loss, dual, order):
+    """mu_p for the k pairs (rows ``pos`` of V, signs ``sgn``), see the module docstring."""
+    f = sgn * np.einsum("pr,pr->p", V[pos[:, 0]], V[pos[:, 1]])
+    if loss == 0:
+        return 2.0 * C * (1.0 - f)
+    if loss == 2:
+        return 2.0 * C * np.maximum(1.0 - f, 0.0)
+    k = pos.shape[0]
+    both = np.empty(2 * k)
+    both[order] = dual  # dual is in the CSR order of both directions of every pair
+    return np.clip(0.5 * (both[:k] + both[k:]), 0.0, C)
+
+
+def relative_gap(system, pos, sgn, V, C, loss, delta, primal, dual, order):
+    """Relative duality gap ``(P - D(t mu)) / |P|`` at V (>= 0 up to round-off; ``inf`` if the
+    eigenvalue solver fails)."""
+    import scipy.sparse as sp
+
+    mu = multipliers(V, pos, sgn, C, loss, dual, order)
+    l = V.shape[0]
+    w = np.concatenate([mu * sgn, mu * sgn]) / 2.0
+    B = sp.csr_matrix((w, (np.r_[pos[:, 0], pos[:, 1]], np.r_[pos[:, 1], pos[:, 0]])), (l, l))
+    Wt = system.Wt
+    if l <= _DENSE_LIMIT:
+        from scipy.linalg import LinAlgError, eigh
+
+        Dt = system.A.toarray() - Wt @ Wt.T
+        try:
+            theta = eigh(B.toarray(), Dt, eigvals_only=True, subset_by_index=[l - 1, l - 1])[0]
+        except LinAlgError:  # Dt not numerically positive definite: no certificate
+            return np.inf
+        t = 1.0 if theta <= 1.0 else 1.0 / theta
+    else:
+        from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
+
+        A = system.A
+        op = LinearOperator((l, l), matvec=lambda x: A @ x - Wt @ (Wt.T @ x) - B @ x)
+        try:
+            lam = eigsh(op, k=1, which="SA", tol=1e-10, return_eigenvectors=False)[0]
+        except ArpackError:
+            return np.inf
+        t = 1.0 if lam >= 0.0 else delta / (delta - lam)
+    if loss == 1:
+        lower = t * np.sum(mu)
+    else:  # D(s mu) is a concave quadratic in s: its best s in [0, t]
+        a, q = np.sum(mu), np.sum(mu * mu) / (4.0 * C)
+        s = min(t, a / (2.0 * q)) if q > 0.0 and a > 0.0 else (t if a > 0.0 else 0.0)
+        lower = s * a - s * s * q
+    return max(primal - lower, 0.0) / max(abs(primal), 1e-300)
+
+
+def run(args, max_iter, tol, certify, verbose, gap):
+    """Sweep until certified (``certify``: ``gap()`` <= tol, checked whenever the relative
+    objective decrease of a sweep falls below the current threshold, which then shrinks
+    tenfold) or, without ``certify``, until the relative decrease is <= tol.
+
+    Returns (objective path, sweeps, converged, relative gap at the end)."""
+    from ._chunks import WORK
+    from ._numba._bcd import bcd_run, objective
+    from ._progress import Progress
+
+    obj = np.zeros(max_iter + 1)
+    dual = args[-1]
+    obj[0] = objective(*args[:-1])
+    state = np.zeros(1, dtype=np.int64)
+    n, converged, threshold, value = 0, False, tol, np.inf
+    with Progress(verbose, max_iter, "BCDNPKL sweeps", "sweep") as progress:
+        while n < max_iter and not converged:
+            done, status = bcd_run(*args[:-1], max_iter - n, threshold, obj[n:], dual, state, WORK)
+            if done:
+                n += done
+                progress.update(done, objective=obj[n])
+            if status == 1 and certify:
+                value = gap()
+                converged = value <= tol
+                # stalled at round-off without a certificate: give up rather than spin
+                if not converged and threshold < 1e-15:
+                    break
+                threshold *= 0.1
+            else:
+                converged = status == 1
+        progress.close(f"objective {obj[n]:.6g}, converged={converged}")
+    if not certify or not np.isfinite(value):
+        value = gap()
+    if not converged:
+        what = "relative duality gap" if certify else "relative objective decrease"
+        last = value if certify else abs(obj[n - 1] - obj[n]) / abs(obj[n])
+        warnings.warn(
+            f"BCDNPKL did not converge in max_iter={max_iter} sweeps (last {what} "
+            f"{last:.3g}, tol={tol}); increase max_iter or tol.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return obj[: n + 1].copy(), n, converged, float(value)

@@ -1,0 +1,116 @@
+"""float32 end to end, for every learner: float32 input gives float32 factor rows, kernels and
+streamed blocks, and the values are those of the float64 computation to float32 accuracy.
+
+Oracle: the same fitted model applied to the float64 copy of the data (E in float64), and for
+the fit itself a float64 fit on the same data with the same landmarks, compared through the
+learned kernel ``G G^T`` (invariant to the factor's rotation)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from nystrom_priors import (
+    BCDNPKL,
+    GeneralizedNystrom,
+    LogDetKernelLearner,
+    Nystrom,
+    VonNeumannKernelLearner,
+)
+
+LEARNERS = {
+    "Nystrom": lambda Z: Nystrom(Z.shape[0], landmarks=Z),
+    "GeneralizedNystrom": lambda Z: GeneralizedNystrom(Z.shape[0], landmarks=Z, lam=1.0),
+    "LogDet": lambda Z: LogDetKernelLearner(
+        rank=8, n_landmarks=Z.shape[0], landmarks=Z, max_iter=20, random_state=0
+    ),
+    "VonNeumann": lambda Z: VonNeumannKernelLearner(
+        rank=8, n_landmarks=Z.shape[0], landmarks=Z, max_iter=20, random_state=0
+    ),
+    "BCDNPKL": lambda Z: BCDNPKL(random_state=0),
+}
+
+
+def data(seed=0, n=240, d=6):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, d)) + 2.5 * y[:, None]
+    labels = np.where(rng.random(n) < 0.3, y, -1)
+    lab = np.flatnonzero(labels >= 0)
+    i, j = rng.choice(lab, (2, 60))
+    keep = i < j
+    pairs = np.column_stack([i[keep], j[keep], np.where(y[i[keep]] == y[j[keep]], 1, -1)])
+    pairs = np.unique(pairs, axis=0)
+    return X, labels, pairs, X[rng.choice(n, 30, replace=False)].copy()
+
+
+def side_info(name, labels, pairs):
+    """(y, fit keyword arguments): labels for the Nystrom family, pairs for the others."""
+    return (labels, {}) if name.endswith("Nystrom") else (None, {"pairs": pairs})
+
+
+def fit(name, X, labels, pairs, Z, method="fit"):
+    model = LEARNERS[name](Z.astype(X.dtype))
+    y, kw = side_info(name, labels, pairs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence of the capped iterative fits
+        return getattr(model, method)(X, y, **kw)
+
+
+@pytest.mark.parametrize("name", list(LEARNERS))
+def test_float32_stays_float32_everywhere(name):
+    X, labels, pairs, Z = data()
+    X32 = X.astype(np.float32)
+    assert fit(name, X32, labels, pairs, Z, "fit_transform").dtype == np.float32
+    model = fit(name, X32, labels, pairs, Z)
+    A, B = X32[:50], X32[50:90]
+    assert model.transform(A).dtype == np.float32
+    assert model.kernel(A, B).dtype == np.float32
+    assert model.kernel(A).dtype == np.float32
+    assert all(b.dtype == np.float32 for _, b in model.iter_transform(X32, block_rows=64))
+    assert all(b.dtype == np.float32 for _, b in model.iter_kernel_rows(A, B, block_rows=16))
+    # float64 input to the same model stays float64
+    assert model.transform(X[:10]).dtype == np.float64
+
+
+@pytest.mark.parametrize("name", list(LEARNERS))
+def test_float32_transform_matches_float64(name):
+    X, labels, pairs, Z = data(1)
+    model = fit(name, X, labels, pairs, Z)
+    Xq = np.random.default_rng(5).normal(size=(300, X.shape[1])) * 1.5 + 1.0
+    G64 = model.transform(Xq)
+    G32 = model.transform(Xq.astype(np.float32))
+    scale = np.abs(G64).max()
+    # E's float32 round-off (~1e-7 relative) amplified by the projection's conditioning
+    assert np.abs(G32 - G64).max() <= 2e-4 * scale
+    streamed = np.vstack([b for _, b in model.iter_transform(Xq.astype(np.float32), block_rows=77)])
+    assert np.abs(streamed - G64).max() <= 2e-4 * scale
+    K64 = model.kernel(Xq[:40], Xq[40:80])
+    K32 = model.kernel(Xq[:40].astype(np.float32), Xq[40:80].astype(np.float32))
+    assert np.abs(K32 - K64).max() <= 5e-4 * np.abs(K64).max()
+
+
+@pytest.mark.parametrize("name", list(LEARNERS))
+def test_float32_fit_matches_float64_fit(name):
+    X, labels, pairs, Z = data(2)
+    # the data are float32-representable, so both fits see the same samples and landmarks
+    X = X.astype(np.float32).astype(np.float64)
+    K = []
+    for dtype in (np.float64, np.float32):
+        model = fit(name, X.astype(dtype), labels, pairs, Z)
+        G = model.transform(X[:80].astype(dtype)).astype(np.float64)
+        K.append(G @ G.T)
+    assert np.abs(K[1] - K[0]).max() <= 1e-3 * np.abs(K[0]).max()
+
+
+def test_bcdnpkl_float32_transform_of_training_samples_is_their_learned_rows():
+    # the exact-copy check runs only on rows whose float32 distance is within round-off of 0
+    X, labels, pairs, Z = data(3)
+    X32 = X.astype(np.float32)
+    model = fit("BCDNPKL", X32, labels, pairs, Z)
+    G = model.transform(X32[::-1])
+    assert np.array_equal(G, model.embedding_[::-1].astype(np.float32))
+    # shifted far from the origin, the cross products' cancellation is large
+    X32 = (X + 1e3).astype(np.float32)
+    model = fit("BCDNPKL", X32, labels, pairs, Z)
+    assert np.array_equal(model.transform(X32), model.embedding_.astype(np.float32))
