@@ -1,4 +1,4 @@
-"""Issue 41's performance targets in one table; every figure is a ratio measured in this run.
+"""The performance targets in one table; every figure is a ratio measured in this run.
 
 1. ``extrapolate`` (Gaussian kernel, float64) / a bare ``np.matmul(X, Z.T, out=E)`` at
    (n, d, m) = (20000, 16, 500), (20000, 64, 1000), (20000, 784, 1000). Target <= 1.3 / 1.2 / 1.1.
@@ -205,9 +205,9 @@ def main() -> None:
         lambda: bench_burg(args.quick, args.rounds, rows),
     ):
         step()
-        print(f"{rows[-1][0]}: {rows[-1][1]:.3g}", flush=True)
+        print(f"{rows[-1][0]}: {rows[-1][1]:.4g}", flush=True)
     lines = [
-        "# Issue 41 performance targets (one run)",
+        "# Performance targets (one run)",
         "",
         f"`python scripts/bench_performance.py{' --quick' if args.quick else ''}` — n = {n}, "
         f"best of {args.rounds} alternating rounds per candidate.",
@@ -218,7 +218,7 @@ def main() -> None:
     for what, value, goal, sense in rows:
         bound = float(goal.split()[1])
         met = value <= bound if sense == "lower" else value >= bound
-        lines.append(f"| {what} | {value:.3g} | {goal} | {'yes' if met else 'no'} |")
+        lines.append(f"| {what} | {value:.4g} | {goal} | {'yes' if met else 'no'} |")
     print("\n".join(lines))
     if args.out:
         write_lines(args.out, lines)
