@@ -12,6 +12,12 @@ tests marked ``jit_only`` (they test the compiled artefacts themselves) or
 
 import os
 
+# Numba's OpenMP threads spin after each parallel region and, on a 2-core machine, starve the
+# OpenBLAS threads of the small BLAS calls that follow (a 4 x 4 triangular solve took 4 ms).
+# Passive waiting changes no result and halves the suite's time; set before numba loads
+# libgomp, and left alone when the caller chose a policy.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
