@@ -155,3 +155,24 @@ def blobs(per_class, d=4, n_classes=3, spread=3.0, labeled=0.5, seed=0):
     X = centers[y] + rng.normal(size=(y.size, d))
     y_partial = np.where(rng.random(y.size) < labeled, y, -1)
     return X, y, y_partial
+
+
+@pytest.fixture
+def ITML(monkeypatch):
+    """metric-learn's ITML; 0.7.0 passes ``force_all_finite``, renamed in scikit-learn 1.6+."""
+    pytest.importorskip("metric_learn")
+    import metric_learn._util as util
+    import sklearn.utils.validation as skv
+    from metric_learn import ITML
+
+    def renamed(fun):
+        def call(*args, **kwargs):
+            if "force_all_finite" in kwargs:
+                kwargs["ensure_all_finite"] = kwargs.pop("force_all_finite")
+            return fun(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(util, "check_array", renamed(skv.check_array))
+    monkeypatch.setattr(util, "check_X_y", renamed(skv.check_X_y))
+    return ITML

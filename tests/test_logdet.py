@@ -88,27 +88,6 @@ def test_similarity_constraints_hold_at_convergence():
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def ITML(monkeypatch):
-    """metric-learn's ITML; 0.7.0 passes ``force_all_finite``, renamed in scikit-learn 1.6+."""
-    pytest.importorskip("metric_learn")
-    import metric_learn._util as util
-    import sklearn.utils.validation as skv
-    from metric_learn import ITML
-
-    def renamed(fun):
-        def call(*args, **kwargs):
-            if "force_all_finite" in kwargs:
-                kwargs["ensure_all_finite"] = kwargs.pop("force_all_finite")
-            return fun(*args, **kwargs)
-
-        return call
-
-    monkeypatch.setattr(util, "check_array", renamed(skv.check_array))
-    monkeypatch.setattr(util, "check_X_y", renamed(skv.check_X_y))
-    return ITML
-
-
 @pytest.mark.parametrize("gamma", [1.0, 10.0, np.inf])
 # metric-learn 0.7.0 calls scikit-learn's deprecated stable_cumsum (scikit-learn >= 1.8)
 @pytest.mark.filterwarnings("ignore:Function stable_cumsum is deprecated:FutureWarning")

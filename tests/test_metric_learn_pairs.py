@@ -65,27 +65,6 @@ def test_point_pairs_fit_equals_the_index_pairs_fit(name):
     assert by_points.classes_.shape == (0,)
 
 
-@pytest.fixture
-def ITML(monkeypatch):
-    """metric-learn's ITML; 0.7.0 passes ``force_all_finite``, renamed in scikit-learn 1.6+."""
-    pytest.importorskip("metric_learn")
-    import metric_learn._util as util
-    import sklearn.utils.validation as skv
-    from metric_learn import ITML
-
-    def renamed(fun):
-        def call(*args, **kwargs):
-            if "force_all_finite" in kwargs:
-                kwargs["ensure_all_finite"] = kwargs.pop("force_all_finite")
-            return fun(*args, **kwargs)
-
-        return call
-
-    monkeypatch.setattr(util, "check_array", renamed(skv.check_array))
-    monkeypatch.setattr(util, "check_X_y", renamed(skv.check_X_y))
-    return ITML
-
-
 @pytest.mark.filterwarnings("ignore:Function stable_cumsum is deprecated:FutureWarning")
 def test_same_point_pairs_through_itml_and_logdet_give_the_same_distances(ITML):
     X, ip = _problem(k=50, seed=1)
