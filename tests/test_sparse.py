@@ -220,3 +220,17 @@ def test_high_dimensional_learner_equals_dense(rng):
     b = npr.GeneralizedNystrom(**kw).fit(X.toarray(), y)
     Gb = b.transform(X.toarray())
     np.testing.assert_allclose(a.transform(X), Gb, rtol=0, atol=1e-10 * np.abs(Gb).max())
+
+
+def test_cosine_at_an_overflowing_norm_is_the_dense_value_or_refused():
+    """||x||^2 of a CSR row overflows at |x| ~ 1e200: the sparse path used to return 0 for
+    every landmark; it must give the dense path's value or refuse clearly."""
+    X = np.array([[1e200, 2e200, 0.0], [1.0, 0.0, 1.0]])
+    Z = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
+    dense = npr.extrapolate(X, Z, kernel="cosine")
+    try:
+        got = npr.extrapolate(sp.csr_matrix(X), Z, kernel="cosine")
+    except ValueError as err:
+        assert "overflows" in str(err)
+    else:
+        np.testing.assert_allclose(got, dense, rtol=1e-12)

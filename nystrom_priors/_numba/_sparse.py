@@ -23,12 +23,7 @@ thread or tile, so results do not depend on the number of threads or on ``tile``
 import numpy as np
 from numba import njit, prange
 
-# Kernel codes; kept in sync with nystrom_priors.kernels.KERNEL_CODES.
-LINEAR = 0
-RBF = 1
-POLY = 2
-COSINE = 3
-LAPLACIAN = 4
+from ._extrapolate import COSINE, LAPLACIAN, _exp_nonpos, _finish_row
 
 
 @njit(fastmath={"reassoc", "contract"}, cache=True, nogil=True)
@@ -65,31 +60,16 @@ def _l1_row(indptr, indices, data, i, ZT, zaux, acc):
 
 @njit(fastmath={"contract"}, cache=True, nogil=True)
 def _finish(acc, sq, zaux, code, gamma, coef0, degree, row):
-    """Write the kernel values of one row into ``row`` (X's dtype)."""
+    """Write the kernel values of one row into ``row`` (X's dtype): the dense path's
+    element-wise map (``_finish_row``) on the float64 cross terms ``acc``."""
     m = acc.shape[0]
-    if code == RBF:
+    if code == LAPLACIAN:
         for j in range(m):
-            d = sq + zaux[j] - 2.0 * acc[j]
-            if d < 0.0:
-                d = 0.0
-            row[j] = np.exp(-d * gamma)
-    elif code == LAPLACIAN:
-        for j in range(m):
-            row[j] = np.exp(-acc[j] * gamma)
-    elif code == COSINE:
-        nrm = np.sqrt(sq)
-        for j in range(m):
-            row[j] = (acc[j] / nrm) * zaux[j] if nrm > 0.0 else 0.0
-    elif code == POLY:
-        for j in range(m):
-            t = gamma * acc[j] + coef0
-            p = 1.0
-            for _ in range(degree):
-                p *= t
-            row[j] = p
+            acc[j] = _exp_nonpos(-acc[j] * gamma)
     else:
-        for j in range(m):
-            row[j] = acc[j]
+        _finish_row(acc, np.sqrt(sq) if code == COSINE else sq, zaux, code, gamma, coef0, degree)
+    for j in range(m):
+        row[j] = acc[j]
 
 
 @njit(parallel=True, cache=True, nogil=True)
