@@ -70,8 +70,29 @@ def problem(r, n, c, rng):
     return X, pairs, bounds, (lo, hi)
 
 
+def burg_and_itml(ITML, X, pairs, bounds, lohi, sweeps, sweeps_itml):
+    """Two callables on the same constraints: a fixed number of Burg sweeps of
+    ``LogDetKernelLearner`` (linear initial kernel, slack gamma = 1, no early stop) and of
+    metric-learn's ITML (same gamma, its two global bounds ``lohi``)."""
+    from nystrom_priors import LogDetKernelLearner
+
+    def ours():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            LogDetKernelLearner(init="linear", gamma=1.0, max_iter=sweeps, tol=0.0).fit(
+                X, pairs=pairs, bounds=bounds
+            )
+
+    def itml():
+        ITML(gamma=1.0, max_iter=sweeps_itml, tol=0.0).fit(
+            X[pairs[:, :2]], pairs[:, 2], bounds=list(lohi)
+        )
+
+    return ours, itml
+
+
 def main() -> None:
-    from nystrom_priors import LogDetKernelLearner, VonNeumannKernelLearner
+    from nystrom_priors import VonNeumannKernelLearner
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[16, 64, 256])
@@ -91,17 +112,7 @@ def main() -> None:
         sweeps = max(10, int(5e8 / (r * r) / c))  # ~0.2 s of our sweeps per rank
         sweeps_itml = max(2, int(5e4 / c))
 
-        def ours():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                LogDetKernelLearner(init="linear", gamma=1.0, max_iter=sweeps, tol=0.0).fit(
-                    X, pairs=pairs, bounds=bounds
-                )
-
-        def itml():
-            ITML(gamma=1.0, max_iter=sweeps_itml, tol=0.0).fit(
-                X[pairs[:, :2]], pairs[:, 2], bounds=[lo, hi]
-            )
+        ours, itml = burg_and_itml(ITML, X, pairs, bounds, (lo, hi), sweeps, sweeps_itml)
 
         ours()  # compile
         # interleaved rounds: this machine's speed drifts by tens of percent between minutes,

@@ -154,9 +154,7 @@ def bench_gap(rows: list) -> None:
 
 
 def bench_burg(quick: bool, rounds: int, rows: list) -> None:
-    from bench_logdet import _itml, problem
-
-    from nystrom_priors import LogDetKernelLearner
+    from bench_logdet import _itml, burg_and_itml, problem
 
     try:
         ITML = _itml()
@@ -170,17 +168,7 @@ def bench_burg(quick: bool, rounds: int, rows: list) -> None:
         sweeps = max(2, int((5e7 if quick else 5e8) / (r * r) / c))
         sweeps_itml = max(2, int(5e4 / c))
 
-        def ours():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                LogDetKernelLearner(init="linear", gamma=1.0, max_iter=sweeps, tol=0.0).fit(
-                    X, pairs=pairs, bounds=bounds
-                )
-
-        def itml():
-            ITML(gamma=1.0, max_iter=sweeps_itml, tol=0.0).fit(
-                X[pairs[:, :2]], pairs[:, 2], bounds=[lo, hi]
-            )
+        ours, itml = burg_and_itml(ITML, X, pairs, bounds, (lo, hi), sweeps, sweeps_itml)
 
         ours()
         t = rounds_best({"itml": itml, "ours": ours}, rounds)
