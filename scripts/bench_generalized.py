@@ -10,7 +10,8 @@ the unlabeled rows. Columns:
 * ``GN default`` -- ``GeneralizedNystrom(n_landmarks=m)`` with every default (``lam="auto"``);
 * ``GN best lam`` -- the oracle: the best *fixed* lam, chosen per data set on the test error
   averaged over the splits, over the union of two grids: lam = 1e-8 ... 1e4 (step 10^1.5)
-  and lam = mu_max^2 * 10^e, e = -12 ... 0 (step 1.5), with the default's landmarks;
+  and lam = mu_max^2 * 10^e, e = -12 ... 0 (step 1.5), with the default's landmarks (the
+  summary's capture is given against the first grid, the issue's, and against both);
 * ``LabelSpreading`` -- scikit-learn's ``LabelSpreading(kernel="knn")`` (transductive);
 * ``SVC labeled`` -- an RBF ``SVC`` (the same width) trained on the labeled rows alone.
 
@@ -75,6 +76,10 @@ def _svm_error(G, y, lab, unl) -> float:
 
     clf = LinearSVC().fit(G[lab], y[lab])
     return float(np.mean(clf.predict(G[unl]) != y[unl]))
+
+
+def _pct(values: list) -> str:
+    return f"{100 * np.mean(values):.0f}%" if values else "n/a"
 
 
 def _median_time(fn, rounds: int) -> float:
@@ -222,7 +227,7 @@ def main(argv=None) -> int:
         "| time GN / Nystrom | time sk | time LS | time SVC | default lam (e) |",
         "| --- |" + " --- |" * 14,
     ]
-    captures, worst, slowest = [], -np.inf, 0.0
+    captures, captures_union, worst, slowest = [], [], -np.inf, 0.0
     for name in args.sets:
         X, y = load(name)
         X = scale01(X)
@@ -236,10 +241,12 @@ def main(argv=None) -> int:
         fixed = 100 * np.array([r["fixed"] for r in runs])
         best = int(np.argmin(fixed.mean(axis=0)))
         nys, dflt = col("nystrom"), col("default")
-        gain = nys[0] - fixed.mean(axis=0)[best]
         worst = max(worst, dflt[0] - nys[0])
-        if gain > 0.3:
-            captures.append((nys[0] - dflt[0]) / gain)
+        # the oracle: the absolute grid alone; the stricter one: both grids
+        for store, errs in ((captures, fixed[:, : ABS_GRID.size]), (captures_union, fixed)):
+            gain = nys[0] - errs.mean(axis=0).min()
+            if gain > 0.3:
+                store.append((nys[0] - dflt[0]) / gain)
         t = np.median([r["t_default"] for r in runs])
         slowest = max(slowest, t) if X.shape[0] <= 10000 else slowest
         lams = [r["lam"] for r in runs]
@@ -259,8 +266,9 @@ def main(argv=None) -> int:
         print(lines[-1], flush=True)
     lines += [
         "",
-        f"Capture of the best fixed lam's gain (sets gaining > 0.3 points, {len(captures)} sets): "
-        f"**{100 * np.mean(captures) if captures else float('nan'):.0f}%**; worst default - Nystrom: "
+        "Capture of the best fixed lam's gain (mean over the sets where it gains > 0.3 points) "
+        f"on the grid lam = 1e-8 ... 1e4: **{_pct(captures)}** ({len(captures)} sets); on both "
+        f"grids: {_pct(captures_union)} ({len(captures_union)} sets). Worst default - Nystrom: "
         f"**{worst:+.2f}** points; slowest GN / Nystrom time up to 10,000 rows: **{slowest:.2f}x**.",
         "",
     ]

@@ -120,11 +120,13 @@ def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng):
     E = extrapolate(X, Z, width=3.0)
     codes = rng.integers(c, size=n)
     codes[:c] = np.arange(c)
-    folds = np.zeros((1, n), dtype=np.int64)
-    folds[0, n // 2 :] = 1
+    roles = np.full((1, n), 2, dtype=np.int8)
+    roles[0, n // 2 :] = 1
+    roles[0, n - 4 :] = 0  # left out: neither trains nor is scored
+    roles[0, :2] = 0
     rel = np.array([1e-6, np.inf])
-    L = jit.cv_losses(E @ U0, w, codes, c, folds, 2, rel, 0.5)
-    train, test = np.flatnonzero(folds[0] == 1), np.flatnonzero(folds[0] == 0)
+    L = jit.cv_losses(E @ U0, w, codes, c, roles, rel, 0.5)
+    train, test = np.flatnonzero(roles[0] == 1), np.flatnonzero(roles[0] == 2)
     for j, r in enumerate(rel):
         if np.isfinite(r):
             S_r, _ = lam_cv.onestep_model(E[train] @ U0, w, codes[train], c, r)
@@ -144,25 +146,48 @@ def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng):
         assert L[2, 0, j] == pytest.approx(err)
 
 
-def test_cv_feature_form_equals_kernel_form(rng):
-    """More training labels than landmarks switch the fold to the feature form: the same
-    held-out losses as the kernel form (forced by a copy of the rows with r + 1 columns)."""
+def test_cv_scores_ignore_directions_the_prior_does_not_weigh(rng):
+    """Zero columns with a huge w (1 / w ~ 0: S0 ignores them) leave every held-out loss
+    unchanged, with more training labels than landmarks and with fewer than the padded rank."""
     m, n, c = 8, 60, 2
     Z = rng.normal(size=(m, 2))
     X = rng.normal(size=(n, 2))
     U0, w, _ = _prior(Z, 2.0)
     PE = extrapolate(X, Z, width=2.0) @ U0
     codes = (X[:, 0] > 0).astype(np.int64)
-    folds = (np.arange(n) % 3)[None].astype(np.int64)
+    folds = np.arange(n) % 3
+    roles = np.stack([np.where(folds == f, 2, 1) for f in range(3)]).astype(np.int8)
     rel = 10.0 ** np.array([-8.0, -3.0, 0.0, np.inf])
-    feat = jit.cv_losses(PE, w, codes, c, folds, 3, rel, 0.5)
-    # zero-padding to many columns with huge w leaves S0's kernel unchanged (1 / w ~ 0) and
-    # makes l_T <= r + 1: kernel form
+    feat = jit.cv_losses(PE, w, codes, c, roles, rel, 0.5)
     r_pad = n
     PE_pad = np.hstack([PE, np.zeros((n, r_pad))])
     w_pad = np.concatenate([w, np.full(r_pad, 1e300)])
-    kern = jit.cv_losses(PE_pad, w_pad, codes, c, folds, 3, rel, 0.5)
+    kern = jit.cv_losses(PE_pad, w_pad, codes, c, roles, rel, 0.5)
     np.testing.assert_allclose(feat, kern, rtol=1e-7, atol=1e-12)
+
+
+@pytest.mark.parametrize("l, rank", [(100, 300), (1000, 60), (1000, 300)])
+def test_cv_rounds_hold_out_every_label_and_bound_the_training_rank(rng, l, rank):
+    """Each split's held-out folds partition the labels; a round trains on all its other rows
+    unless they would span more than _CV_RANK_MAX directions, then on a class-balanced subset
+    of _CV_RANK_MAX of them."""
+    codes = rng.choice(3, size=l, p=[0.6, 0.3, 0.1])
+    roles = lam_cv.cv_rounds(codes, 5, rank, rng)
+    n_splits = 2 if l <= lam_cv._TWO_SPLITS_MAX else 1
+    assert roles.shape == (5 * n_splits, l)
+    for s in range(n_splits):
+        held = roles[5 * s : 5 * s + 5] == 2
+        np.testing.assert_array_equal(held.sum(axis=0), 1)
+    for role in roles:
+        n_train = np.count_nonzero(role == 1)
+        full = l - np.count_nonzero(role == 2)
+        if min(full, rank) > lam_cv._CV_RANK_MAX:
+            assert n_train <= lam_cv._CV_RANK_MAX
+            counts = np.bincount(codes[role == 1], minlength=3)
+            share = np.bincount(codes[role != 2], minlength=3) / full
+            assert np.all(np.abs(counts - share * n_train) <= 1)
+        else:
+            assert n_train == full
 
 
 def test_choose_keeps_the_prior_unless_a_lam_is_clearly_better():

@@ -2,7 +2,8 @@
 
 Private: arrays and scalars only; the math is in ``nystrom_priors/generalized/_lam.py``.
 One call scores every (fold, lam): folds run in parallel (``prange``), each fold builds its
-restricted problem once and then costs one p x p eigendecomposition per lam, p the rank of the
+restricted problem once and then costs one p x p Cholesky factorisation (an eigendecomposition
+where the PSD constraint is active) and one (p + 1)-sized solve per lam, p the rank of the
 fold's labeled rows.
 """
 
@@ -118,10 +119,9 @@ def _cholesky_or_empty(V):
 
 
 @njit(cache=True, nogil=True)
-def onestep(mu, C, R, lam):
-    """Y = D^-1 P_psd(D c D) D^-1, c = (lam C + R) / (lam + mu mu^T), D = diag((lam + mu^2)^(1/4)),
-    returned as a factor L (Y = L L^T). Where D c D is positive definite (the constraint is
-    inactive) its Cholesky factor gives L at a twentieth of an eigendecomposition's cost."""
+def _scaled_target(mu, C, R, lam):
+    """``(D c D, s)``: the unconstrained optimum c = (lam C + R) / (lam + mu mu^T) in the
+    majoriser's coordinates, D = diag(s), s = (lam + mu^2)^(1/4)."""
     p = mu.size
     s = np.empty(p)
     for k in range(p):
@@ -130,13 +130,29 @@ def onestep(mu, C, R, lam):
     for a in range(p):
         for b in range(p):
             V[a, b] = (lam * C[a, b] + R[a, b]) / (lam + mu[a] * mu[b]) * s[a] * s[b]
-    V = 0.5 * (V + V.T)
+    return 0.5 * (V + V.T), s
+
+
+@njit(cache=True, nogil=True)
+def onestep(mu, C, R, lam):
+    """Y = D^-1 P_psd(D c D) D^-1, c = (lam C + R) / (lam + mu mu^T), D = diag((lam + mu^2)^(1/4)),
+    returned as a factor L (Y = L L^T). Where D c D is positive definite (the constraint is
+    inactive) its Cholesky factor gives L at a twentieth of an eigendecomposition's cost."""
+    V, s = _scaled_target(mu, C, R, lam)
+    p = mu.size
     Lc = _cholesky_or_empty(V)
     if Lc.shape[0] == p:
         for a in range(p):
             for k in range(p):
                 Lc[a, k] /= s[a]
         return Lc
+    return _eig_factor(V, s)
+
+
+@njit(cache=True, nogil=True)
+def _eig_factor(V, s):
+    """L with L L^T = D^-1 P_psd(V) D^-1, D = diag(s)."""
+    p = s.size
     v, Q = np.linalg.eigh(V)
     pos = np.flatnonzero(v > 0.0)
     L = np.empty((p, pos.size))
@@ -148,91 +164,84 @@ def onestep(mu, C, R, lam):
 
 
 @njit(cache=True, nogil=True)
-def _psd_factor(A, scale):
-    """L with L L^T = A's PSD part; eigenvalues below m eps scale (round-off of a matrix whose
-    entries are ~scale) are dropped."""
-    v, Q = np.linalg.eigh(0.5 * (A + A.T))
-    pos = np.flatnonzero(v > A.shape[0] * 2.220446049250313e-16 * scale)
-    L = np.empty((A.shape[0], pos.size))
-    for k in range(pos.size):
-        sv = np.sqrt(v[pos[k]])
-        for a in range(A.shape[0]):
-            L[a, k] = Q[a, pos[k]] * sv
-    return L
+def onestep_y(mu, C, R, lam):
+    """``onestep``'s Y itself (p x p). Where D c D is positive definite Y is c, and the
+    Cholesky factorisation only certifies that (no product with the factor)."""
+    V, s = _scaled_target(mu, C, R, lam)
+    p = mu.size
+    if _cholesky_or_empty(V).shape[0] == p:
+        for a in range(p):
+            for b in range(p):
+                V[a, b] /= s[a] * s[b]
+        return V
+    L = _eig_factor(V, s)
+    return L @ L.T
 
 
 @njit(cache=True, nogil=True)
 def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
+    """Score one fold along ``rel_lams`` into ``out`` (3, n_lams).
+
+    The training rows lie in range(Vc), ``a_T = F_T Vc^T``, so on the family
+    ``S = S0 + Vc (Y - C) Vc^T`` the training kernel is ``F_T (D + Y) F_T^T`` with
+    ``D = Vc^T S0 Vc - C`` and the held-out one ``(G_V + F_V Y) F_T^T`` with
+    ``G_V = a_V S0 Vc - F_V C``: every lam is a (p + 1)-sized problem. With the constant
+    feature, ``B = [F_T, 1]`` and ``Yt = diag(D + Y, 1)``, the ridge classifier's held-out
+    scores are ``[G_V + F_V Y, 1] (B^T B Yt + alpha I)^-1 B^T T`` (push-through identity on
+    ``K = B Yt B^T``), so neither an l_T x l_T kernel nor a factor of Y is formed.
+    """
     aT = PE[train]
     aV = PE[test]
     codes_T = codes[train]
     codes_V = codes[test]
     lT, r = aT.shape
+    lV = aV.shape[0]
     Vc, mu, C, R, FT = restricted_problem(aT, w, codes_T, n_classes)
     p = mu.size
     FV = aV @ Vc
     targets = _pm_targets(codes_T, n_classes)
     mu_max = mu[-1] if p > 0 else 0.0
-    kernel_form = lT <= r + 1
-    if kernel_form:
-        # E (S0 - V C V^T) E^T on (T, T) and (V, T): the prior outside the family
-        PT = aT / np.sqrt(w)
-        PV = aV / np.sqrt(w)
-        HT = FT @ C
-        K1TT = PT @ PT.T - HT @ FT.T
-        K1VT = PV @ PT.T - (FV @ C) @ FT.T
-    else:
-        # feature form: the prior outside the family as a factor in S0's coordinates
-        Rz = -(Vc @ C) @ Vc.T
-        for i in range(r):
-            Rz[i, i] += 1.0 / w[i]
-        F1 = _psd_factor(Rz, 1.0 / w.min())
-        P1T = aT @ F1
-        P1V = aV @ F1
+    # fold-constant parts: B^T B, B^T T, D, G_V
+    B = np.ones((lT, p + 1))
+    B[:, :p] = FT
+    BtB = B.T @ B
+    BtT = B.T @ targets
+    S0Vc = np.empty((r, p))
+    for i in range(r):
+        for k in range(p):
+            S0Vc[i, k] = Vc[i, k] / w[i]
+    D = Vc.T @ S0Vc - C
+    GV = aV @ S0Vc - FV @ C
+    Yt = np.zeros((p + 1, p + 1))
+    Yt[p, p] = 1.0
+    HV = np.ones((lV, p + 1))
     for j in range(rel_lams.size):
-        if p == 0 or not np.isfinite(rel_lams[j]):
-            L = _psd_factor(C, 1.0 / w.min()) if p > 0 else np.zeros((0, 0))
-        else:
-            L = onestep(mu, C, R, rel_lams[j] * mu_max * mu_max)
-        if kernel_form:
-            GT = FT @ L
-            GV = FV @ L
-            K = K1TT + GT @ GT.T
-            for a in range(lT):
-                for b in range(lT):
-                    K[a, b] += 1.0
-                K[a, a] += alpha
-            KV = K1VT + GV @ GT.T + 1.0
-            P = KV @ np.linalg.solve(0.5 * (K + K.T), targets)
-        else:
-            q1 = P1T.shape[1]
-            q = q1 + L.shape[1] + 1
-            PhT = np.ones((lT, q))
-            PhV = np.ones((aV.shape[0], q))
-            PhT[:, :q1] = P1T
-            PhV[:, :q1] = P1V
-            PhT[:, q1 : q - 1] = FT @ L
-            PhV[:, q1 : q - 1] = FV @ L
-            A = PhT.T @ PhT
-            for a in range(q):
-                A[a, a] += alpha
-            P = PhV @ np.linalg.solve(A, PhT.T @ targets)
+        if p > 0 and np.isfinite(rel_lams[j]):
+            Y = onestep_y(mu, C, R, rel_lams[j] * mu_max * mu_max)
+        else:  # the prior: Y = C, S = S0
+            Y = C
+        for a in range(p):
+            for b in range(p):
+                Yt[a, b] = D[a, b] + Y[a, b]
+        A = BtB @ Yt
+        for a in range(p + 1):
+            A[a, a] += alpha
+        HV[:, :p] = GV + FV @ Y
+        P = HV @ np.linalg.solve(A, BtT)
         _losses(P, codes_V, n_classes, out, j)
 
 
 @njit(cache=True, parallel=True)
-def cv_losses(PE, w, codes, n_classes, folds, n_folds, rel_lams, alpha):
-    """Held-out losses (3, n_splits * n_folds, n_lams): squared loss, squared hinge, 0/1
-    error; ``folds`` (n_splits, l) gives each labeled row's fold per split. NaN for a fold with
-    no held-out or no training row."""
-    n_splits = folds.shape[0]
-    total = n_splits * n_folds
+def cv_losses(PE, w, codes, n_classes, roles, rel_lams, alpha):
+    """Held-out losses (3, n_rounds, n_lams): squared loss, squared hinge, 0/1 error.
+
+    ``roles`` (n_rounds, l) marks each labeled row per round: 1 trains the round's model, 2 is
+    scored, 0 is left out. NaN for a round with no training or no scored row."""
+    total = roles.shape[0]
     out = np.full((total, 3, rel_lams.size), np.nan)
     for t in prange(total):
-        s = t // n_folds
-        f = t - s * n_folds
-        test = np.flatnonzero(folds[s] == f)
-        train = np.flatnonzero(folds[s] != f)
+        train = np.flatnonzero(roles[t] == 1)
+        test = np.flatnonzero(roles[t] == 2)
         if test.size > 0 and train.size > 0:
             _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out[t])
     res = np.empty((3, total, rel_lams.size))

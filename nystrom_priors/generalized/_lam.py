@@ -24,7 +24,8 @@ block and moves the cheap ones, as J's optimum does.
 
 **Choosing lam.** Stratified k-fold splits of the labeled rows (two splits of ``cv`` folds,
 one above ``_TWO_SPLITS_MAX`` labels: the held-out estimate tightens with l while every fold
-costs O(p^3) per lam). On each training fold the same model is fitted along the grid (lam =
+costs O(p^3) per lam; a fold trains on at most ``_CV_RANK_MAX`` directions, ``cv_rounds``).
+On each training fold the same model is fitted along the grid (lam =
 ``mu_max^2 10^e`` with the fold's own mu_max), and a ridge classifier on the learned kernel
 (one-vs-rest, +-1 targets, intercept penalised like a linear SVM's constant feature, penalty
 1/2: the squared-loss counterpart of ``LinearSVC(C=1)``) scores the held-out fold by its
@@ -53,6 +54,8 @@ _CRITERION = 1
 _GATE = 3.0
 # up to this many labels two independent fold splits are averaged, one above
 _TWO_SPLITS_MAX = 500
+# a CV round's model spans at most this many directions (its cost is cubic in them)
+_CV_RANK_MAX = 120
 
 
 def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -88,6 +91,31 @@ def choose(losses: np.ndarray) -> int:
     return int(better[np.argmin(L.mean(axis=0)[better])])
 
 
+def cv_rounds(codes: np.ndarray, n_folds: int, rank: int, rng: np.random.Generator) -> np.ndarray:
+    """Roles (n_rounds, l) of the labeled rows per CV round: 1 train, 2 held out, 0 unused.
+
+    Stratified ``n_folds``-fold splits, two of them up to ``_TWO_SPLITS_MAX`` labels and one
+    above. A round's model costs O(p^3) per lam, p = min(training rows, rank); where p would
+    exceed ``_CV_RANK_MAX`` the round trains on a stratified subset of ``_CV_RANK_MAX`` of its
+    training rows (and still scores its whole held-out fold), which bounds the selection's
+    cost independently of l. lam is relative to each round's own mu_max^2, the scale of its
+    data term, so it carries over to the model on all labels; a subset sees less data than
+    the final model and errs toward the larger lam, the prior's side."""
+    n_splits = 2 if codes.size <= _TWO_SPLITS_MAX else 1
+    k = int(max(2, min(n_folds, codes.size)))
+    roles = []
+    for _split in range(n_splits):
+        folds = stratified_folds(codes, k, rng)
+        for f in range(k):
+            role = np.where(folds == f, 2, 1).astype(np.int8)
+            train = np.flatnonzero(role == 1)
+            if min(train.size, rank) > _CV_RANK_MAX:
+                groups = stratified_folds(codes[train], -(-train.size // _CV_RANK_MAX), rng)
+                role[train[groups != 0]] = 0
+            roles.append(role)
+    return np.stack(roles)
+
+
 def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     """Cross-validated exponent e (lam = mu_max^2 10^e) or None for the prior.
 
@@ -96,26 +124,44 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     error per candidate); candidates are ``exps`` and then the prior.
     """
     from .._numba._lam_cv import cv_losses
+    from .._rowblocks import _BLAS
 
-    n_splits = 2 if codes.size <= _TWO_SPLITS_MAX else 1
-    k = int(max(2, min(n_folds, codes.size)))
-    folds = np.stack([stratified_folds(codes, k, rng) for _ in range(n_splits)])
+    roles = cv_rounds(codes, n_folds, w.size, rng)
     rel = np.concatenate([10.0 ** np.asarray(exps, dtype=np.float64), [np.inf]])
-    L = cv_losses(
+    args = (
         np.ascontiguousarray(PE, dtype=np.float64),
         np.asarray(w, dtype=np.float64),
         codes.astype(np.int64),
         int(n_classes),
-        folds,
-        k,
+        roles,
         rel,
         _RIDGE_ALPHA,
     )
+    # Rounds run on Numba's threads, each with its own small matrix products: a
+    # multi-threaded BLAS inside them would oversubscribe the cores (several times slower).
+    # Without threadpoolctl to pin BLAS to one thread, the rounds run one after another.
+    if _BLAS.available():
+        with _BLAS:
+            L = cv_losses(*args)
+    else:
+        L = _serial(cv_losses, args)
     j = choose(L[_CRITERION])
     scored = ~np.isnan(L[_CRITERION]).any(axis=1)
     crit = L[_CRITERION][scored].mean(axis=0)
     err = L[2][scored].mean(axis=0)
     return (None if j == rel.size - 1 else float(exps[j])), crit, err
+
+
+def _serial(fn, args):
+    """``fn(*args)`` on one Numba thread."""
+    from numba import get_num_threads, set_num_threads
+
+    before = get_num_threads()
+    set_num_threads(1)
+    try:
+        return fn(*args)
+    finally:
+        set_num_threads(before)
 
 
 def onestep_model(PE, w, codes, n_classes, rel_lam):
