@@ -45,6 +45,7 @@ import numpy as np
 from ._base import BaseEstimator, FactorTransformMixin, side_info_fit
 from ._graph import (
     _WEIGHTS,
+    _as_float,
     _exponent,
     _knn_scaled,
     _rows_equal,
@@ -470,7 +471,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         )
         self.n_features_in_ = X.shape[1]
         # the model's own copy: mutating the caller's X must not change the fitted model
-        self.X_fit_ = X.copy() if is_sparse(X) else np.array(X, copy=True)
+        # (CSR: a plain csr_matrix, whatever subclass or sparse array was given)
+        self.X_fit_ = _as_float(X, X.dtype).copy() if is_sparse(X) else np.array(X, copy=True)
         # the graph transform extends over is the fitted one, whatever set_params does later
         self.graph_type_ = graph
         self.n_neighbors_ = k
