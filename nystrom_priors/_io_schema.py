@@ -468,7 +468,11 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
 
     if any(key.startswith(PREFIX) for key in arrays):
         arrays = dict(arrays)  # the caller's dict stays as it was
-        for key, value in unpack(where, arrays).items():
+        try:
+            matrices = unpack(where, arrays)
+        except ValueError as exc:
+            raise InvalidModel(str(exc)) from None
+        for key, value in matrices.items():
             if key in attrs:
                 raise InvalidModel(
                     f"{where}: field '{PREFIX}{key}': given both as a CSR matrix and in the "

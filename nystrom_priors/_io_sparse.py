@@ -40,26 +40,24 @@ def unpack(where: str, entries: dict[str, np.ndarray]) -> dict[str, Any]:
 
     Raises
     ------
-    nystrom_priors._io_schema.InvalidModel
-        Naming ``where`` and the entry.
+    ValueError
+        Naming ``where`` and the entry (``_io_schema`` passes it on as its own refusal).
     """
-    from ._io_schema import InvalidModel
-
     groups: dict[str, dict[str, np.ndarray]] = {}
     for key in [k for k in entries if k.startswith(PREFIX)]:
         name, _, part = key[len(PREFIX) :].rpartition(":")
         if not name or part not in _PARTS:
-            raise InvalidModel(f"{where}: field {key!r}: unknown entry.")
+            raise ValueError(f"{where}: field {key!r}: unknown entry.")
         groups.setdefault(name, {})[part] = entries.pop(key)
     out = {}
     for name, parts in groups.items():
         missing = [p for p in _PARTS if p not in parts]
         if missing:
-            raise InvalidModel(f"{where}: field '{PREFIX}{name}:{missing[0]}': missing.")
+            raise ValueError(f"{where}: field '{PREFIX}{name}:{missing[0]}': missing.")
         try:
             out[name] = _build(parts)
         except ValueError as exc:
-            raise InvalidModel(f"{where}: field '{PREFIX}{name}:{exc}.") from None
+            raise ValueError(f"{where}: field '{PREFIX}{name}:{exc}.") from None
     return out
 
 

@@ -35,7 +35,8 @@ def _close(a, b, tol=1e-12):
 
 
 def test_bcdnpkl_advertises_sparse_input():
-    assert npr.BCDNPKL._accepts_sparse is True
+    pytest.importorskip("sklearn")
+    assert npr.BCDNPKL().__sklearn_tags__().input_tags.sparse
 
 
 @pytest.mark.filterwarnings("ignore:BCDNPKL did not converge")
