@@ -242,7 +242,8 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
 def squared_distances(A: Any, B: Any, e: int) -> np.ndarray:
     """``||a_i - b_j||^2`` in units of ``2^(2e)``, float64: scipy's cdist on the scaled rows,
     or, when A or B is CSR, ``||a||^2 + ||b||^2 - 2 a.b`` (clipped at 0) from the stored
-    entries (see :class:`_Cross`)."""
+    entries (see :class:`_Cross`): the kNN search's formula, whose absolute error is about
+    ``eps (||a||^2 + ||b||^2)``, so Gaussian weights agree with cdist's to round-off."""
     A, B = _as_float(A, np.float64, e), _as_float(B, np.float64, e)
     if is_sparse(A) or is_sparse(B):
         D2 = _sq_norms(A)[:, None] + _sq_norms(B)[None, :] - 2.0 * _Cross(B)(A)

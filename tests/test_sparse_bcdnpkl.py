@@ -106,6 +106,10 @@ def test_knn_search_equals_dense_and_breaks_ties_like_it(rng, self_search):
     idx_d, dist_d = knn_search(X.toarray(), None if Y is None else Y.toarray(), k)
     np.testing.assert_array_equal(idx, idx_d)
     np.testing.assert_array_equal(dist, dist_d)
+    # row blocks of the cross products: same result whatever the block
+    idx_b, dist_b = knn_search(X.tocoo(), Y, k, block_rows=7)
+    np.testing.assert_array_equal(idx_b, idx)
+    np.testing.assert_array_equal(dist_b, dist)
     Xi = X.toarray().astype(np.int64)
     Yi = Xi if Y is None else Y.toarray().astype(np.int64)
     D2 = ((Yi[:, None, :] - Xi[None, :, :]) ** 2).sum(-1)
@@ -233,3 +237,16 @@ def test_failed_save_of_a_sparse_model_keeps_the_old_file(rng, tmp_path):
         npr.save(model, path)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
+
+
+def test_float32_sparse_stays_float32_and_matches_dense(rng):
+    X = _sparse(rng).astype(np.float32)
+    y = _labels(X.shape[0])
+    Xnew = _sparse(rng, n=20).astype(np.float32)
+    for kw in (dict(weights="gaussian"), dict(graph="dense")):
+        a = npr.BCDNPKL(random_state=0, **kw).fit(X, y)
+        b = npr.BCDNPKL(random_state=0, **kw).fit(X.toarray(), y)
+        assert a.X_fit_.dtype == np.float32 and a.fit_transform(X, y).dtype == np.float32
+        Ga, Gb = a.transform(Xnew), b.transform(Xnew.toarray())
+        assert Ga.dtype == np.float32
+        np.testing.assert_allclose(Ga, Gb, rtol=0, atol=1e-5 * np.abs(Gb).max())
