@@ -114,7 +114,8 @@ def _knn_scaled(
     dtype: Any = np.float64,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """:func:`knn_search` in units of ``2^e``: (indices, distances / 2^e, e). ``dtype`` is
-    that of the cross products (float32 halves their cost; norms and distances stay float64)."""
+    that of the cross products (float32 halves their cost; norms and distances stay float64;
+    two CSR operands are summed in float64 anyway). X and Y: dense or canonical CSR."""
     from ._numba._bcd import knn_select
 
     X = _as_float(X, dtype)

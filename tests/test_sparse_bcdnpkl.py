@@ -63,6 +63,7 @@ def test_bcdnpkl_equals_dense(rng, kw):
     _close(a.transform(X), Gb)
     _close(a.fit_transform(X, y), b.fit_transform(Xd, y))
     _close(a.transform(Xnew.tocsc()), b.transform(Xnew.toarray()))
+    _close(a.transform(sp.csr_array(Xnew)), b.transform(Xnew.toarray()))  # a sparse array
     _close(a.kernel(Xnew, X[:7]), b.kernel(Xnew.toarray(), Xd[:7]))
     _close(np.vstack([g for _, g in a.iter_transform(X, block_rows=70)]), Gb)
     rows = np.vstack([k for _, k in a.iter_kernel_rows(Xnew.tocoo(), block_rows=8)])
