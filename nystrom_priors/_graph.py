@@ -6,6 +6,13 @@ proportional to the neighbour distances, do not change when all samples are scal
 distances are computed in units of ``2^e ~ max |x|`` (a power of two: exact): squared norms
 neither overflow (``|x| ~ 1e160``) nor underflow (``|x| ~ 1e-160``), and for data of ordinary
 scale the results are bit for bit those of the unscaled formulas.
+
+CSR input (``scipy.sparse``) is never densified: squared norms come from the stored entries
+and the cross products ``y . x`` of a block of rows against all samples from the sparse x
+sparse kernel of ``_numba/_sparse.py`` (the landmark side being all samples, stored sparse by
+feature), into a dense block of at most ``2^24`` float64 values. The selection is then the
+dense path's own (ties to the smaller index); the cross products are summed in another order,
+so on data without exact ties (distances equal to the last bit) the neighbours are the same.
 """
 
 from __future__ import annotations
@@ -14,17 +21,89 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_array, check_option, check_scalar
+from ._validation import check_array, check_option, check_scalar, is_sparse
 
 __all__ = ["knn_search", "knn_graph", "gaussian_graph", "normalized_laplacian"]
 
 _WEIGHTS = ("binary", "gaussian")
 
 
-def _exponent(*arrays: np.ndarray) -> int:
+def _exponent(*arrays: Any) -> int:
     from ._width import _binary_exponent
 
-    return _binary_exponent(max(float(np.abs(a).max(initial=0.0)) for a in arrays))
+    # CSR: the stored values (the implicit zeros do not change the maximum of |x|)
+    return _binary_exponent(
+        max(float(np.abs(a.data if is_sparse(a) else a).max(initial=0.0)) for a in arrays)
+    )
+
+
+def _as_float(A: Any, dtype: Any, e: int = 0) -> Any:
+    """``A / 2^e`` in ``dtype`` (exact); a CSR ``A`` gives a plain CSR matrix sharing its
+    index arrays (only the values are converted)."""
+    if not is_sparse(A):
+        A = np.ascontiguousarray(A, dtype=dtype)
+        return np.ldexp(A, -e) if e else A
+    import scipy.sparse as sp
+
+    data = A.data.astype(dtype, copy=False)
+    data = np.ldexp(data, -e) if e else data
+    return sp.csr_matrix((data, A.indices, A.indptr), shape=A.shape)
+
+
+def _sq_norms(A: Any) -> np.ndarray:
+    """``||a_i||^2`` in float64 (CSR: from the stored entries)."""
+    if is_sparse(A):
+        from ._csr import row_sq_norms
+
+        return row_sq_norms(A)
+    return np.einsum("ij,ij->i", A, A, dtype=np.float64)
+
+
+class _Cross:
+    """``Y_block @ X^T`` as a dense (n_b, n) block for dense or CSR ``X`` and blocks.
+
+    Both CSR: the sparse x sparse kernel of ``_numba/_sparse.py`` with the samples as its
+    landmarks (``X^T`` in CSR, built once; linear kernel, float64 sums), so a row costs the
+    entries it shares with X by feature. One of them CSR: scipy's sparse x dense product.
+    """
+
+    def __init__(self, X: Any) -> None:
+        self.X = X
+        self.XT = X.T.tocsr() if is_sparse(X) else None
+
+    def __call__(self, Yb: Any) -> np.ndarray:
+        X = self.X
+        if self.XT is None:
+            return Yb @ X.T if not is_sparse(Yb) else np.asarray(Yb @ X.T)
+        if not is_sparse(Yb):
+            return np.ascontiguousarray(np.asarray(X @ Yb.T).T)
+        from ._numba import _sparse as ks
+        from ._numba._extrapolate import LINEAR
+
+        XT = self.XT
+        out = np.empty((Yb.shape[0], X.shape[0]))
+        zaux = np.zeros(X.shape[0])
+        tile = max(1, min(64, Yb.shape[0] // 8))  # the rows do not depend on the tiling
+        args = (Yb.indptr, Yb.indices, Yb.data, XT.indptr, XT.indices, XT.data, zaux)
+        ks.extrapolate_csr_zs(*args, LINEAR, 0.0, 0.0, 1, out, tile)
+        return out
+
+
+def _rows_equal(A: Any, ia: np.ndarray, B: Any, ib: np.ndarray) -> np.ndarray:
+    """``A[ia[t]] == B[ib[t]]`` (every feature, exactly) for each t of the broadcast index
+    arrays; dense or CSR rows."""
+    if not (is_sparse(A) or is_sparse(B)):
+        return np.all(A[ia] == B[ib], axis=-1)
+    import scipy.sparse as sp
+
+    ia, ib = np.broadcast_arrays(ia, ib)
+    shape = ia.shape
+    ia, ib = ia.ravel(), ib.ravel()
+    Ra = sp.csr_matrix(A[ia]) if is_sparse(A) else sp.csr_matrix(np.asarray(A)[ia])
+    Rb = sp.csr_matrix(B[ib]) if is_sparse(B) else sp.csr_matrix(np.asarray(B)[ib])
+    D = (Ra - Rb).tocsr()
+    D.eliminate_zeros()  # x - y == 0 exactly iff x == y (finite values)
+    return (np.diff(D.indptr) == 0).reshape(shape)
 
 
 def _knn_scaled(
@@ -35,12 +114,13 @@ def _knn_scaled(
     dtype: Any = np.float64,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """:func:`knn_search` in units of ``2^e``: (indices, distances / 2^e, e). ``dtype`` is
-    that of the cross products (float32 halves their cost; norms and distances stay float64)."""
+    that of the cross products (float32 halves their cost; norms and distances stay float64;
+    two CSR operands are summed in float64 anyway). X and Y: dense or canonical CSR."""
     from ._numba._bcd import knn_select
 
-    X = np.ascontiguousarray(X, dtype=dtype)
+    X = _as_float(X, dtype)
     self_search = Y is None
-    Yq = X if self_search else np.ascontiguousarray(Y, dtype=dtype)
+    Yq = X if self_search else _as_float(Y, dtype)
     limit = X.shape[0] - (1 if self_search else 0)
     if k < 1 or k > limit:
         raise ValueError(
@@ -49,15 +129,16 @@ def _knn_scaled(
         )
     e = _exponent(X, Yq)
     if e:
-        X = np.ldexp(X, -e)
-        Yq = X if self_search else np.ldexp(Yq, -e)
-    xn = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    yn = xn if self_search else np.einsum("ij,ij->i", Yq, Yq, dtype=np.float64)
+        X = _as_float(X, dtype, e)
+        Yq = X if self_search else _as_float(Yq, dtype, e)
+    xn = _sq_norms(X)
+    yn = xn if self_search else _sq_norms(Yq)
+    cross_of = _Cross(X)
     idx = np.empty((Yq.shape[0], k), dtype=np.int64)
     d2 = np.empty((Yq.shape[0], k), dtype=np.float64)
     step = max(1, min(block_rows, (1 << 24) // max(1, X.shape[0])))
     for s in range(0, Yq.shape[0], step):
-        cross = Yq[s : s + step] @ X.T
+        cross = cross_of(Yq[s : s + step])
         knn_select(
             cross, yn[s : s + step], xn, s, self_search, k, idx[s : s + step], d2[s : s + step]
         )
@@ -82,13 +163,15 @@ def knn_search(
 
     Blockwise: the cross products by BLAS, the selection in a parallel Numba kernel (ties to
     the smaller index, so results do not depend on threads). With ``Y=None`` the neighbours of
-    X's own rows, excluding each row itself. Any finite scale works (module docstring).
+    X's own rows, excluding each row itself. Any finite scale works (module docstring). X and
+    Y may be ``scipy.sparse`` matrices (converted to CSR, never densified).
 
     Returns
     -------
     indices : ndarray of shape (n_Y, k), int64, nearest first
     distances : ndarray of shape (n_Y, k), float64 (Euclidean)
     """
+    X, Y = (check_array(A, accept_sparse=True) if is_sparse(A) else A for A in (X, Y))
     idx, dist, e = _knn_scaled(X, Y, int(n_neighbors), block_rows)
     return idx, _unscaled(dist, e, "neighbour distances")
 
@@ -116,7 +199,8 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
 
     Parameters
     ----------
-    X : array-like of shape (n, d)
+    X : array-like or scipy.sparse matrix of shape (n, d)
+        Sparse input is converted to CSR and never densified.
     n_neighbors : int, default=5
     weights : {"binary", "gaussian"}, default="binary"
         Edge weight 1, or ``exp(-||xi - xj||^2 / (2 sigma^2))``.
@@ -131,7 +215,7 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
     """
     import scipy.sparse as sp
 
-    X = check_array(X)
+    X = check_array(X, accept_sparse=True)
     weights = check_option(weights, "weights", _WEIGHTS)
     n = X.shape[0]
     k = int(check_scalar(n_neighbors, "n_neighbors", kind="int", lo=1))
@@ -156,24 +240,32 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
     return S, sigma
 
 
-def squared_distances(A: np.ndarray, B: np.ndarray, e: int) -> np.ndarray:
-    """``||a_i - b_j||^2`` in units of ``2^(2e)`` (scipy's cdist on the scaled rows)."""
+def squared_distances(A: Any, B: Any, e: int) -> np.ndarray:
+    """``||a_i - b_j||^2`` in units of ``2^(2e)``, float64: scipy's cdist on the scaled rows,
+    or, when A or B is CSR, ``||a||^2 + ||b||^2 - 2 a.b`` (clipped at 0) from the stored
+    entries (see :class:`_Cross`): the kNN search's formula, whose absolute error is about
+    ``eps (||a||^2 + ||b||^2)``, so Gaussian weights agree with cdist's to round-off."""
+    A, B = _as_float(A, np.float64, e), _as_float(B, np.float64, e)
+    if is_sparse(A) or is_sparse(B):
+        D2 = _sq_norms(A)[:, None] + _sq_norms(B)[None, :] - 2.0 * _Cross(B)(A)
+        return np.maximum(D2, 0.0, out=D2)
     from scipy.spatial.distance import cdist
 
-    return cdist(np.ldexp(A, -e), np.ldexp(B, -e), "sqeuclidean")
+    return cdist(A, B, "sqeuclidean")
 
 
 def gaussian_graph(X: Any, *, sigma: float | None = None) -> tuple[np.ndarray, float]:
     """Dense Gaussian similarity ``exp(-||xi - xj||^2 / (2 sigma^2))``, zero diagonal;
     sigma defaults to half the mean distance to the 10 nearest neighbours. Holds n x n
-    float64 matrices: time and memory quadratic in n."""
-    X = check_array(X).astype(np.float64)
+    float64 matrices: time and memory quadratic in n. X may be a ``scipy.sparse`` matrix
+    (converted to CSR; only the n x n matrices are dense)."""
+    X = check_array(X, accept_sparse=True).astype(np.float64)
     n = X.shape[0]
     if n < 2:
         raise ValueError("a graph needs at least two samples.")
     e = _exponent(X)
     D2 = squared_distances(X, X, e)
-    if not D2.max() > 0.0 and np.ptp(X, axis=0).max() > 0.0:
+    if not D2.max() > 0.0 and _samples_differ(X):
         raise ValueError(
             f"gaussian_graph: the samples differ, but their squared distances underflow float64 "
             f"(max |x| = {float(np.abs(X).max()):.3g}); rescale the data."
@@ -193,6 +285,14 @@ def gaussian_graph(X: Any, *, sigma: float | None = None) -> tuple[np.ndarray, f
     S = dense_weights(D2, sigma, e)
     np.fill_diagonal(S, 0.0)
     return S, sigma
+
+
+def _samples_differ(X: Any) -> bool:
+    """Whether some feature is not constant over the samples (CSR: the column extremes
+    count the implicit zeros)."""
+    if is_sparse(X):
+        return bool((X.max(axis=0) - X.min(axis=0)).max() > 0.0)
+    return bool(np.ptp(X, axis=0).max() > 0.0)
 
 
 def dense_weights(D2: np.ndarray, sigma: float, e: int) -> np.ndarray:

@@ -13,6 +13,10 @@ A model file is untrusted input. Before a model is returned, every part of it is
   transform or a kernel computes with them, and in range where the math needs it (positive
   eigenvalues, degrees and widths, sample indices inside the training set).
 
+A CSR fitted attribute (BCDNPKL's ``X_fit_`` after a sparse fit) is stored as its arrays and
+checked to be a canonical CSR matrix with finite values (:mod:`nystrom_priors._io_sparse`)
+before the class's schema sees it.
+
 Attributes that older files of format version 1 lack (``kernel_``, ``degree_``, ``coef0_``,
 ``graph_type_``, ``n_neighbors_``, ``weights_``: what transform uses since the parameters may
 change after fit) are derived from the saved parameters.
@@ -324,7 +328,12 @@ def _bcdnpkl(f: _Fields) -> None:
     p = f.params
     d = f.integer("n_features_in_", lo=1)
     _classes(f)
-    X = f.array("X_fit_", (None, d), f"d = n_features_in_ = {d}", dtypes=_FLOATS)
+    if isinstance(f.attrs.get("X_fit_"), np.ndarray) or "X_fit_" not in f.attrs:
+        X = f.array("X_fit_", (None, d), f"d = n_features_in_ = {d}", dtypes=_FLOATS)
+    else:  # a sparse fit: CSR, its structure and values checked by _io_sparse
+        X = f.get("X_fit_")
+        if not hasattr(X, "tocsr") or X.shape[1] != d or X.dtype not in _FLOATS:
+            raise f.fail("X_fit_", f"expected (n, {d}) float rows (d = n_features_in_)")
     n = X.shape[0]
     if n < 2:
         raise f.fail("X_fit_", f"{n} training sample(s), a graph needs at least 2")
@@ -455,6 +464,21 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
         params[key] = _from_json(value, where, f"params.{key}")
     for key, value in meta["attrs"].items():
         attrs[key] = _from_json(value, where, f"attrs.{key}")
+    from ._io_sparse import PREFIX, unpack
+
+    if any(key.startswith(PREFIX) for key in arrays):
+        arrays = dict(arrays)  # the caller's dict stays as it was
+        try:
+            matrices = unpack(where, arrays)
+        except ValueError as exc:
+            raise InvalidModel(str(exc)) from None
+        for key, value in matrices.items():
+            if key in attrs:
+                raise InvalidModel(
+                    f"{where}: field '{PREFIX}{key}': given both as a CSR matrix and in the "
+                    "metadata."
+                )
+            attrs[key] = value
     for key, value in arrays.items():
         kind, _, field = key.partition(":")
         target = {"param": params, "attr": attrs}.get(kind)

@@ -6,7 +6,10 @@ Layout of a file (format version 1):
 * ``__format_version__``: integer format version;
 * ``__meta__``: JSON with the class name, the library version, scalar parameters and scalar
   fitted attributes (floats are written with ``repr`` precision, so they round-trip exactly);
-* ``param:<name>`` / ``attr:<name>``: array-valued parameters and fitted attributes.
+* ``param:<name>`` / ``attr:<name>``: array-valued parameters and fitted attributes;
+* ``csr:<name>:data`` / ``indices`` / ``indptr`` / ``shape``: a fitted attribute that is a
+  ``scipy.sparse`` CSR matrix (BCDNPKL's ``X_fit_`` after a sparse fit), stored as its four
+  arrays, never densified (:mod:`nystrom_priors._io_sparse`).
 
 A model file is untrusted input. :func:`load` reads it without pickle and without allocating
 more than the file can hold (:mod:`nystrom_priors._io_archive`), then validates the whole
@@ -28,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_is_fitted
+from ._validation import check_is_fitted, is_sparse
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
@@ -176,6 +179,10 @@ def save(model: Any, path: str | os.PathLike) -> None:
             if value.dtype.kind == "O":
                 raise TypeError(f"cannot save object array attribute {key!r}")
             arrays[f"attr:{key}"] = value
+        elif is_sparse(value):
+            from ._io_sparse import pack
+
+            arrays.update(pack(key, value))
         else:
             attrs[key] = _to_json_value(value, f"fitted attribute {key!r}")
     meta = json.dumps(

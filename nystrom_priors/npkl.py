@@ -45,8 +45,11 @@ import numpy as np
 from ._base import BaseEstimator, FactorTransformMixin, side_info_fit
 from ._graph import (
     _WEIGHTS,
+    _as_float,
     _exponent,
     _knn_scaled,
+    _rows_equal,
+    _sq_norms,
     dense_weights,
     gaussian_graph,
     gaussian_weights,
@@ -63,6 +66,7 @@ from ._validation import (
     check_random_state,
     check_random_state_param,
     check_scalar,
+    is_sparse,
 )
 from .side_info import (
     check_labels,
@@ -88,7 +92,7 @@ _GRAPHS = ("knn", "dense")
 _QUADRATIC_ENTRIES = 1 << 22
 
 
-def _eps(X: np.ndarray) -> float:
+def _eps(X: Any) -> float:
     return float(np.finfo(X.dtype).eps)
 
 
@@ -224,6 +228,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     training samples through its boundary kernel on the constrained samples, by Gauss-Seidel
     block coordinate descent on a rank-r factor (see the module docstring for the math).
     ``fit_transform`` returns G; ``transform`` extends the kernel harmonically to new samples.
+    X may be a ``scipy.sparse`` matrix (CSR; other formats converted) in ``fit``,
+    ``transform`` and ``kernel``: it is never densified (see :mod:`nystrom_priors._graph`).
 
     Parameters
     ----------
@@ -263,8 +269,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     ----------
     embedding_ : ndarray of shape (n, r)
         G for the training samples (``Z = G G^T``).
-    X_fit_ : ndarray of shape (n, d)
-        A copy of the training samples (new samples are extended over their neighbours).
+    X_fit_ : ndarray or scipy.sparse.csr_matrix of shape (n, d)
+        A copy of the training samples (new samples are extended over their neighbours);
+        CSR when X was sparse (``save`` / ``load`` keep it CSR).
     V_ : ndarray of shape (l, r)
         Rows of G on the constrained samples (``Z_BD = V V^T``).
     constrained_ : ndarray of shape (l,)
@@ -388,7 +395,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n, d), or metric-learn's point pairs (k, 2, d) with y = +-1
+        X : array-like or scipy.sparse matrix of shape (n, d), or metric-learn's point pairs
+            (k, 2, d) with y = +-1. Sparse X is kept CSR, never densified.
         y : array-like of shape (n,), optional
             Labels (any type; -1, None or NaN = unlabeled); turned into ``n_constraints`` pairs.
         pairs : int array of shape (k, 3), optional
@@ -401,7 +409,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         from . import _bcd_gap
         from ._numba._bcd import objective
 
-        X = check_array(X)
+        X = check_array(X, accept_sparse=True)
         n = X.shape[0]
         p = self._validate_params()
         C, loss, graph, weights, k = p["C"], p["loss"], p["graph"], p["weights"], p["k"]
@@ -463,7 +471,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         )
         self.n_features_in_ = X.shape[1]
         # the model's own copy: mutating the caller's X must not change the fitted model
-        self.X_fit_ = np.array(X, copy=True)
+        # (CSR: a plain csr_matrix, whatever subclass or sparse array was given)
+        self.X_fit_ = _as_float(X, X.dtype).copy() if is_sparse(X) else np.array(X, copy=True)
         # the graph transform extends over is the fitted one, whatever set_params does later
         self.graph_type_ = graph
         self.n_neighbors_ = k
@@ -518,20 +527,21 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         return self.fit(X, y, **fit_params).embedding_.astype(self.X_fit_.dtype, copy=True)
 
     _transient = ("_system",)  # holds factorisation closures; rebuilt by fit only
+    _accepts_sparse = True  # scipy.sparse X in fit / transform / kernel (scikit-learn's tag)
 
     def _check_fitted_for_transform(self) -> None:
         check_is_fitted(self, ("embedding_",))
 
     def _check_X(self, X: Any, name: str = "X") -> np.ndarray:
         check_is_fitted(self, ("embedding_",))
-        X = check_array(X, name=name)
+        X = check_array(X, name=name, accept_sparse=True)
         check_n_features(X, self.n_features_in_, name=name, estimator=type(self).__name__)
         return X
 
     def _block_rows_default(self) -> int:
         return max(1, (1 << 24) // max(1, self.X_fit_.shape[0]))
 
-    def _transform_validated(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def _transform_validated(self, X: Any, out: np.ndarray | None = None) -> np.ndarray:
         """Harmonic extension: ``phi(x) = sum_j S_xj / sqrt(d_x d_j) phi(x_j) / (1 + delta)``
         over the k nearest training samples (every training sample for the dense graph); a
         sample equal to a training sample gets that sample's learned row (so
@@ -547,17 +557,17 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             out[s : s + step] = self._extend(X[s : s + step])
         return out
 
-    def _extend(self, X: np.ndarray) -> np.ndarray:
+    def _extend(self, X: Any) -> np.ndarray:
         Xf = self.X_fit_
         if self.graph_type_ == "dense":
             e = _exponent(Xf, X)
-            D2 = squared_distances(X.astype(np.float64), Xf.astype(np.float64), e)
+            D2 = squared_distances(X, Xf, e)
             S = dense_weights(D2, self.sigma_, e)
             dx = S.sum(axis=1)
             W = S / np.sqrt(np.maximum(dx, 1e-300)[:, None] * self.degrees_[None, :])
             G = W @ self.embedding_ / (1.0 + self.delta_)
             nearest = np.argmin(D2, axis=1)
-            same = np.all(Xf[nearest] == X, axis=1)
+            same = _rows_equal(Xf, nearest, X, np.arange(X.shape[0]))
         else:
             # float32 queries: float32 cross products (the distances are summed in float64)
             idx, dist, e = _knn_scaled(Xf, X, self.n_neighbors_, dtype=X.dtype)
@@ -570,9 +580,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             G = np.einsum("ik,ikr->ir", w, self.embedding_[idx]) / (1.0 + self.delta_)
             # a training sample is among its own k nearest, its computed squared distance at
             # most the cross products' round-off: only rows that close are compared exactly
-            q = np.ldexp(np.einsum("ij,ij->i", X, X, dtype=np.float64), -2 * e)
+            q = np.ldexp(_sq_norms(X), -2 * e)
             near = np.flatnonzero(dist[:, 0] ** 2 <= 8 * (X.shape[1] + 2) * _eps(X) * q)
-            match = np.all(Xf[idx[near]] == X[near, None, :], axis=2)  # exact equality
+            match = _rows_equal(Xf, idx[near], X, near[:, None])  # exact equality
             same = np.zeros(X.shape[0], dtype=bool)
             same[near] = match.any(axis=1)
             nearest = np.zeros(X.shape[0], dtype=np.int64)
