@@ -125,7 +125,7 @@ def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng):
     roles[0, n - 4 :] = 0  # left out: neither trains nor is scored
     roles[0, :2] = 0
     rel = np.array([1e-6, np.inf])
-    L = jit.cv_losses(E @ U0, w, codes, c, roles, rel, 0.5)
+    L = lam_cv.round_means(jit.cv_losses(E @ U0, w, codes, c, roles, rel, 0.5))
     train, test = np.flatnonzero(roles[0] == 1), np.flatnonzero(roles[0] == 2)
     for j, r in enumerate(rel):
         if np.isfinite(r):
@@ -203,6 +203,13 @@ def test_choose_keeps_the_prior_unless_a_lam_is_clearly_better():
     assert lam_cv.choose(both) == 1
     assert lam_cv.choose(np.vstack([clear, np.full(3, np.nan)])) == 0  # unscored fold dropped
     assert lam_cv.choose(clear[:1]) == 2  # one fold: no error estimate, the prior
+    # the winner must also misclassify fewer held-out rows than the prior
+    err = np.full_like(both, 0.2)
+    assert lam_cv.choose(both, err) == 2  # same 0/1 error: the prior
+    err[:, 1] = 0.15
+    assert lam_cv.choose(both, err) == 1
+    err[:, 1], err[:, 0] = 0.2, 0.1  # only the runner-up classifies better: still the prior
+    assert lam_cv.choose(both, err) == 2
 
 
 def test_stratified_folds_balance_classes(rng):

@@ -26,14 +26,14 @@ def _pm_targets(codes, n_classes):
 
 
 @njit(cache=True, nogil=True)
-def _losses(P, codes, n_classes, out, j):
-    """Mean held-out squared loss, squared hinge and 0/1 error of the scores P into out[:, j]."""
+def _losses(P, codes, n_classes, rows, out, j):
+    """Per-sample held-out squared loss, squared hinge and 0/1 error of the scores P (summed
+    over the one-vs-rest columns) into ``out[:, rows[i], j]``."""
     T = _pm_targets(codes, n_classes)
     n, c = P.shape
-    sq = 0.0
-    sqh = 0.0
-    err = 0.0
     for i in range(n):
+        sq = 0.0
+        sqh = 0.0
         best = 0
         for k in range(c):
             d = P[i, k] - T[i, k]
@@ -44,11 +44,9 @@ def _losses(P, codes, n_classes, out, j):
             if P[i, k] > P[i, best]:
                 best = k
         pred = (1 if P[i, 0] > 0.0 else 0) if n_classes == 2 else best
-        if pred != codes[i]:
-            err += 1.0
-    out[0, j] = sq / n
-    out[1, j] = sqh / n
-    out[2, j] = err / n
+        out[0, rows[i], j] = sq
+        out[1, rows[i], j] = sqh
+        out[2, rows[i], j] = 1.0 if pred != codes[i] else 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -180,7 +178,7 @@ def onestep_y(mu, C, R, lam):
 
 @njit(cache=True, nogil=True)
 def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
-    """Score one fold along ``rel_lams`` into ``out`` (3, n_lams).
+    """Score the held-out rows ``test`` along ``rel_lams`` into ``out`` (3, l, n_lams).
 
     The training rows lie in range(Vc), ``a_T = F_T Vc^T``, so on the family
     ``S = S0 + Vc (Y - C) Vc^T`` the training kernel is ``F_T (D + Y) F_T^T`` with
@@ -228,23 +226,24 @@ def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
             A[a, a] += alpha
         HV[:, :p] = GV + FV @ Y
         P = HV @ np.linalg.solve(A, BtT)
-        _losses(P, codes_V, n_classes, out, j)
+        _losses(P, codes_V, n_classes, test, out, j)
 
 
 @njit(cache=True, parallel=True)
 def cv_losses(PE, w, codes, n_classes, roles, rel_lams, alpha):
-    """Held-out losses (3, n_rounds, n_lams): squared loss, squared hinge, 0/1 error.
+    """Held-out losses per sample (3, n_rounds, l, n_lams): squared loss, squared hinge and
+    0/1 error of each row in the rounds that score it, NaN elsewhere.
 
     ``roles`` (n_rounds, l) marks each labeled row per round: 1 trains the round's model, 2 is
-    scored, 0 is left out. NaN for a round with no training or no scored row."""
-    total = roles.shape[0]
-    out = np.full((total, 3, rel_lams.size), np.nan)
+    scored, 0 is left out. A round with no training row scores nothing."""
+    total, l = roles.shape
+    out = np.full((total, 3, l, rel_lams.size), np.nan)
     for t in prange(total):
         train = np.flatnonzero(roles[t] == 1)
         test = np.flatnonzero(roles[t] == 2)
         if test.size > 0 and train.size > 0:
             _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out[t])
-    res = np.empty((3, total, rel_lams.size))
+    res = np.empty((3, total, l, rel_lams.size))
     for t in range(total):
         for k in range(3):
             res[k, t] = out[t, k]

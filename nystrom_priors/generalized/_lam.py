@@ -31,7 +31,8 @@ On each training fold the same model is fitted along the grid (lam =
 1/2: the squared-loss counterpart of ``LinearSVC(C=1)``) scores the held-out fold by its
 squared hinge loss. The prior (lam = inf, plain Nystrom) is a candidate. A lam is chosen only
 if its mean held-out loss beats the prior's by more than ``_GATE`` standard errors of the
-paired differences over the folds; among those, the smallest mean loss wins. The model whose
+paired differences over the folds; among those, the smallest mean loss wins, and it is kept
+only if it also misclassifies fewer held-out rows than the prior. The model whose
 lam is scored is the model that is returned, so the estimate is honest for it.
 
 **Pairs alone, and eq. (12).** ``lam="nka"`` is the paper's eq. (12) along the exact path;
@@ -73,13 +74,17 @@ def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.
     return folds
 
 
-def choose(losses: np.ndarray) -> int:
+def choose(losses: np.ndarray, errors: np.ndarray | None = None) -> int:
     """Index of the chosen candidate; ``losses`` (n_folds, n_candidates), the prior last.
 
     The candidate with the smallest mean held-out loss among those whose mean improvement
     over the prior exceeds ``_GATE`` standard errors of the paired differences; the prior when
-    none does (or fewer than two folds could be scored)."""
-    L = losses[~np.isnan(losses).any(axis=1)]
+    none does (or fewer than two folds could be scored). With ``errors`` (the held-out 0/1
+    errors, same shape), the winner must also misclassify fewer held-out rows than the prior:
+    a kernel that only widens the margins of rows the prior already classifies right improves
+    the surrogate loss without improving the classification it stands for."""
+    scored = ~np.isnan(losses).any(axis=1)
+    L = losses[scored]
     prior = losses.shape[1] - 1
     if L.shape[0] < 2:
         return prior
@@ -88,7 +93,12 @@ def choose(losses: np.ndarray) -> int:
     better = np.flatnonzero(D.mean(axis=0) < -_GATE * se)
     if better.size == 0:
         return prior
-    return int(better[np.argmin(L.mean(axis=0)[better])])
+    j = int(better[np.argmin(L.mean(axis=0)[better])])
+    if errors is not None:
+        err = errors[scored].mean(axis=0)
+        if not err[j] < err[prior]:
+            return prior
+    return j
 
 
 def cv_rounds(codes: np.ndarray, n_folds: int, rank: int, rng: np.random.Generator) -> np.ndarray:
@@ -145,11 +155,22 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
             L = cv_losses(*args)
     else:
         L = _serial(cv_losses, args)
-    j = choose(L[_CRITERION])
+    L = round_means(L)
+    j = choose(L[_CRITERION], L[2])
     scored = ~np.isnan(L[_CRITERION]).any(axis=1)
     crit = L[_CRITERION][scored].mean(axis=0)
     err = L[2][scored].mean(axis=0)
     return (None if j == rel.size - 1 else float(exps[j])), crit, err
+
+
+def round_means(per_sample: np.ndarray) -> np.ndarray:
+    """(3, n_rounds, n_lams) mean held-out losses of each round from ``cv_losses``' per-sample
+    losses (3, n_rounds, l, n_lams); NaN for a round that scored no row."""
+    scored = ~np.isnan(per_sample[:, :, :, :1])
+    count = scored.sum(axis=2)
+    total = np.where(np.isnan(per_sample), 0.0, per_sample).sum(axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def _serial(fn, args):

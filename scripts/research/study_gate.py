@@ -1,0 +1,108 @@
+"""Per-sample held-out losses of the one-step CV and the downstream error along the lam grid.
+
+For each (set, split) of ``scripts/bench_generalized.py``'s protocol, saves to OUT/NAME_SPLIT.npz:
+``L`` (3, n_rounds, l, n_lams) per-sample held-out losses of four stratified 5-fold splits
+(the default uses the first two), ``true`` (n_lams,) LinearSVC error of the one-step model at
+each candidate (the prior last), and ``chosen`` (the default's exponent or inf). Rules are
+scored on these files by ``analyse_gate.py``.
+
+Run:  python scripts/research/study_gate.py OUT [--splits 5] [--sets NAME ...]
+"""
+
+import argparse
+import copy
+import os
+import sys
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from bench_generalized import SETS, _svm_error, scale01  # noqa: E402
+from datasets import load  # noqa: E402
+
+import nystrom_priors as npr  # noqa: E402
+from nystrom_priors._numba._lam_cv import cv_losses  # noqa: E402
+from nystrom_priors.generalized import _lam  # noqa: E402
+
+
+def one(name, X, y, split, out):
+    n = X.shape[0]
+    m = int(min(n // 10, 300))
+    rng = np.random.default_rng(1000 + split)
+    lab = np.sort(rng.choice(n, 100, replace=False))
+    unl = np.setdiff1d(np.arange(n), lab)
+    yy = np.full(n, -1)
+    yy[lab] = y[lab]
+    seen = {}
+    orig = _lam.select_lam
+
+    def spy(PE, w, codes, n_classes, exps, rng, n_folds):
+        seen.update(
+            PE=PE.copy(),
+            w=w.copy(),
+            codes=codes.copy(),
+            c=n_classes,
+            exps=np.asarray(exps, float),
+            rng=copy.deepcopy(rng),
+            k=n_folds,
+        )
+        return orig(PE, w, codes, n_classes, exps, rng, n_folds)
+
+    _lam.select_lam = spy
+    try:
+        g = npr.GeneralizedNystrom(n_landmarks=m, random_state=split).fit(X, yy)
+    finally:
+        _lam.select_lam = orig
+    r = seen["rng"]
+    folds = [_lam.stratified_folds(seen["codes"], seen["k"], r) for _ in range(4)]
+    roles = np.stack([np.where(f == j, 2, 1) for f in folds for j in range(seen["k"])]).astype(
+        np.int8
+    )
+    rel = np.concatenate([10.0 ** seen["exps"], [np.inf]])
+    L = cv_losses(
+        np.ascontiguousarray(seen["PE"]),
+        seen["w"],
+        seen["codes"].astype(np.int64),
+        int(seen["c"]),
+        roles,
+        rel,
+        _lam._RIDGE_ALPHA,
+    )
+    true = []
+    for e in list(seen["exps"]) + [np.inf]:
+        lam = g.lam_scale_ * 10.0**e if np.isfinite(e) else 1e300
+        h = npr.GeneralizedNystrom(
+            n_landmarks=m, landmarks=g.landmarks_, width=g.width_, lam=lam, solver="onestep"
+        ).fit(X, yy)
+        true.append(_svm_error(h.transform(X), y, lab, unl))
+    chosen = np.log10(g.lam_ / g.lam_scale_) if np.isfinite(g.lam_) else np.inf
+    np.savez(
+        os.path.join(out, f"{name}_{split}.npz"),
+        L=L,
+        true=np.array(true),
+        exps=seen["exps"],
+        chosen=chosen,
+        codes=seen["codes"],
+    )
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--splits", type=int, default=5)
+    ap.add_argument("--sets", nargs="*", default=SETS)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    warnings.simplefilter("ignore")
+    for name in a.sets:
+        X, y = load(name)
+        X = scale01(X)
+        _, y = np.unique(y, return_inverse=True)
+        for s in range(a.splits):
+            one(name, X, y, s, a.out)
+        print(name, flush=True)
+
+
+if __name__ == "__main__":
+    main()
