@@ -157,7 +157,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         raised to it with a warning; above ``mu_max^2 / eps``, S0 is returned when its
         certificate meets ``tol``.
     lam_grid : array-like of float, optional
-        Exponents e of the grid ``mu_max^2 * 10^e``; default ``-12, -11, ..., 0``. Within
+        Exponents e of the grid ``mu_max^2 * 10^e``; default ``-12, -10, ..., 0``. Within
         ``|e| <= -log10(eps) = 15.65``.
     solver : {"auto", "onestep", "newton", "apg", "pgd"}, default="auto"
         ``"onestep"``: the closed-form one-step model (labels only); the others solve J
@@ -292,7 +292,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         else:
             fixed = check_scalar(lam, "lam", lo=0.0, lo_closed=False, allow_inf=True)
         grid = (
-            np.arange(-12.0, 0.5)
+            np.arange(-12.0, 0.5, 2.0)
             if self.lam_grid is None
             else np.asarray(self.lam_grid, dtype=float)
         )
