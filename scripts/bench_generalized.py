@@ -22,7 +22,8 @@ predict for the last two) are relative to Nystrom's fit + transform, medians of
 ``--rounds`` alternating repetitions in the same process. The summary gives, over the sets
 where the best fixed lam gains more than 0.3 points on Nystrom, the mean share of that gain
 the default captures, and the worst difference default - Nystrom over all sets.
-``--mnist`` adds the MNIST-sized timing row (70,000 x 784 Gaussian blobs, m = 1000).
+``--mnist`` adds the MNIST-sized timing row (70,000 x 784 Gaussian blobs, m = 1000);
+``--many-labels 1000`` the time ratios with 1,000 labels on the sets of 5,000-10,000 rows.
 
 Run:  python scripts/bench_generalized.py [--sets NAME ...] [--splits 5] [--mnist] [--out FILE]
 """
@@ -206,6 +207,44 @@ def mnist_sized(lines: list[str], n: int, rounds: int) -> None:
     print("\n".join(lines[-6:]), flush=True)
 
 
+def many_labels(lines: list[str], names: list[str], n_labels: int, rounds: int) -> None:
+    """Time of the default GN relative to Nystrom (fit + transform) with ``n_labels`` labels,
+    on the sets of at most 10,000 rows that have five times as many rows."""
+    import nystrom_priors as npr
+
+    rows = []
+    for name in names:
+        X, y = load(name)
+        X = scale01(X)
+        n = X.shape[0]
+        if n > 10000 or n < 5 * n_labels:
+            continue
+        _, y = np.unique(y, return_inverse=True)
+        m = int(min(n // 10, 300))
+        rng = np.random.default_rng(7)
+        yy = np.full(n, -1)
+        lab = rng.choice(n, n_labels, replace=False)
+        yy[lab] = y[lab]
+        t_nys, t_gn = [], []
+        for _ in range(rounds):
+            t = time.perf_counter()
+            npr.Nystrom(n_landmarks=m, random_state=0).fit(X).transform(X)
+            t_nys.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            npr.GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X, yy).transform(X)
+            t_gn.append(time.perf_counter() - t)
+        rows.append((name, n, m, np.median(t_gn) / np.median(t_nys)))
+    lines += [
+        f"### {n_labels:,} labels: time of the default GN / Nystrom (fit + transform)",
+        "",
+        "| set | n | m | GN / Nystrom |",
+        "| --- | --- | --- | --- |",
+        *[f"| {a} | {b} | {c} | **{d:.2f}x** |" for a, b, c, d in rows],
+        "",
+    ]
+    print("\n".join(lines[-len(rows) - 5 :]), flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", nargs="*", default=SETS)
@@ -213,6 +252,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="timing repetitions (median)")
     ap.add_argument("--mnist", action="store_true", help="add the MNIST-sized timing row")
     ap.add_argument("--mnist-n", type=int, default=70000)
+    ap.add_argument(
+        "--many-labels", type=int, default=0, help="add the time ratios at this many labels"
+    )
     ap.add_argument(
         "--oracle",
         choices=["onestep", "auto"],
@@ -228,6 +270,7 @@ def main(argv=None) -> int:
         "",
         f"Command: `python scripts/bench_generalized.py --splits {args.splits}"
         + (" --mnist" if args.mnist else "")
+        + (f" --many-labels {args.many_labels}" if args.many_labels else "")
         + (f" --oracle {args.oracle}" if args.oracle != "onestep" else "")
         + "`",
         "",
@@ -285,6 +328,8 @@ def main(argv=None) -> int:
         "",
     ]
     print("\n".join(lines[-3:]), flush=True)
+    if args.many_labels:
+        many_labels(lines, args.sets, args.many_labels, args.rounds)
     if args.mnist:
         mnist_sized(lines, args.mnist_n, args.rounds)
     if args.out:
