@@ -94,6 +94,17 @@ def _median_time(fn, rounds: int) -> float:
     return float(np.median(times))
 
 
+def protocol_split(y: np.ndarray, split: int):
+    """The protocol's landmark count and labels for one split: ``(m, labeled rows, unlabeled
+    rows, y with -1 on the unlabeled)``; 100 labels drawn with seed ``1000 + split``."""
+    n = y.size
+    rng = np.random.default_rng(1000 + split)
+    lab = np.sort(rng.choice(n, 100, replace=False))
+    yy = np.full(n, -1)
+    yy[lab] = y[lab]
+    return int(min(n // 10, 300)), lab, np.setdiff1d(np.arange(n), lab), yy
+
+
 def run_split(name: str, X, y, split: int, rounds: int, oracle: str = "onestep") -> dict:
     from sklearn.kernel_approximation import Nystroem
     from sklearn.semi_supervised import LabelSpreading
@@ -101,13 +112,7 @@ def run_split(name: str, X, y, split: int, rounds: int, oracle: str = "onestep")
 
     import nystrom_priors as npr
 
-    n = X.shape[0]
-    m = int(min(n // 10, 300))
-    rng = np.random.default_rng(1000 + split)
-    lab = np.sort(rng.choice(n, 100, replace=False))
-    unl = np.setdiff1d(np.arange(n), lab)
-    yy = np.full(n, -1)
-    yy[lab] = y[lab]
+    m, lab, unl, yy = protocol_split(y, split)
     out: dict = {}
 
     def nystrom():

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_generalized import SETS, _svm_error, scale01  # noqa: E402
+from bench_generalized import SETS, _svm_error, protocol_split, scale01  # noqa: E402
 from datasets import load  # noqa: E402
 
 import nystrom_priors as npr  # noqa: E402
@@ -27,13 +27,7 @@ from nystrom_priors.generalized import _lam  # noqa: E402
 
 
 def one(name, X, y, split, out):
-    n = X.shape[0]
-    m = int(min(n // 10, 300))
-    rng = np.random.default_rng(1000 + split)
-    lab = np.sort(rng.choice(n, 100, replace=False))
-    unl = np.setdiff1d(np.arange(n), lab)
-    yy = np.full(n, -1)
-    yy[lab] = y[lab]
+    m, lab, unl, yy = protocol_split(y, split)
     seen = {}
     orig = _lam.select_lam
 
