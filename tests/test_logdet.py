@@ -88,6 +88,28 @@ def test_similarity_constraints_hold_at_convergence():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("d", [40, 41])
+def test_burg_blocked_rows_equal_dense(d):
+    # rank >= 28: the update pass handles rows in blocks of four (d = 41: plus a partial one)
+    rng = np.random.default_rng(2)
+    X, pairs, bounds = feasible_problem(rng, n=70, d=d, k=60)
+    K0 = X @ X.T
+    sim = np.array([[0, 1, 1], [2, 3, -1], [4, 4, -1]])
+    sb = np.array([K0[0, 1] + 1.0, K0[2, 3] - 1.0, 0.8 * K0[4, 4]])
+    n_sweeps = 5
+    model = LogDetKernelLearner(init="linear", gamma=1.0, max_iter=n_sweeps, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        G = model.fit_transform(
+            X, pairs=pairs, bounds=bounds, similarity_pairs=sim, similarity_bounds=sb
+        )
+    assert model.n_components_ == d
+    Kd, lam = dense_burg(K0, model.pairs_, model.bounds_, 1.0, n_sweeps, sim, sb)
+    assert np.abs(G @ G.T - Kd).max() <= 1e-9 * np.abs(Kd).max()
+    assert np.allclose(model.dual_, lam, rtol=1e-7, atol=1e-10)
+    assert np.all(np.triu(model.B_, 1) == 0.0)  # B stays lower triangular
+
+
 @pytest.mark.parametrize("gamma", [1.0, 10.0, np.inf])
 # metric-learn 0.7.0 calls scikit-learn's deprecated stable_cumsum (scikit-learn >= 1.8)
 @pytest.mark.filterwarnings("ignore:Function stable_cumsum is deprecated:FutureWarning")
