@@ -33,7 +33,7 @@ from numba import njit
 
 _FM = {"reassoc", "contract"}
 _EPS = 2.220446049250313e-16
-_BLOCK_MIN = 24  # shortest row processed in a block of four (see _tri_pass)
+_BLOCK_MIN = 24  # shortest row processed in a block of four (see _tri_pass_blocked)
 
 CONVERGED = 0
 MAX_ITER = 1
@@ -75,50 +75,29 @@ def _tri_dot(Bt, v, out):
         out[j] = acc
 
 
-@njit(cache=True, nogil=True, fastmath=_FM)
-def _chol_coeffs(w, beta, dg, cf):
+# error_model="numpy": no division-by-zero branch (every q_j > 0), so the square roots and
+# divisions vectorise
+@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
+def _chol_coeffs(w, beta, q, dg, cf):
     """Cholesky factor of I + beta w w^T: diagonal dg and lower part c_j w_k (k > j).
 
     With ``q_j = 1 + beta sum_{k<j} w_k^2`` (so ``beta_j = beta / q_j``):
     ``dg_j = sqrt(q_{j+1} / q_j)`` and ``c_j = beta w_j / sqrt(q_j q_{j+1})``. Only the
     prefix sum is sequential; the square roots and divisions are independent (the textbook
     recursion ``beta_{j+1} = beta_j / t_j`` chains r divisions). Requires
-    ``1 + beta ||w||^2 > 0`` (then every q_j > 0).
+    ``1 + beta ||w||^2 > 0`` (then every q_j > 0). q (r + 1) is workspace.
     """
     r = w.shape[0]
     acc = 0.0
-    for j in range(r):  # dg temporarily holds q_j
-        dg[j] = 1.0 + beta * acc
-        acc += w[j] * w[j]
     for j in range(r):
-        qj = dg[j]
-        qn = dg[j + 1] if j + 1 < r else 1.0 + beta * acc
-        rs = 1.0 / math.sqrt(qj * qn)
+        q[j] = 1.0 + beta * acc
+        acc += w[j] * w[j]
+    q[r] = 1.0 + beta * acc
+    for j in range(r):
+        qn = q[j + 1]
+        rs = 1.0 / math.sqrt(q[j] * qn)
         cf[j] = beta * w[j] * rs
-        dg[j] = qn * rs  # = sqrt(qn / qj)
-
-
-@njit(cache=True, nogil=True, fastmath=_FM)
-def _tri_rows(Bt, j0, j1, dg, cf, pw, S, v, w):
-    """Rows ``j1 - 1, ..., j0`` of :func:`_tri_pass`, one at a time (from the diagonal)."""
-    for jj in range(j1 - j0):
-        j = j1 - 1 - jj
-        # row slices with 0-based inner indices: LLVM vectorises these loops (indexing Bt[j, k]
-        # from k = j does not, the wraparound check on k defeats it)
-        row = Bt[j, j:]
-        Sj = S[j:]
-        vj = v[j:]
-        d = dg[j]
-        c = cf[j]
-        wj = pw[j]
-        acc = 0.0
-        for k in range(row.shape[0]):
-            old = row[k]
-            new = d * old + c * Sj[k]
-            row[k] = new
-            Sj[k] += wj * old
-            acc += new * vj[k]
-        w[j] = acc
+        dg[j] = qn * rs  # = sqrt(qn / q_j)
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
@@ -173,36 +152,75 @@ def _tri_block4(Bt, j0, dg, cf, pw, S, v, w):
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
+def _tri_rows(Bt, n, dg, cf, pw, S, v, w):
+    """Rows ``r - 1, ..., r - n`` of the update pass (see :func:`_tri_pass`), one at a time."""
+    r = Bt.shape[0]
+    for jj in range(min(n, r)):
+        j = r - 1 - jj
+        # row slices with 0-based inner indices: LLVM vectorises these loops (indexing Bt[j, k]
+        # from k = j does not, the wraparound check on k defeats it)
+        row = Bt[j, j:]
+        Sj = S[j:]
+        vj = v[j:]
+        d = dg[j]
+        c = cf[j]
+        wj = pw[j]
+        acc = 0.0
+        for k in range(row.shape[0]):
+            old = row[k]
+            new = d * old + c * Sj[k]
+            row[k] = new
+            Sj[k] += wj * old
+            acc += new * vj[k]
+        w[j] = acc
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
 def _tri_pass(Bt, pending, dg, cf, pw, S, v, w):
     """One descending pass over the triangle of Bt.
 
     If ``pending``: apply ``B <- B L`` for the factor (dg, cf, pw) of the previous projection
     (column j of B L is ``dg_j B[:, j] + cf_j S_j`` with the suffix sum
     ``S_j = sum_{k>j} pw_k B[:, k]``). Then, with row j final, ``w_j = Bt[j] . v`` (so
-    ``w = B^T v`` for the updated B). S is workspace. The strict lower triangle of Bt must be
-    zero (it stays zero): rows are processed in blocks of four from the block's diagonal.
+    ``w = B^T v`` for the updated B). S is workspace. Rows one at a time: for small ranks
+    (below ``_BLOCK_MIN + 4``); :func:`_tri_pass_blocked` otherwise.
     """
-    r = Bt.shape[0]
     if not pending:
         _tri_dot(Bt, v, w)
         return
+    for k in range(S.shape[0]):
+        S[k] = 0.0
+    _tri_rows(Bt, Bt.shape[0], dg, cf, pw, S, v, w)
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _tri_pass_blocked(Bt, dg, cf, pw, S, v, w):
+    """:func:`_tri_pass` with a pending factor, rows ``< 4 nb`` in aligned blocks of four.
+
+    Rows shorter than ``_BLOCK_MIN`` go one at a time: LLVM's runtime alias checks between
+    the six arrays of a block make its vector loop pay off only from ~24 iterations. The
+    strict lower triangle of Bt must be zero (it stays zero). Kept apart from
+    :func:`_tri_pass`: a call in the function that holds the row loop costs small ranks
+    ~10% (numba then keeps the reference counting of the row slices).
+    """
+    r = Bt.shape[0]
     for k in range(r):
         S[k] = 0.0
-    # rows shorter than _BLOCK_MIN one at a time (LLVM's runtime alias checks between the
-    # six arrays of a block make its vector loop pay off only from ~24 iterations), the rest
-    # in aligned blocks of four
     nb = max(r - _BLOCK_MIN, 0) // 4
-    _tri_rows(Bt, 4 * nb, r, dg, cf, pw, S, v, w)
+    _tri_rows(Bt, r - 4 * nb, dg, cf, pw, S, v, w)
     for b in range(nb):
         _tri_block4(Bt, 4 * (nb - 1 - b), dg, cf, pw, S, v, w)
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
 def _tri_apply(Bt, dg, cf, pw, S, v, w):
-    """B <- B L for a pending factor (:func:`_tri_pass` with ``v = 0``; w is workspace)."""
+    """B <- B L for a pending factor (the update pass with ``v = 0``; w is workspace)."""
     for k in range(v.shape[0]):
         v[k] = 0.0
-    _tri_pass(Bt, True, dg, cf, pw, S, v, w)
+    if Bt.shape[0] >= _BLOCK_MIN + 4:
+        _tri_pass_blocked(Bt, dg, cf, pw, S, v, w)
+    else:
+        _tri_pass(Bt, True, dg, cf, pw, S, v, w)
 
 
 @njit(cache=True, nogil=True)
@@ -296,7 +314,7 @@ def _similarity_root(pp, qq, s, b):
 
 
 @njit(cache=True, nogil=True)
-def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, dg, cf, S):
+def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, q, dg, cf, S):
     """One projection onto ``delta * K[i1, i2] <= delta * b`` (hard; Burg; rank two).
 
     ``K' = G (I - rho Asym)^-1 G^T`` with ``Asym = (a c^T + c a^T)/2`` in the factor space,
@@ -340,7 +358,7 @@ def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, dg, cf, S
         # c parallel to a: Asym = kappa a a^T, (I - rho kappa a a^T)^-1 = I + beta a a^T
         kappa = s / pp
         beta = rho * kappa / (1.0 - rho * kappa * pp)
-        _chol_coeffs(a, beta, dg, cf)
+        _chol_coeffs(a, beta, q, dg, cf)
         _tri_apply(Bt, dg, cf, a, S, v, cc)
         return viol
     # N2 = I - rho Asym2 in the basis, Asym2 = [[na c1, na c2 / 2], [na c2 / 2, 0]]
@@ -373,11 +391,11 @@ def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, dg, cf, S
         qb = v[k] / c2
         a[k] = x1 * qa + z1 * qb
         cc[k] = x2 * qa + z2 * qb
-    _chol_coeffs(a, e1, dg, cf)
+    _chol_coeffs(a, e1, q, dg, cf)
     # second factor acts on L1^-1 y2 (I + e1 y1 y1^T + e2 y2 y2^T = L1 (I + e2 t t^T) L1^T)
     _chol_solve(dg, cf, a, cc, y2)
     _tri_apply(Bt, dg, cf, a, S, v, cc)
-    _chol_coeffs(y2, e2, dg, cf)
+    _chol_coeffs(y2, e2, q, dg, cf)
     _tri_apply(Bt, dg, cf, y2, S, v, cc)
     return viol
 
@@ -509,6 +527,8 @@ def burg_run(
     a = np.empty(r)
     cc = np.empty(r)
     y2 = np.empty(r)
+    q = np.empty(r + 1)
+    blocked = r >= _BLOCK_MIN + 4
     dg = fac[0]
     cf = fac[1]
     pw = fac[2]
@@ -522,12 +542,15 @@ def burg_run(
         for c in range(c0, nc):
             if kind[c] == 0:
                 _diff(G, I1[c], I2[c], v)
-                _tri_pass(Bt, pending, dg, cf, pw, S, v, w)
+                if pending and blocked:
+                    _tri_pass_blocked(Bt, dg, cf, pw, S, v, w)
+                else:
+                    _tri_pass(Bt, pending, dg, cf, pw, S, v, w)
                 pending = False
                 vi, beta = _burg_distance(delta[c], lam, bhat, c, gamma, w)
                 if beta != 0.0:
                     # defer B <- B chol(I + beta w w^T) to the next pass over the triangle
-                    _chol_coeffs(w, beta, dg, cf)
+                    _chol_coeffs(w, beta, q, dg, cf)
                     for k in range(r):
                         pw[k] = w[k]
                     pending = True
@@ -537,7 +560,7 @@ def burg_run(
                     _tri_apply(Bt, dg, cf, pw, S, v, w)
                     pending = False
                 vi = _burg_similarity(
-                    Bt, G, I1[c], I2[c], delta[c], lam, bvec, c, a, cc, v, y2, dg, cf, S
+                    Bt, G, I1[c], I2[c], delta[c], lam, bvec, c, a, cc, v, y2, q, dg, cf, S
                 )
                 if vi < 0.0:
                     unreachable = True
