@@ -418,34 +418,53 @@ def _sweep_stats(lam, lam_old, s, conv_out, lamnorm_out):
     return conv
 
 
+_VIOL_CHUNK = 256  # constraints per matrix product in burg_violation
+
+
 @njit(cache=True, nogil=True)
 def burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt, c0, c1):
-    """Largest relative violation of constraints ``c0 .. c1 - 1`` at the current state."""
+    """Largest relative violation of constraints ``c0 .. c1 - 1`` at the current state.
+
+    The factor rows ``B^T g`` (``B^T (g_i - g_j)`` for a distance constraint, ``B^T g_i`` and
+    ``B^T g_j`` for a similarity one) of a chunk of constraints come from one matrix product
+    ``V Bt^T`` (BLAS; Bt's zeros below the diagonal make it the triangular product): a
+    matrix-vector product per constraint would stream the whole triangle from cache each
+    time.
+    """
     r = Bt.shape[0]
-    v = np.empty(r)
-    a = np.empty(r)
-    cc = np.empty(r)
+    m = min(max(c1 - c0, 0), _VIOL_CHUNK)
+    V = np.empty((2 * m, r))
+    BtT = Bt.T
     worst = 0.0
-    for c in range(c0, c1):
-        if kind[c] == 0:
-            _diff(G, I1[c], I2[c], v)
-            _tri_dot(Bt, v, a)
-            p = _dot(a, a)
-            b = bhat[c]
-            viol = max(0.0, delta[c] * (p - b)) / b
-        else:
-            for k in range(r):
-                v[k] = G[I1[c], k]
-            _tri_dot(Bt, v, a)
-            for k in range(r):
-                v[k] = G[I2[c], k]
-            _tri_dot(Bt, v, cc)
-            s = _dot(a, cc)
-            b = bvec[c]
-            scale = max(abs(b), math.sqrt(_dot(a, a) * _dot(cc, cc)))
-            viol = 0.0 if scale == 0.0 else max(0.0, delta[c] * (s - b)) / scale
-        if viol > worst:
-            worst = viol
+    for s0 in range(c0, c1, _VIOL_CHUNK):
+        s1 = min(c1, s0 + _VIOL_CHUNK)
+        n = 0
+        for c in range(s0, s1):
+            if kind[c] == 0:
+                _diff(G, I1[c], I2[c], V[n])
+                n += 1
+            else:
+                V[n] = G[I1[c]]
+                V[n + 1] = G[I2[c]]
+                n += 2
+        W = np.dot(V[:n], BtT)
+        n = 0
+        for c in range(s0, s1):
+            if kind[c] == 0:
+                p = _dot(W[n], W[n])
+                n += 1
+                b = bhat[c]
+                viol = max(0.0, delta[c] * (p - b)) / b
+            else:
+                a = W[n]
+                cc = W[n + 1]
+                n += 2
+                s = _dot(a, cc)
+                b = bvec[c]
+                scale = max(abs(b), math.sqrt(_dot(a, a) * _dot(cc, cc)))
+                viol = 0.0 if scale == 0.0 else max(0.0, delta[c] * (s - b)) / scale
+            if viol > worst:
+                worst = viol
     return worst
 
 
