@@ -89,8 +89,9 @@ def test_similarity_constraints_hold_at_convergence():
 
 
 @pytest.mark.parametrize("d", [40, 41])
-def test_burg_blocked_rows_equal_dense(d):
-    # rank >= 28: the update pass handles rows in blocks of four (d = 41: plus a partial one)
+def test_burg_larger_ranks_equal_dense(d):
+    # larger ranks than the other oracle tests; even and odd (the update pass takes rows in
+    # pairs from the subdiagonal, a single last row when r is odd)
     rng = np.random.default_rng(2)
     X, pairs, bounds = feasible_problem(rng, n=70, d=d, k=60)
     K0 = X @ X.T

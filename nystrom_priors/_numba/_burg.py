@@ -33,7 +33,6 @@ from numba import njit
 
 _FM = {"reassoc", "contract"}
 _EPS = 2.220446049250313e-16
-_BLOCK_MIN = 24  # shortest row processed in a block of four (see _tri_pass_blocked)
 
 CONVERGED = 0
 MAX_ITER = 1
@@ -101,115 +100,69 @@ def _chol_coeffs(w, beta, q, dg, cf):
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
-def _tri_block4(Bt, j0, dg, cf, pw, S, v, w):
-    """Rows ``j0 + 3, ..., j0`` of :func:`_tri_pass` together, all from column ``j0``.
-
-    One read and write of S per column instead of four. The entries of the 4 x 4 diagonal
-    block below the diagonal are zero and stay zero (``d * 0 + c * S_k`` with ``S_k = 0`` for
-    ``k`` left of every row processed so far), so they need no special case.
-    """
-    r0 = Bt[j0, j0:]
-    r1 = Bt[j0 + 1, j0:]
-    r2 = Bt[j0 + 2, j0:]
-    r3 = Bt[j0 + 3, j0:]
-    Sj = S[j0:]
-    vj = v[j0:]
-    d0, d1, d2, d3 = dg[j0], dg[j0 + 1], dg[j0 + 2], dg[j0 + 3]
-    c0, c1, c2, c3 = cf[j0], cf[j0 + 1], cf[j0 + 2], cf[j0 + 3]
-    p0, p1, p2, p3 = pw[j0], pw[j0 + 1], pw[j0 + 2], pw[j0 + 3]
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    for k in range(r0.shape[0]):
-        s = Sj[k]
-        o3 = r3[k]
-        o2 = r2[k]
-        o1 = r1[k]
-        o0 = r0[k]
-        n3 = d3 * o3 + c3 * s
-        s += p3 * o3
-        n2 = d2 * o2 + c2 * s
-        s += p2 * o2
-        n1 = d1 * o1 + c1 * s
-        s += p1 * o1
-        n0 = d0 * o0 + c0 * s
-        s += p0 * o0
-        r3[k] = n3
-        r2[k] = n2
-        r1[k] = n1
-        r0[k] = n0
-        Sj[k] = s
-        vk = vj[k]
-        a3 += n3 * vk
-        a2 += n2 * vk
-        a1 += n1 * vk
-        a0 += n0 * vk
-    w[j0] = a0
-    w[j0 + 1] = a1
-    w[j0 + 2] = a2
-    w[j0 + 3] = a3
-
-
-@njit(cache=True, nogil=True, fastmath=_FM)
-def _tri_rows(Bt, n, dg, cf, pw, S, v, w):
-    """Rows ``r - 1, ..., r - n`` of the update pass (see :func:`_tri_pass`), one at a time."""
-    r = Bt.shape[0]
-    for jj in range(min(n, r)):
-        j = r - 1 - jj
-        # row slices with 0-based inner indices: LLVM vectorises these loops (indexing Bt[j, k]
-        # from k = j does not, the wraparound check on k defeats it)
-        row = Bt[j, j:]
-        Sj = S[j:]
-        vj = v[j:]
-        d = dg[j]
-        c = cf[j]
-        wj = pw[j]
-        acc = 0.0
-        for k in range(row.shape[0]):
-            old = row[k]
-            new = d * old + c * Sj[k]
-            row[k] = new
-            Sj[k] += wj * old
-            acc += new * vj[k]
-        w[j] = acc
-
-
-@njit(cache=True, nogil=True, fastmath=_FM)
 def _tri_pass(Bt, pending, dg, cf, pw, S, v, w):
     """One descending pass over the triangle of Bt.
 
     If ``pending``: apply ``B <- B L`` for the factor (dg, cf, pw) of the previous projection
     (column j of B L is ``dg_j B[:, j] + cf_j S_j`` with the suffix sum
     ``S_j = sum_{k>j} pw_k B[:, k]``). Then, with row j final, ``w_j = Bt[j] . v`` (so
-    ``w = B^T v`` for the updated B). S is workspace. Rows one at a time: for small ranks
-    (below ``_BLOCK_MIN + 4``); :func:`_tri_pass_blocked` otherwise.
+    ``w = B^T v`` for the updated B). S is workspace (zeroed here).
+
+    Rows go two at a time (with r odd, row ``r - 1``, a single element, first). A pair
+    ``(j0, j0 + 1)`` runs from column j0 (``Bt[j0 + 1, j0]`` is zero and stays zero: the strict
+    lower triangle of Bt must be zero): one read and write of S per column for two rows, and
+    two independent dot products, whose latency bounds the short rows LLVM leaves scalar.
     """
+    # the loops are written out here, not called: at small ranks the call of a function taking
+    # eight arrays costs as much as the arithmetic
+    r = Bt.shape[0]
     if not pending:
         _tri_dot(Bt, v, w)
         return
-    for k in range(S.shape[0]):
-        S[k] = 0.0
-    _tri_rows(Bt, Bt.shape[0], dg, cf, pw, S, v, w)
-
-
-@njit(cache=True, nogil=True, fastmath=_FM)
-def _tri_pass_blocked(Bt, dg, cf, pw, S, v, w):
-    """:func:`_tri_pass` with a pending factor, rows ``< 4 nb`` in aligned blocks of four.
-
-    Rows shorter than ``_BLOCK_MIN`` go one at a time: LLVM's runtime alias checks between
-    the six arrays of a block make its vector loop pay off only from ~24 iterations. The
-    strict lower triangle of Bt must be zero (it stays zero). Kept apart from
-    :func:`_tri_pass`: a call in the function that holds the row loop costs small ranks
-    ~10% (numba then keeps the reference counting of the row slices).
-    """
-    r = Bt.shape[0]
     for k in range(r):
         S[k] = 0.0
-    nb = max(r - _BLOCK_MIN, 0) // 4
-    _tri_rows(Bt, r - 4 * nb, dg, cf, pw, S, v, w)
-    for b in range(nb):
-        _tri_block4(Bt, 4 * (nb - 1 - b), dg, cf, pw, S, v, w)
+    odd = r % 2
+    if odd == 1:
+        j = r - 1
+        old = Bt[j, j]
+        new = dg[j] * old + cf[j] * S[j]
+        Bt[j, j] = new
+        S[j] += pw[j] * old
+        w[j] = new * v[j]
+    # written so that LLVM sees j0 >= 0 and drops the wraparound fix-ups of the slices (as
+    # costly as the arithmetic of a short row)
+    for jj in range(r // 2):
+        j0 = r - odd - 2 - 2 * jj
+        # row slices with 0-based inner indices: LLVM vectorises these loops (indexing Bt[j, k]
+        # from k = j does not, the wraparound check on k defeats it)
+        r0 = Bt[j0, j0:]
+        r1 = Bt[j0 + 1, j0:]
+        Sj = S[j0:]
+        vj = v[j0:]
+        d0 = dg[j0]
+        d1 = dg[j0 + 1]
+        c0 = cf[j0]
+        c1 = cf[j0 + 1]
+        p0 = pw[j0]
+        p1 = pw[j0 + 1]
+        a0 = 0.0
+        a1 = 0.0
+        for k in range(r0.shape[0]):
+            s = Sj[k]
+            o1 = r1[k]
+            o0 = r0[k]
+            n1 = d1 * o1 + c1 * s
+            s += p1 * o1
+            n0 = d0 * o0 + c0 * s
+            s += p0 * o0
+            r1[k] = n1
+            r0[k] = n0
+            Sj[k] = s
+            vk = vj[k]
+            a1 += n1 * vk
+            a0 += n0 * vk
+        w[j0] = a0
+        w[j0 + 1] = a1
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
@@ -217,10 +170,7 @@ def _tri_apply(Bt, dg, cf, pw, S, v, w):
     """B <- B L for a pending factor (the update pass with ``v = 0``; w is workspace)."""
     for k in range(v.shape[0]):
         v[k] = 0.0
-    if Bt.shape[0] >= _BLOCK_MIN + 4:
-        _tri_pass_blocked(Bt, dg, cf, pw, S, v, w)
-    else:
-        _tri_pass(Bt, True, dg, cf, pw, S, v, w)
+    _tri_pass(Bt, True, dg, cf, pw, S, v, w)
 
 
 @njit(cache=True, nogil=True)
@@ -512,7 +462,7 @@ def burg_run(
         Slack trade-off for distance constraints (inf: hard).
     Bt : (r, r) float64
         ``B^T``, upper triangular, updated in place. Its strict lower triangle must be zero
-        (the update pass reads it in the 4 x 4 diagonal blocks) and stays zero.
+        (the update pass reads its first subdiagonal) and stays zero.
     max_sweeps, tol
         Sweeps still to run (a paused sweep counts) and the stopping tolerance.
     conv_out, viol_out, lamnorm_out : (max_sweeps,) float64
@@ -547,7 +497,6 @@ def burg_run(
     cc = np.empty(r)
     y2 = np.empty(r)
     q = np.empty(r + 1)
-    blocked = r >= _BLOCK_MIN + 4
     dg = fac[0]
     cf = fac[1]
     pw = fac[2]
@@ -561,10 +510,7 @@ def burg_run(
         for c in range(c0, nc):
             if kind[c] == 0:
                 _diff(G, I1[c], I2[c], v)
-                if pending and blocked:
-                    _tri_pass_blocked(Bt, dg, cf, pw, S, v, w)
-                else:
-                    _tri_pass(Bt, pending, dg, cf, pw, S, v, w)
+                _tri_pass(Bt, pending, dg, cf, pw, S, v, w)
                 pending = False
                 vi, beta = _burg_distance(delta[c], lam, bhat, c, gamma, w)
                 if beta != 0.0:
@@ -673,8 +619,3 @@ def burg_sweeps(
             return done, INFEASIBLE
         if done >= max_sweeps:
             return done, MAX_ITER
-
-
-# --------------------------------------------------------------------------------------------
-# von Neumann: eigendecomposition of diag(d) + rho w w^T
-# --------------------------------------------------------------------------------------------
