@@ -32,7 +32,6 @@ import numpy as np
 from numba import njit
 
 _FM = {"reassoc", "contract"}
-_EPS = 2.220446049250313e-16
 
 CONVERGED = 0
 MAX_ITER = 1
@@ -558,64 +557,3 @@ def burg_run(
             return s, INFEASIBLE
         worst = 0.0
     return s, MAX_ITER
-
-
-@njit(cache=True, nogil=True)
-def burg_sweeps(
-    G,
-    I1,
-    I2,
-    kind,
-    delta,
-    bvec,
-    bhat,
-    lam,
-    gamma,
-    Bt,
-    max_sweeps,
-    tol,
-    conv_out,
-    viol_out,
-    lamnorm_out,
-):
-    """:func:`burg_run` in one call, the final check included (benchmarks). Returns
-    ``(sweeps, status)`` with status ``CONVERGED``, ``MAX_ITER`` or ``INFEASIBLE``."""
-    r = Bt.shape[0]
-    nc = I1.shape[0]
-    lam_old = lam.copy()
-    fac = np.zeros((3, r))
-    state = np.zeros(4)
-    done = 0
-    while True:
-        k, status = burg_run(
-            G,
-            I1,
-            I2,
-            kind,
-            delta,
-            bvec,
-            bhat,
-            lam,
-            gamma,
-            Bt,
-            max_sweeps - done,
-            tol,
-            conv_out[done:],
-            viol_out[done:],
-            lamnorm_out[done:],
-            lam_old,
-            fac,
-            state,
-            np.iinfo(np.int64).max,
-        )
-        done += k
-        if status != CHECK:
-            return done, status
-        final = burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt, 0, nc)
-        viol_out[done - 1] = final
-        if final < tol:
-            return done, CONVERGED
-        if state[3] != 0.0:
-            return done, INFEASIBLE
-        if done >= max_sweeps:
-            return done, MAX_ITER
