@@ -110,9 +110,9 @@ class _Prepared:
         if spec.name == "rbf":
             # distances are shift invariant; centring on the landmarks' mean cuts cancellation
             self.shift = Zf.mean(axis=0, dtype=np.float64)
-            Zs64 = Zf.astype(np.float64) - self.shift
+            Zs64 = np.subtract(Zf, self.shift, dtype=np.float64)  # one pass, no cast copy
             Zf = np.ascontiguousarray(Zs64, dtype=dtype)
-            Zc = Zf.astype(np.float64)
+            Zc = Zf.astype(np.float64, copy=False)
             self.zaux = np.einsum("ij,ij->i", Zc, Zc)
         elif spec.name == "cosine":
             # unit landmarks: <x, z / ||z||> / ||x|| stays in range at any scale of the data
@@ -133,10 +133,24 @@ class _Prepared:
             )
             self.zaux = (nrm > 0).astype(np.float64)
         self.Zs = Zf
-        self.ZsT = np.ascontiguousarray(Zf.T)
+        self._ZsT: np.ndarray | None = None
         self.m = Zf.shape[0]
         self.d = d
-        self.z_absmax = float(np.abs(Zf).max(initial=0.0))
+        self.z_absmax = max(float(Zf.max(initial=0.0)), -float(Zf.min(initial=0.0)))
+
+    @property
+    def ZsT(self) -> np.ndarray:
+        """The (d, m) contiguous transpose of ``Zs``, made on first use: only the fused and
+        the Laplacian paths read it, and at d = 784, m = 1000 the strided copy costs as much
+        as the rest of the preparation."""
+        if self._ZsT is None:
+            self._ZsT = np.ascontiguousarray(self.Zs.T)
+        return self._ZsT
+
+    def _ZsT_if(self, needed: bool) -> np.ndarray:
+        """``ZsT`` when ``needed``, else a (0, d) stand-in of the same numba type (the jitted
+        tile kernels take it as an argument but read it for the Laplacian kernel only)."""
+        return self.ZsT if needed else self.Zs[:0]
 
     def _may_overflow(self, X: np.ndarray) -> bool:
         """Whether k(X, Z) can leave X's float range: a bound from max |x| and max |z| only
@@ -183,7 +197,7 @@ class _Prepared:
         new.__dict__.update(self.__dict__)
         new.spec = dataclasses.replace(spec, gamma=gamma)  # a KernelSpec at the new scale
         new.Zs = np.ldexp(self.Zs, -e).astype(self.dtype)
-        new.ZsT = np.ascontiguousarray(new.Zs.T)
+        new._ZsT = None
         new.shift = np.ldexp(self.shift, -e)
         new.zaux = np.ldexp(self.zaux, -2 * e) if spec.name == "rbf" else self.zaux
         new.z_absmax = float(np.ldexp(self.z_absmax, -e))
@@ -259,7 +273,8 @@ class _Prepared:
             np.matmul(X, self.Zs.T, out=out)
         elif path == "blas":
             with _BLAS:
-                kx.extrapolate_blas(X, self.Zs, self.ZsT, self.zaux, self.shift, *args, out, tile)
+                ZsT = self._ZsT_if(spec.name == "laplacian")
+                kx.extrapolate_blas(X, self.Zs, ZsT, self.zaux, self.shift, *args, out, tile)
         elif path == "twophase":
             # multi-threaded GEMM on large chunks, then the jitted element-wise pass
             chunk = max(tile, (1 << 22) // max(1, self.m))
@@ -303,7 +318,7 @@ class _Prepared:
             kx.project_blas(
                 Xs,
                 prep.Zs,
-                prep.ZsT,
+                prep._ZsT_if(spec.name == "laplacian"),
                 prep.zaux,
                 prep.shift,
                 spec.code,

@@ -88,6 +88,29 @@ def test_similarity_constraints_hold_at_convergence():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("d", [40, 41])
+def test_burg_larger_ranks_equal_dense(d):
+    # larger ranks than the other oracle tests; even and odd (the update pass takes rows in
+    # pairs from the subdiagonal, a single last row when r is odd)
+    rng = np.random.default_rng(2)
+    X, pairs, bounds = feasible_problem(rng, n=70, d=d, k=60)
+    K0 = X @ X.T
+    sim = np.array([[0, 1, 1], [2, 3, -1], [4, 4, -1]])
+    sb = np.array([K0[0, 1] + 1.0, K0[2, 3] - 1.0, 0.8 * K0[4, 4]])
+    n_sweeps = 5
+    model = LogDetKernelLearner(init="linear", gamma=1.0, max_iter=n_sweeps, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        G = model.fit_transform(
+            X, pairs=pairs, bounds=bounds, similarity_pairs=sim, similarity_bounds=sb
+        )
+    assert model.n_components_ == d
+    Kd, lam = dense_burg(K0, model.pairs_, model.bounds_, 1.0, n_sweeps, sim, sb)
+    assert np.abs(G @ G.T - Kd).max() <= 1e-9 * np.abs(Kd).max()
+    assert np.allclose(model.dual_, lam, rtol=1e-7, atol=1e-10)
+    assert np.all(np.triu(model.B_, 1) == 0.0)  # B stays lower triangular
+
+
 @pytest.mark.parametrize("gamma", [1.0, 10.0, np.inf])
 # metric-learn 0.7.0 calls scikit-learn's deprecated stable_cumsum (scikit-learn >= 1.8)
 @pytest.mark.filterwarnings("ignore:Function stable_cumsum is deprecated:FutureWarning")
@@ -394,3 +417,39 @@ def test_learners_refuse_reversed_percentiles():
             cls(init="linear", percentiles=(95, 5)).fit(X, pairs=np.array([[0, 1, 1]]))
     bounds = distance_bounds(X, np.array([[0, 1, 1], [2, 3, -1]]), percentiles=(30, 30))
     assert bounds[0] == bounds[1]  # low == high is allowed
+
+
+def test_burg_violation_in_chunks_matches_numpy():
+    # burg_violation multiplies chunks of constraint rows by Bt^T (more than one chunk here,
+    # distance and similarity constraints mixed, a range not starting at 0)
+    from nystrom_priors._numba._burg import burg_violation
+
+    rng = np.random.default_rng(3)
+    u, r, nc = 50, 9, 700
+    G = rng.normal(size=(u, r))
+    Bt = np.triu(rng.normal(size=(r, r))) + 3.0 * np.eye(r)
+    I1, I2 = rng.integers(0, u, nc), rng.integers(0, u, nc)
+    kind = (rng.random(nc) < 0.3).astype(np.int8)
+    delta = rng.choice([-1.0, 1.0], nc)
+    bvec = rng.normal(size=nc) * 20.0
+    bhat = rng.uniform(1.0, 60.0, nc)
+    A, C = G[I1] @ Bt.T, G[I2] @ Bt.T
+    p = ((A - C) ** 2).sum(1)
+    s = (A * C).sum(1)
+    scale = np.maximum(np.abs(bvec), np.sqrt((A * A).sum(1) * (C * C).sum(1)))
+    viol_d = np.maximum(0.0, delta * (p - bhat)) / bhat
+    viol_s = np.maximum(0.0, delta * (s - bvec)) / scale
+    viol = np.where(kind == 0, viol_d, viol_s)
+
+    def check(c0, c1, kind, viol):
+        got = burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt, c0, c1)
+        assert got == pytest.approx(viol[c0:c1].max(initial=0.0), rel=1e-12, abs=1e-15)
+
+    for c in range(nc):  # every constraint alone and in short mixed windows
+        check(c, c + 1, kind, viol)
+        check(c, min(nc, c + 5), kind, viol)
+    for c0, c1 in [(0, nc), (37, 650), (5, 5)]:
+        check(c0, c1, kind, viol)
+        for k in (0, 1):  # all distance, all similarity: the maximum is of that kind
+            same = np.full(nc, k, dtype=np.int8)
+            check(c0, c1, same, viol_d if k == 0 else viol_s)

@@ -5,9 +5,10 @@ Private: arrays and scalars only. The whole call graph of each driver lives in t
 
 Burg (LogDet) state: the learned kernel on any samples is ``G0 B B^T G0^T`` with B lower
 triangular (it starts at I and every update multiplies it on the right by a lower-triangular
-factor). We keep ``Bt = B^T`` (upper triangular) so that B's columns are contiguous rows, and
-only ever touch the triangle. A distance projection multiplies B by the Cholesky factor L of
-``I + beta w w^T``, which is diagonal plus strictly-lower rank one:
+factor). We keep ``Bt = B^T`` (upper triangular, zeros below) so that B's columns are
+contiguous rows, and touch little more than the triangle. A distance projection multiplies B
+by the Cholesky factor L of ``I + beta w w^T``, which is diagonal plus strictly-lower rank
+one:
 
     beta_0 = beta,  t_j = 1 + beta_j w_j^2,  dg_j = sqrt(t_j),  c_j = beta_j w_j / dg_j,
     beta_{j+1} = beta_j / t_j,   L_jj = dg_j,  L_kj = c_j w_k  (k > j),
@@ -31,7 +32,6 @@ import numpy as np
 from numba import njit
 
 _FM = {"reassoc", "contract"}
-_EPS = 2.220446049250313e-16
 
 CONVERGED = 0
 MAX_ITER = 1
@@ -73,27 +73,29 @@ def _tri_dot(Bt, v, out):
         out[j] = acc
 
 
-@njit(cache=True, nogil=True, fastmath=_FM)
-def _chol_coeffs(w, beta, dg, cf):
+# error_model="numpy": no division-by-zero branch (every q_j > 0), so the square roots and
+# divisions vectorise
+@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
+def _chol_coeffs(w, beta, q, dg, cf):
     """Cholesky factor of I + beta w w^T: diagonal dg and lower part c_j w_k (k > j).
 
     With ``q_j = 1 + beta sum_{k<j} w_k^2`` (so ``beta_j = beta / q_j``):
     ``dg_j = sqrt(q_{j+1} / q_j)`` and ``c_j = beta w_j / sqrt(q_j q_{j+1})``. Only the
     prefix sum is sequential; the square roots and divisions are independent (the textbook
     recursion ``beta_{j+1} = beta_j / t_j`` chains r divisions). Requires
-    ``1 + beta ||w||^2 > 0`` (then every q_j > 0).
+    ``1 + beta ||w||^2 > 0`` (then every q_j > 0). q (r + 1) is workspace.
     """
     r = w.shape[0]
     acc = 0.0
-    for j in range(r):  # dg temporarily holds q_j
-        dg[j] = 1.0 + beta * acc
-        acc += w[j] * w[j]
     for j in range(r):
-        qj = dg[j]
-        qn = dg[j + 1] if j + 1 < r else 1.0 + beta * acc
-        rs = 1.0 / math.sqrt(qj * qn)
+        q[j] = 1.0 + beta * acc
+        acc += w[j] * w[j]
+    q[r] = 1.0 + beta * acc
+    for j in range(r):
+        qn = q[j + 1]
+        rs = 1.0 / math.sqrt(q[j] * qn)
         cf[j] = beta * w[j] * rs
-        dg[j] = qn * rs  # = sqrt(qn / qj)
+        dg[j] = qn * rs  # = sqrt(qn / q_j)
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
@@ -103,51 +105,71 @@ def _tri_pass(Bt, pending, dg, cf, pw, S, v, w):
     If ``pending``: apply ``B <- B L`` for the factor (dg, cf, pw) of the previous projection
     (column j of B L is ``dg_j B[:, j] + cf_j S_j`` with the suffix sum
     ``S_j = sum_{k>j} pw_k B[:, k]``). Then, with row j final, ``w_j = Bt[j] . v`` (so
-    ``w = B^T v`` for the updated B). S is workspace.
+    ``w = B^T v`` for the updated B). S is workspace (zeroed here).
+
+    Rows go two at a time (with r odd, row ``r - 1``, a single element, first). A pair
+    ``(j0, j0 + 1)`` runs from column j0 (``Bt[j0 + 1, j0]`` is zero and stays zero: the strict
+    lower triangle of Bt must be zero): one read and write of S per column for two rows, and
+    two independent dot products, whose latency bounds the short rows LLVM leaves scalar.
     """
+    # the loops are written out here, not called: at small ranks the call of a function taking
+    # eight arrays costs as much as the arithmetic
     r = Bt.shape[0]
     if not pending:
         _tri_dot(Bt, v, w)
         return
     for k in range(r):
         S[k] = 0.0
-    # row slices with 0-based inner indices: LLVM vectorises these loops (indexing Bt[j, k]
-    # from k = j does not, the wraparound check on k defeats it)
-    for jj in range(r):
-        j = r - 1 - jj
-        row = Bt[j, j:]
-        Sj = S[j:]
-        vj = v[j:]
-        d = dg[j]
-        c = cf[j]
-        wj = pw[j]
-        acc = 0.0
-        for k in range(row.shape[0]):
-            old = row[k]
-            new = d * old + c * Sj[k]
-            row[k] = new
-            Sj[k] += wj * old
-            acc += new * vj[k]
-        w[j] = acc
+    odd = r % 2
+    if odd == 1:
+        j = r - 1
+        old = Bt[j, j]
+        new = dg[j] * old + cf[j] * S[j]
+        Bt[j, j] = new
+        S[j] += pw[j] * old
+        w[j] = new * v[j]
+    # written so that LLVM sees j0 >= 0 and drops the wraparound fix-ups of the slices (as
+    # costly as the arithmetic of a short row)
+    for jj in range(r // 2):
+        j0 = r - odd - 2 - 2 * jj
+        # row slices with 0-based inner indices: LLVM vectorises these loops (indexing Bt[j, k]
+        # from k = j does not, the wraparound check on k defeats it)
+        r0 = Bt[j0, j0:]
+        r1 = Bt[j0 + 1, j0:]
+        Sj = S[j0:]
+        vj = v[j0:]
+        d0 = dg[j0]
+        d1 = dg[j0 + 1]
+        c0 = cf[j0]
+        c1 = cf[j0 + 1]
+        p0 = pw[j0]
+        p1 = pw[j0 + 1]
+        a0 = 0.0
+        a1 = 0.0
+        for k in range(r0.shape[0]):
+            s = Sj[k]
+            o1 = r1[k]
+            o0 = r0[k]
+            n1 = d1 * o1 + c1 * s
+            s += p1 * o1
+            n0 = d0 * o0 + c0 * s
+            s += p0 * o0
+            r1[k] = n1
+            r0[k] = n0
+            Sj[k] = s
+            vk = vj[k]
+            a1 += n1 * vk
+            a0 += n0 * vk
+        w[j0] = a0
+        w[j0 + 1] = a1
 
 
 @njit(cache=True, nogil=True, fastmath=_FM)
-def _tri_apply(Bt, dg, cf, pw, S):
-    """B <- B L for a pending factor, without a following dot product."""
-    r = Bt.shape[0]
-    for k in range(r):
-        S[k] = 0.0
-    for jj in range(r):
-        j = r - 1 - jj
-        row = Bt[j, j:]
-        Sj = S[j:]
-        d = dg[j]
-        c = cf[j]
-        wj = pw[j]
-        for k in range(row.shape[0]):
-            old = row[k]
-            row[k] = d * old + c * Sj[k]
-            Sj[k] += wj * old
+def _tri_apply(Bt, dg, cf, pw, S, v, w):
+    """B <- B L for a pending factor (the update pass with ``v = 0``; w is workspace)."""
+    for k in range(v.shape[0]):
+        v[k] = 0.0
+    _tri_pass(Bt, True, dg, cf, pw, S, v, w)
 
 
 @njit(cache=True, nogil=True)
@@ -241,7 +263,7 @@ def _similarity_root(pp, qq, s, b):
 
 
 @njit(cache=True, nogil=True)
-def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, dg, cf, S):
+def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, q, dg, cf, S):
     """One projection onto ``delta * K[i1, i2] <= delta * b`` (hard; Burg; rank two).
 
     ``K' = G (I - rho Asym)^-1 G^T`` with ``Asym = (a c^T + c a^T)/2`` in the factor space,
@@ -285,8 +307,8 @@ def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, dg, cf, S
         # c parallel to a: Asym = kappa a a^T, (I - rho kappa a a^T)^-1 = I + beta a a^T
         kappa = s / pp
         beta = rho * kappa / (1.0 - rho * kappa * pp)
-        _chol_coeffs(a, beta, dg, cf)
-        _tri_apply(Bt, dg, cf, a, S)
+        _chol_coeffs(a, beta, q, dg, cf)
+        _tri_apply(Bt, dg, cf, a, S, v, cc)
         return viol
     # N2 = I - rho Asym2 in the basis, Asym2 = [[na c1, na c2 / 2], [na c2 / 2, 0]]
     n11 = 1.0 - rho * na * c1
@@ -318,12 +340,12 @@ def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, dg, cf, S
         qb = v[k] / c2
         a[k] = x1 * qa + z1 * qb
         cc[k] = x2 * qa + z2 * qb
-    _chol_coeffs(a, e1, dg, cf)
+    _chol_coeffs(a, e1, q, dg, cf)
     # second factor acts on L1^-1 y2 (I + e1 y1 y1^T + e2 y2 y2^T = L1 (I + e2 t t^T) L1^T)
     _chol_solve(dg, cf, a, cc, y2)
-    _tri_apply(Bt, dg, cf, a, S)
-    _chol_coeffs(y2, e2, dg, cf)
-    _tri_apply(Bt, dg, cf, y2, S)
+    _tri_apply(Bt, dg, cf, a, S, v, cc)
+    _chol_coeffs(y2, e2, q, dg, cf)
+    _tri_apply(Bt, dg, cf, y2, S, v, cc)
     return viol
 
 
@@ -345,34 +367,53 @@ def _sweep_stats(lam, lam_old, s, conv_out, lamnorm_out):
     return conv
 
 
+_VIOL_CHUNK = 256  # constraints per matrix product in burg_violation
+
+
 @njit(cache=True, nogil=True)
 def burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt, c0, c1):
-    """Largest relative violation of constraints ``c0 .. c1 - 1`` at the current state."""
+    """Largest relative violation of constraints ``c0 .. c1 - 1`` at the current state.
+
+    The factor rows ``B^T g`` (``B^T (g_i - g_j)`` for a distance constraint, ``B^T g_i`` and
+    ``B^T g_j`` for a similarity one) of a chunk of constraints come from one matrix product
+    ``V Bt^T`` (BLAS; Bt's zeros below the diagonal make it the triangular product): a
+    matrix-vector product per constraint would stream the whole triangle from cache each
+    time.
+    """
     r = Bt.shape[0]
-    v = np.empty(r)
-    a = np.empty(r)
-    cc = np.empty(r)
+    m = min(max(c1 - c0, 0), _VIOL_CHUNK)
+    V = np.empty((2 * m, r))
+    BtT = Bt.T
     worst = 0.0
-    for c in range(c0, c1):
-        if kind[c] == 0:
-            _diff(G, I1[c], I2[c], v)
-            _tri_dot(Bt, v, a)
-            p = _dot(a, a)
-            b = bhat[c]
-            viol = max(0.0, delta[c] * (p - b)) / b
-        else:
-            for k in range(r):
-                v[k] = G[I1[c], k]
-            _tri_dot(Bt, v, a)
-            for k in range(r):
-                v[k] = G[I2[c], k]
-            _tri_dot(Bt, v, cc)
-            s = _dot(a, cc)
-            b = bvec[c]
-            scale = max(abs(b), math.sqrt(_dot(a, a) * _dot(cc, cc)))
-            viol = 0.0 if scale == 0.0 else max(0.0, delta[c] * (s - b)) / scale
-        if viol > worst:
-            worst = viol
+    for s0 in range(c0, c1, _VIOL_CHUNK):
+        s1 = min(c1, s0 + _VIOL_CHUNK)
+        n = 0
+        for c in range(s0, s1):
+            if kind[c] == 0:
+                _diff(G, I1[c], I2[c], V[n])
+                n += 1
+            else:
+                V[n] = G[I1[c]]
+                V[n + 1] = G[I2[c]]
+                n += 2
+        W = np.dot(V[:n], BtT)
+        n = 0
+        for c in range(s0, s1):
+            if kind[c] == 0:
+                p = _dot(W[n], W[n])
+                n += 1
+                b = bhat[c]
+                viol = max(0.0, delta[c] * (p - b)) / b
+            else:
+                a = W[n]
+                cc = W[n + 1]
+                n += 2
+                s = _dot(a, cc)
+                b = bvec[c]
+                scale = max(abs(b), math.sqrt(_dot(a, a) * _dot(cc, cc)))
+                viol = 0.0 if scale == 0.0 else max(0.0, delta[c] * (s - b)) / scale
+            if viol > worst:
+                worst = viol
     return worst
 
 
@@ -419,8 +460,8 @@ def burg_run(
     gamma : float
         Slack trade-off for distance constraints (inf: hard).
     Bt : (r, r) float64
-        ``B^T``, upper triangular, updated in place (the strict lower triangle is never read
-        or written).
+        ``B^T``, upper triangular, updated in place. Its strict lower triangle must be zero
+        (the update pass reads its first subdiagonal) and stays zero.
     max_sweeps, tol
         Sweeps still to run (a paused sweep counts) and the stopping tolerance.
     conv_out, viol_out, lamnorm_out : (max_sweeps,) float64
@@ -454,6 +495,7 @@ def burg_run(
     a = np.empty(r)
     cc = np.empty(r)
     y2 = np.empty(r)
+    q = np.empty(r + 1)
     dg = fac[0]
     cf = fac[1]
     pw = fac[2]
@@ -472,17 +514,17 @@ def burg_run(
                 vi, beta = _burg_distance(delta[c], lam, bhat, c, gamma, w)
                 if beta != 0.0:
                     # defer B <- B chol(I + beta w w^T) to the next pass over the triangle
-                    _chol_coeffs(w, beta, dg, cf)
+                    _chol_coeffs(w, beta, q, dg, cf)
                     for k in range(r):
                         pw[k] = w[k]
                     pending = True
                 spent += r * r
             else:
                 if pending:
-                    _tri_apply(Bt, dg, cf, pw, S)
+                    _tri_apply(Bt, dg, cf, pw, S, v, w)
                     pending = False
                 vi = _burg_similarity(
-                    Bt, G, I1[c], I2[c], delta[c], lam, bvec, c, a, cc, v, y2, dg, cf, S
+                    Bt, G, I1[c], I2[c], delta[c], lam, bvec, c, a, cc, v, y2, q, dg, cf, S
                 )
                 if vi < 0.0:
                     unreachable = True
@@ -498,7 +540,7 @@ def burg_run(
                 return s, PAUSED
         c0 = 0
         if pending:
-            _tri_apply(Bt, dg, cf, pw, S)
+            _tri_apply(Bt, dg, cf, pw, S, v, w)
             pending = False
         viol_out[s] = worst
         conv = _sweep_stats(lam, lam_old, s, conv_out, lamnorm_out)
@@ -515,69 +557,3 @@ def burg_run(
             return s, INFEASIBLE
         worst = 0.0
     return s, MAX_ITER
-
-
-@njit(cache=True, nogil=True)
-def burg_sweeps(
-    G,
-    I1,
-    I2,
-    kind,
-    delta,
-    bvec,
-    bhat,
-    lam,
-    gamma,
-    Bt,
-    max_sweeps,
-    tol,
-    conv_out,
-    viol_out,
-    lamnorm_out,
-):
-    """:func:`burg_run` in one call, the final check included (benchmarks). Returns
-    ``(sweeps, status)`` with status ``CONVERGED``, ``MAX_ITER`` or ``INFEASIBLE``."""
-    r = Bt.shape[0]
-    nc = I1.shape[0]
-    lam_old = lam.copy()
-    fac = np.zeros((3, r))
-    state = np.zeros(4)
-    done = 0
-    while True:
-        k, status = burg_run(
-            G,
-            I1,
-            I2,
-            kind,
-            delta,
-            bvec,
-            bhat,
-            lam,
-            gamma,
-            Bt,
-            max_sweeps - done,
-            tol,
-            conv_out[done:],
-            viol_out[done:],
-            lamnorm_out[done:],
-            lam_old,
-            fac,
-            state,
-            np.iinfo(np.int64).max,
-        )
-        done += k
-        if status != CHECK:
-            return done, status
-        final = burg_violation(G, I1, I2, kind, delta, bvec, bhat, Bt, 0, nc)
-        viol_out[done - 1] = final
-        if final < tol:
-            return done, CONVERGED
-        if state[3] != 0.0:
-            return done, INFEASIBLE
-        if done >= max_sweeps:
-            return done, MAX_ITER
-
-
-# --------------------------------------------------------------------------------------------
-# von Neumann: eigendecomposition of diag(d) + rho w w^T
-# --------------------------------------------------------------------------------------------

@@ -83,7 +83,9 @@ _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 # Adding 1.5 * 2**52 rounds to an integer that lands in the low mantissa bits.
 _ROUND_SHIFT = 6755399441055744.0
-_TWO_M54 = 2.0**-54
+# Taylor coefficients 1/i! of e^r times 2^-54 (see _exp_nonpos); a tuple is a compile-time
+# constant for numba
+_C = tuple(2.0**-54 / float(np.prod(np.arange(1, i + 1))) for i in range(14))
 
 
 # Only "contract" here: "reassoc" would fold (t + SHIFT) - SHIFT to t and merge the two-part
@@ -95,11 +97,13 @@ def _exp_nonpos(a):
 
     Cody-Waite reduction a = k ln2 + r, |r| <= ln2/2, the degree-13 Taylor polynomial of e^r
     (truncation error < 2e-17 relative), and the scale 2^k built from exponent bits:
-    2^(k+54) is a normal number for every k >= -1076, and the final multiplication by 2^-54
-    rounds correctly into the subnormal range. The polynomial is ``1 + r (1 + r (1/2 + r Q))``
-    with Q, the terms r^3/3! .. r^13/13! divided by r^3, by Estrin's scheme: a dependency
-    chain of 7 multiply-adds instead of Horner's 13, which is what bounds the vectorized loop
-    (Q's rounding is damped by |r|^3 <= 0.042).
+    2^(k+54) is a normal number for every k >= -1076, and the polynomial's coefficients carry
+    the factor 2^-54 (exact: every intermediate is the unscaled one times 2^-54, far from
+    underflow), so the one multiplication by 2^(k+54) rounds correctly into the subnormal
+    range. The polynomial is ``1 + r (1 + r (1/2 + r Q))`` with Q, the terms r^3/3! ..
+    r^13/13! divided by r^3, by Estrin's scheme: a dependency chain of 7 multiply-adds
+    instead of Horner's 13, which is what bounds the vectorized loop (Q's rounding is damped
+    by |r|^3 <= 0.042).
     """
     a = np.float64(a)  # a float32 argument (only without the JIT) would lose the reduction
     if a < -745.2:
@@ -109,19 +113,19 @@ def _exp_nonpos(a):
     r = (a - kf * _LN2_HI) - kf * _LN2_LO
     r2 = r * r
     r4 = r2 * r2
-    q0 = 1.0 / 6.0 + r * (1.0 / 24.0)
-    q1 = 1.0 / 120.0 + r * (1.0 / 720.0)
-    q2 = 1.0 / 5040.0 + r * (1.0 / 40320.0)
-    q3 = 1.0 / 362880.0 + r * (1.0 / 3628800.0)
-    q4 = 1.0 / 39916800.0 + r * (1.0 / 479001600.0)
-    s2 = q4 + r2 * (1.0 / 6227020800.0)
+    q0 = _C[3] + r * _C[4]
+    q1 = _C[5] + r * _C[6]
+    q2 = _C[7] + r * _C[8]
+    q3 = _C[9] + r * _C[10]
+    q4 = _C[11] + r * _C[12]
+    s2 = q4 + r2 * _C[13]
     q = (q0 + r2 * q1) + r4 * ((q2 + r2 * q3) + r4 * s2)
-    p = 0.5 + r * q
-    p = 1.0 + r * p
-    p = 1.0 + r * p
+    p = _C[2] + r * q
+    p = _C[1] + r * p
+    p = _C[0] + r * p  # 2^-54 e^r
     # low 12 bits of (2^51 + k + 1077) are k + 1077 in [1, 1077]: the biased exponent of 2^(k+54)
     scale = _bits_f64((_f64_bits(t) + 1077) << 52)
-    return (p * scale) * _TWO_M54
+    return p * scale
 
 
 @njit(fastmath={"contract"}, cache=True, nogil=True)
@@ -136,10 +140,12 @@ def _finish_row(row, xa, zaux, code, gamma, coef0, degree):
     m = row.shape[0]
     if code == RBF:
         for j in range(m):
-            d = xa + zaux[j] - 2.0 * row[j]
-            if d < 0.0:
-                d = 0.0
-            row[j] = _exp_nonpos(-d * gamma)
+            # e = -||x - z||^2, exactly the negated fused multiply-add; clamped to <= 0 by a
+            # single min (NaN stays NaN: the caller reports the overflow)
+            e = 2.0 * row[j] - (xa + zaux[j])
+            if e > 0.0:
+                e = 0.0
+            row[j] = _exp_nonpos(e * gamma)
     elif code == COSINE:
         if not xa < np.inf:  # ||x|| overflows: NaN, so the caller reports the overflow
             for j in range(m):
