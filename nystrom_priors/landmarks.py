@@ -133,13 +133,23 @@ def _update_centers(
     kk.finish_centers(X, sums, counts, centers, order)
 
 
+# below this many multiply-adds a seeding refresh runs on the calling thread
+_FOLD_SERIAL_WORK = 1 << 21
+
+
 def _fold_centres(X: np.ndarray, C: np.ndarray, closest: np.ndarray) -> None:
     """``_kmeans.fold_centres`` in chunks of rows of about ``WORK`` multiply-adds (rows are
     independent: the same result), so that Ctrl-C is handled between them."""
     from ._chunks import rows_per_call
     from ._numba import _kmeans as kk
 
-    step = rows_per_call(C.shape[0] * X.shape[1])
+    work = C.shape[0] * X.shape[1]
+    if X.shape[0] * work < _FOLD_SERIAL_WORK:
+        # a parallel launch costs more than this much work, and waking Numba's threads on
+        # a few cores takes them from the BLAS threads of the calls around it
+        kk.fold_rows(X, C, closest, 0, X.shape[0])
+        return
+    step = rows_per_call(work)
     for s in range(0, X.shape[0], step):
         kk.fold_centres(X[s : s + step], C, closest[s : s + step])
 

@@ -8,10 +8,22 @@ are serial).
 import numpy as np
 from numba import njit, prange
 
+# rows per task of the parallel driver
+_FOLD_BLOCK = 256
 
-@njit(parallel=True, fastmath={"reassoc", "contract"}, cache=True, nogil=True)
+
+@njit(parallel=True, cache=True, nogil=True)
 def fold_centres(X, C, closest):
-    """closest[i] = min(closest[i], min_j ||X[i] - C[j]||^2), by direct differences.
+    """:func:`fold_rows` over all rows, in row blocks on Numba's threads."""
+    n = X.shape[0]
+    for b in prange((n + _FOLD_BLOCK - 1) // _FOLD_BLOCK):
+        fold_rows(X, C, closest, b * _FOLD_BLOCK, min(n, (b + 1) * _FOLD_BLOCK))
+
+
+@njit(fastmath={"reassoc", "contract"}, cache=True, nogil=True)
+def fold_rows(X, C, closest, lo, hi):
+    """closest[i] = min(closest[i], min_j ||X[i] - C[j]||^2) for lo <= i < hi, by direct
+    differences.
 
     Eight centres share each load of ``X[i, k]`` (a register block; the last block repeats its
     final centre), so one pass over ``X`` folds in a whole batch: the seeding's refresh is
@@ -20,9 +32,9 @@ def fold_centres(X, C, closest):
     precision (float32 input vectorises over twice the lanes); a row equal to a centre gets
     exactly 0.
     """
-    n, d = X.shape
+    d = X.shape[1]
     r = C.shape[0]
-    for i in prange(n):
+    for i in range(lo, hi):
         best = closest[i]
         for j in range(0, r, 8):
             j1 = min(j + 1, r - 1)

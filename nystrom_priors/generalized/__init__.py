@@ -29,9 +29,10 @@ labeled rows. Where the PSD constraint is inactive (large lam) it is J's exact o
 lam is chosen among ``mu_max^2 * 10^e`` and ``inf`` (the prior, plain Nystrom) by the held-out
 squared hinge loss of a ridge classifier on the same model, refitted on stratified folds; a
 lam must beat the prior by three standard errors of the paired fold differences and
-misclassify fewer held-out rows, so the prior is kept unless the labels clearly say otherwise. The whole choice costs O(folds * grid * p^3)
-on top of the landmarks, never an l x l or n x l array. ``scripts/bench_generalized.py``
-compares it with the exact optimum of J at every fixed lam on 19 public data sets.
+misclassify fewer held-out rows, so the prior is kept unless the labels clearly say
+otherwise. The whole choice costs O(folds * grid * p^3) on top of the landmarks (a fold trains
+on at most 120 directions), never an l x l or n x l array. ``scripts/bench_generalized.py``
+compares it with the best fixed lam on 19 public data sets.
 
 Exact solvers
 -------------

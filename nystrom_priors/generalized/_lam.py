@@ -191,20 +191,24 @@ def onestep_model(PE, w, codes, n_classes, rel_lam):
     Returns ``(S_r, lam)``: S in S0's eigen-coordinates (r x r; ``S = U0 S_r U0^T``) and the
     absolute lam."""
     from .._numba._lam_cv import onestep, restricted_problem
+    from .._rowblocks import _BLAS
 
-    Vc, mu, C, R, _ = restricted_problem(
-        np.ascontiguousarray(PE, dtype=np.float64),
-        np.asarray(w, dtype=np.float64),
-        codes.astype(np.int64),
-        int(n_classes),
-    )
-    lam = rel_lam * float(mu[-1]) ** 2 if mu.size else np.inf
-    S_r = np.diag(1.0 / w)
-    if mu.size:
-        L = onestep(mu, C, R, lam)
-        VL = Vc @ L
-        VC = Vc @ C
-        S_r = S_r + VL @ VL.T - VC @ Vc.T
+    # p x p algebra (p <= min(l, m)): one BLAS thread is as fast, and does not fight the
+    # Numba threads still spinning from the cross-validation for the cores
+    with _BLAS:
+        Vc, mu, C, R, _ = restricted_problem(
+            np.ascontiguousarray(PE, dtype=np.float64),
+            np.asarray(w, dtype=np.float64),
+            codes.astype(np.int64),
+            int(n_classes),
+        )
+        lam = rel_lam * float(mu[-1]) ** 2 if mu.size else np.inf
+        S_r = np.diag(1.0 / w)
+        if mu.size:
+            L = onestep(mu, C, R, lam)
+            VL = Vc @ L
+            VC = Vc @ C
+            S_r = S_r + VL @ VL.T - VC @ Vc.T
     return 0.5 * (S_r + S_r.T), lam
 
 
