@@ -204,7 +204,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         ``mu_max^2``, the scale of the data term the lambda grid is relative to (NaN when no
         side information was given).
     n_iter_ : int
-        Solver iterations for the final fit.
+        Solver iterations for the final fit: 1 for the one-step model, also when its
+        cross-validation keeps the prior (the selection is the fit's step); 0 when the prior
+        is returned without any solve (no side information, or ``lam`` above
+        ``mu_max^2 / eps``).
     converged_ : bool
         Whether the final fit met ``tol``.
     certificate_ : float
@@ -445,8 +448,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             e, crit, err = self._select_lam(PE, w, labels, params, rng)
             self.lam_path_ = np.append(scale * 10.0 ** params["grid"], np.inf)
             self.criterion_path_, self.cv_error_path_ = crit, err
-            if e is None:
-                return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
+            if e is None:  # the selection ran (one step) and kept the prior
+                return self._set_solution(self.S0_, np.inf, prior_projection, 1, True, 0.0)
             rel = 10.0**e
         S_r, _ = _lam.onestep_model(PE, w, labels.codes, labels.n_classes, rel)
         S = _sym(U0 @ S_r @ U0.T)
