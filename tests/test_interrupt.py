@@ -135,9 +135,7 @@ def test_ctrl_c_stops_kmeans():
     )
     assert (
         _interrupt(
-            lambda: npr.select_landmarks(
-                X, 4000, sample_size=200_000, max_iter=30, random_state=0
-            ),
+            lambda: npr.select_landmarks(X, 4000, sample_size=200_000, max_iter=30, random_state=0),
             warm_up,
         )
         < WITHIN
