@@ -125,9 +125,11 @@ def test_ctrl_c_stops_kmeans():
 
     def warm_up():
         npr.kernel_kmeans(G[:100], 5, n_init=2, random_state=0)
-        # large enough for the parallel seeding driver (small refreshes run serially): a
-        # first compilation inside the timed fit could swallow the interrupt
-        npr.select_landmarks(X[:20000], 40, random_state=0)
+        # the same code paths as the timed fit: k-means on 20,000 sampled rows (the default
+        # sample is only 10 m rows) makes the seeding refreshes large enough for the parallel
+        # driver, which small refreshes skip. A first compilation inside the timed fit could
+        # swallow the interrupt (llvmlite's compile callbacks ignore KeyboardInterrupt).
+        npr.select_landmarks(X[:20000], 400, sample_size=20000, max_iter=1, random_state=0)
 
     assert (
         _interrupt(lambda: npr.kernel_kmeans(G, 50, n_init=100_000, random_state=0), warm_up)
