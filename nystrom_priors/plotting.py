@@ -91,7 +91,7 @@ def plot_lambda_path(
     x = np.log10(lams[finite] / scale)
     ax = _axes(ax)
     is_cv = model.lam == "auto"
-    label = "CV squared hinge loss on the labeled samples" if is_cv else "eq. 12 criterion (NKA)"
+    label = "CV margin ramp loss on the labeled samples" if is_cv else "eq. 12 criterion (NKA)"
     ax.plot(x, crit, "o-", color="C0", label=label)
     if not finite.all():
         ax.axhline(float(crit_all[~finite][0]), color="C0", ls=":", label="prior (lam = inf)")

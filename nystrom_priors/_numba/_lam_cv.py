@@ -26,27 +26,44 @@ def _pm_targets(codes, n_classes):
 
 
 @njit(cache=True, nogil=True)
-def _losses(P, codes, n_classes, rows, out, j):
-    """Per-sample held-out squared loss, squared hinge and 0/1 error of the scores P (summed
-    over the one-vs-rest columns) into ``out[:, rows[i], j]``."""
+def _margins(P, codes, n_classes):
+    """Classification margin of each row's scores: ``t P`` (two classes, t = +-1), else the
+    true class's score minus the best other score. Positive means classified right."""
+    n = P.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        if n_classes == 2:
+            out[i] = P[i, 0] if codes[i] == 1 else -P[i, 0]
+        else:
+            other = -np.inf
+            for k in range(P.shape[1]):
+                if k != codes[i] and P[i, k] > other:
+                    other = P[i, k]
+            out[i] = P[i, codes[i]] - other
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _losses(P, codes, n_classes, rows, out, j, scale):
+    """Per-sample held-out losses of the scores P into ``out[:, rows[i], j]``: squared loss and
+    squared hinge (summed over the one-vs-rest columns), 0/1 error, and the ramp loss
+    ``min(max(1 - margin / scale, 0), 2)`` of the margin in units of ``scale``."""
     T = _pm_targets(codes, n_classes)
+    marg = _margins(P, codes, n_classes)
     n, c = P.shape
     for i in range(n):
         sq = 0.0
         sqh = 0.0
-        best = 0
         for k in range(c):
             d = P[i, k] - T[i, k]
             sq += d * d
             h = 1.0 - T[i, k] * P[i, k]
             if h > 0.0:
                 sqh += h * h
-            if P[i, k] > P[i, best]:
-                best = k
-        pred = (1 if P[i, 0] > 0.0 else 0) if n_classes == 2 else best
         out[0, rows[i], j] = sq
         out[1, rows[i], j] = sqh
-        out[2, rows[i], j] = 1.0 if pred != codes[i] else 0.0
+        out[2, rows[i], j] = 1.0 if marg[i] <= 0.0 else 0.0
+        out[3, rows[i], j] = min(max(1.0 - marg[i] / scale, 0.0), 2.0)
 
 
 @njit(cache=True, nogil=True)
@@ -178,7 +195,7 @@ def onestep_y(mu, C, R, lam):
 
 @njit(cache=True, nogil=True)
 def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
-    """Score the held-out rows ``test`` along ``rel_lams`` into ``out`` (3, l, n_lams).
+    """Score the held-out rows ``test`` along ``rel_lams`` into ``out`` (4, l, n_lams).
 
     The training rows lie in range(Vc), ``a_T = F_T Vc^T``, so on the family
     ``S = S0 + Vc (Y - C) Vc^T`` the training kernel is ``F_T (D + Y) F_T^T`` with
@@ -225,26 +242,33 @@ def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
         for a in range(p + 1):
             A[a, a] += alpha
         HV[:, :p] = GV + FV @ Y
-        P = HV @ np.linalg.solve(A, BtT)
-        _losses(P, codes_V, n_classes, test, out, j)
+        coef = np.linalg.solve(A, BtT)
+        # the margins' unit: the RMS margin of the training rows under the same model, so
+        # that a kernel which only inflates every score does not look better or worse
+        mT = _margins(B @ (Yt @ coef), codes_T, n_classes)
+        scale = np.sqrt(np.mean(mT * mT))
+        if not (scale > 0.0 and np.isfinite(scale)):
+            scale = 1.0
+        _losses(HV @ coef, codes_V, n_classes, test, out, j, scale)
 
 
 @njit(cache=True, parallel=True)
 def cv_losses(PE, w, codes, n_classes, roles, rel_lams, alpha):
-    """Held-out losses per sample (3, n_rounds, l, n_lams): squared loss, squared hinge and
-    0/1 error of each row in the rounds that score it, NaN elsewhere.
+    """Held-out losses per sample (4, n_rounds, l, n_lams): squared loss, squared hinge, 0/1
+    error and scaled margin ramp (``_losses``) of each row in the rounds that score it, NaN
+    elsewhere.
 
     ``roles`` (n_rounds, l) marks each labeled row per round: 1 trains the round's model, 2 is
     scored, 0 is left out. A round with no training row scores nothing."""
     total, l = roles.shape
-    out = np.full((total, 3, l, rel_lams.size), np.nan)
+    out = np.full((total, 4, l, rel_lams.size), np.nan)
     for t in prange(total):
         train = np.flatnonzero(roles[t] == 1)
         test = np.flatnonzero(roles[t] == 2)
         if test.size > 0 and train.size > 0:
             _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out[t])
-    res = np.empty((3, total, l, rel_lams.size))
+    res = np.empty((4, total, l, rel_lams.size))
     for t in range(total):
-        for k in range(3):
+        for k in range(4):
             res[k, t] = out[t, k]
     return res

@@ -27,9 +27,10 @@ separable majoriser of J at its unconstrained optimum (weights ``sqrt((lam + mu_
 mu_j^2)) >= lam + mu_i mu_j``): one eigendecomposition of a p x p matrix, p the rank of the
 labeled rows. Where the PSD constraint is inactive (large lam) it is J's exact optimum.
 lam is chosen among ``mu_max^2 * 10^e`` and ``inf`` (the prior, plain Nystrom) by the held-out
-squared hinge loss of a ridge classifier on the same model, refitted on stratified folds; a
-lam must beat the prior by three standard errors of the paired fold differences and
-misclassify fewer held-out rows, so the prior is kept unless the labels clearly say
+loss of a ridge classifier on the same model, refitted on stratified folds: a ramp on each
+held-out row's margin in units of the training rows' RMS margin (bounded and blind to the
+scale of the scores, which small lam inflates). A lam must beat the prior by three standard
+errors of the paired fold differences, so the prior is kept unless the labels clearly say
 otherwise. The whole choice costs O(folds * grid * p^3) on top of the landmarks (a fold trains
 on at most 120 directions), never an l x l or n x l array. ``scripts/bench_generalized.py``
 compares it with the best fixed lam on 19 public data sets.
@@ -194,9 +195,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         lam values searched (empty when lam is fixed); with ``lam="auto"`` on labels the last
         candidate is ``inf``, the prior.
     criterion_path_ : ndarray, shape of ``lam_path_``
-        Selection criterion per candidate: mean held-out squared hinge loss per sample of the
-        cross-validated ridge classifier ("auto" on labels), the scored held-out pairs'
-        squared error (pairs only; NaN where the path stopped early), or eq. (12) ("nka").
+        Selection criterion per candidate: mean held-out scaled margin ramp loss per sample
+        of the cross-validated ridge classifier ("auto" on labels; see the module docstring),
+        the scored held-out pairs' squared error (pairs only; NaN where the path stopped
+        early), or eq. (12) ("nka").
     cv_error_path_ : ndarray, shape of ``lam_path_``
         ``lam="auto"``: mean held-out 0/1 error rate of the same classifiers (pairs only: of
         the scored held-out pairs classified by cosine > 1/2); empty otherwise.

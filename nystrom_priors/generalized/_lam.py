@@ -28,12 +28,17 @@ costs O(p^3) per lam; a fold trains on at most ``_CV_RANK_MAX`` directions, ``cv
 On each training fold the same model is fitted along the grid (lam =
 ``mu_max^2 10^e`` with the fold's own mu_max), and a ridge classifier on the learned kernel
 (one-vs-rest, +-1 targets, intercept penalised like a linear SVM's constant feature, penalty
-1/2: the squared-loss counterpart of ``LinearSVC(C=1)``) scores the held-out fold by its
-squared hinge loss. The prior (lam = inf, plain Nystrom) is a candidate. A lam is chosen only
-if its mean held-out loss beats the prior's by more than ``_GATE`` standard errors of the
-paired differences over the folds; among those, the smallest mean loss wins, and it is kept
-only if it also misclassifies fewer held-out rows than the prior. The model whose
-lam is scored is the model that is returned, so the estimate is honest for it.
+1/2: the squared-loss counterpart of ``LinearSVC(C=1)``) scores the held-out fold. The loss
+is a ramp on the held-out margin measured in units of the training rows' RMS margin,
+``min(max(1 - m / s, 0), 2)`` (m: true class's score minus the best other one): small lam
+inflates the kernel along the labeled directions, and a loss on raw scores (the squared
+hinge) then charges the confidently wrong rows quadratically and ranks lam by the size of the
+scores rather than by how the held-out rows fall relative to the training rows. Bounded, one
+wrong row costs at most 2, like a smoothed 0/1 error with less variance. The prior (lam = inf,
+plain Nystrom) is a candidate. A lam is chosen only if its mean held-out loss beats the
+prior's by more than ``_GATE`` standard errors of the paired differences over the folds;
+among those, the smallest mean loss wins. The model whose lam is scored is the model that is
+returned, so the estimate is honest for it.
 
 **Pairs alone, and eq. (12).** ``lam="nka"`` is the paper's eq. (12) along the exact path;
 pairs without labels cross-validate exact solves on held-out samples (``_cv_losses_pairs``).
@@ -49,8 +54,8 @@ from ._solver import _solve_path
 
 # ridge penalty of the held-out classifier: min ||w||^2 / 2 + C sum loss <=> alpha = 1 / (2 C)
 _RIDGE_ALPHA = 0.5
-# held-out loss that ranks lam: 0 squared loss, 1 squared hinge, 2 0/1 error
-_CRITERION = 1
+# held-out loss that ranks lam: 0 squared loss, 1 squared hinge, 2 0/1 error, 3 scaled ramp
+_CRITERION = 3
 # a lam must beat the prior by this many standard errors of the paired fold differences
 _GATE = 3.0
 # up to this many labels two independent fold splits are averaged, one above
@@ -74,15 +79,13 @@ def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.
     return folds
 
 
-def choose(losses: np.ndarray, errors: np.ndarray | None = None) -> int:
+def choose(losses: np.ndarray) -> int:
     """Index of the chosen candidate; ``losses`` (n_folds, n_candidates), the prior last.
 
     The candidate with the smallest mean held-out loss among those whose mean improvement
     over the prior exceeds ``_GATE`` standard errors of the paired differences; the prior when
-    none does (or fewer than two folds could be scored). With ``errors`` (the held-out 0/1
-    errors, same shape), the winner must also misclassify fewer held-out rows than the prior:
-    a kernel that only widens the margins of rows the prior already classifies right improves
-    the surrogate loss without improving the classification it stands for."""
+    none does (or fewer than two folds could be scored). Paired, because the folds' shared
+    variation (which rows are held out) cancels in the differences."""
     scored = ~np.isnan(losses).any(axis=1)
     L = losses[scored]
     prior = losses.shape[1] - 1
@@ -93,12 +96,7 @@ def choose(losses: np.ndarray, errors: np.ndarray | None = None) -> int:
     better = np.flatnonzero(D.mean(axis=0) < -_GATE * se)
     if better.size == 0:
         return prior
-    j = int(better[np.argmin(L.mean(axis=0)[better])])
-    if errors is not None:
-        err = errors[scored].mean(axis=0)
-        if not err[j] < err[prior]:
-            return prior
-    return j
+    return int(better[np.argmin(L.mean(axis=0)[better])])
 
 
 def cv_rounds(codes: np.ndarray, n_folds: int, rank: int, rng: np.random.Generator) -> np.ndarray:
@@ -156,7 +154,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     else:
         L = _serial(cv_losses, args)
     L = round_means(L)
-    j = choose(L[_CRITERION], L[2])
+    j = choose(L[_CRITERION])
     scored = ~np.isnan(L[_CRITERION]).any(axis=1)
     crit = L[_CRITERION][scored].mean(axis=0)
     err = L[2][scored].mean(axis=0)
@@ -164,8 +162,8 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
 
 
 def round_means(per_sample: np.ndarray) -> np.ndarray:
-    """(3, n_rounds, n_lams) mean held-out losses of each round from ``cv_losses``' per-sample
-    losses (3, n_rounds, l, n_lams); NaN for a round that scored no row."""
+    """(4, n_rounds, n_lams) mean held-out losses of each round from ``cv_losses``' per-sample
+    losses (4, n_rounds, l, n_lams); NaN for a round that scored no row."""
     scored = ~np.isnan(per_sample[:, :, :, :1])
     count = scored.sum(axis=2)
     total = np.where(np.isnan(per_sample), 0.0, per_sample).sum(axis=2)
