@@ -26,8 +26,9 @@ from nystrom_priors._numba._lam_cv import cv_losses  # noqa: E402
 from nystrom_priors.generalized import _lam  # noqa: E402
 
 
-def one(name, X, y, split, out):
-    m, lab, unl, yy = protocol_split(y, split)
+def default_cv_inputs(X, yy, m, split):
+    """Fit the default GN and return (model, the inputs of its ``_lam.select_lam`` call), the
+    fold generator's state copied before the call."""
     seen = {}
     orig = _lam.select_lam
 
@@ -48,6 +49,12 @@ def one(name, X, y, split, out):
         g = npr.GeneralizedNystrom(n_landmarks=m, random_state=split).fit(X, yy)
     finally:
         _lam.select_lam = orig
+    return g, seen
+
+
+def one(name, X, y, split, out):
+    m, lab, unl, yy = protocol_split(y, split)
+    g, seen = default_cv_inputs(X, yy, m, split)
     r = seen["rng"]
     folds = [_lam.stratified_folds(seen["codes"], seen["k"], r) for _ in range(4)]
     roles = np.stack([np.where(f == j, 2, 1) for f in folds for j in range(seen["k"])]).astype(

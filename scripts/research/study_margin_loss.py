@@ -9,7 +9,6 @@ downstream errors saved by ``study_gate.py``.
 Run:  python scripts/research/study_margin_loss.py OUT
 """
 
-import copy
 import os
 import sys
 import warnings
@@ -20,8 +19,8 @@ from numba import njit
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from bench_generalized import SETS, protocol_split, scale01
 from datasets import load
+from study_gate import default_cv_inputs
 
-import nystrom_priors as npr
 from nystrom_priors._numba._lam_cv import _pm_targets, onestep_y, restricted_problem
 from nystrom_priors.generalized import _lam
 
@@ -74,26 +73,7 @@ def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha, outV, out
 
 def one(name, X, y, split, out):
     m, lab, unl, yy = protocol_split(y, split)
-    seen = {}
-    orig = _lam.select_lam
-
-    def spy(PE, w, codes, n_classes, exps, rng, n_folds):
-        seen.update(
-            PE=PE.copy(),
-            w=w.copy(),
-            codes=codes.copy(),
-            c=n_classes,
-            exps=np.asarray(exps, float),
-            rng=copy.deepcopy(rng),
-            k=n_folds,
-        )
-        return orig(PE, w, codes, n_classes, exps, rng, n_folds)
-
-    _lam.select_lam = spy
-    try:
-        npr.GeneralizedNystrom(n_landmarks=m, random_state=split).fit(X, yy)
-    finally:
-        _lam.select_lam = orig
+    _, seen = default_cv_inputs(X, yy, m, split)
     r = seen["rng"]
     k = seen["k"]
     codes = seen["codes"].astype(np.int64)
