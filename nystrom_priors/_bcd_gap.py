@@ -27,6 +27,9 @@ import numpy as np
 
 from .exceptions import ConvergenceWarning
 
+# sweeps per allocation of the objective path (it grows as sweeps are done, not with max_iter)
+_PATH_CHUNK = 1024
+
 # constrained samples up to which the dual's eigenvalue is taken by dense LAPACK
 _DENSE_LIMIT = 800
 
@@ -92,14 +95,19 @@ def run(args, max_iter, tol, certify, verbose, gap):
     from ._numba._bcd import bcd_run, objective
     from ._progress import Progress
 
-    obj = np.zeros(max_iter + 1)
+    # the objective path grows with the sweeps done, not with max_iter (which may be huge)
+    obj = np.zeros(min(max_iter, _PATH_CHUNK) + 1)
     dual = args[-1]
     obj[0] = objective(*args[:-1])
     state = np.zeros(1, dtype=np.int64)
     n, converged, threshold, value = 0, False, tol, np.inf
     with Progress(verbose, max_iter, "BCDNPKL sweeps", "sweep") as progress:
         while n < max_iter and not converged:
-            done, status = bcd_run(*args[:-1], max_iter - n, threshold, obj[n:], dual, state, WORK)
+            if n + 1 == obj.size:  # full: room for twice as many sweeps, up to max_iter
+                grown = min(max_iter, 2 * n) + 1
+                obj = np.concatenate([obj, np.zeros(grown - obj.size)])
+            todo = min(max_iter, obj.size - 1) - n
+            done, status = bcd_run(*args[:-1], todo, threshold, obj[n:], dual, state, WORK)
             if done:
                 n += done
                 progress.update(done, objective=obj[n])

@@ -207,6 +207,11 @@ for _name in ("Nystrom", "GeneralizedNystrom", "LogDetKernelLearner", "VonNeuman
         f"{_name}.all-constant-data",
         (ValueError, r"all 40 samples are identical .*Pass width explicitly"),
     )(lambda _n=_name: fit(_n, np.ones((40, 4))))
+    # identical rows whose mean is inexact in float64: round-off is no spread
+    case(
+        f"{_name}.all-identical-inexact-data",
+        (ValueError, r"all 40 samples are identical .*Pass width explicitly"),
+    )(lambda _n=_name: fit(_n, np.tile(X[:1], (40, 1))))
     case(f"{_name}.duplicated-landmarks", OK)(
         lambda _n=_name: fit(_n, landmarks=np.repeat(X[:4], 2, axis=0)).transform(X)
     )
@@ -214,6 +219,82 @@ for _name in ("Nystrom", "GeneralizedNystrom", "LogDetKernelLearner", "VonNeuman
         f"{_name}.random_state-string",
         (TypeError, r"random_state must be None, a non-negative int.*got str 'abc'"),
     )(lambda _n=_name: fit(_n, random_state="abc"))
+
+case(
+    "Nystrom.all-identical-inexact-data-laplacian",
+    (ValueError, r"'laplacian' kernel: all 40 samples are identical"),
+)(lambda: fit("Nystrom", np.broadcast_to(X[:1], (40, 4)), kernel="laplacian"))
+case(
+    "Nystrom.all-identical-inexact-data-sparse",
+    (ValueError, r"'rbf' kernel: all 40 samples are identical"),
+)(lambda: fit("Nystrom", _csr(np.tile(X[:1], (40, 1)))))
+
+
+def _csr(A):
+    from scipy import sparse
+
+    return sparse.csr_matrix(A)
+
+
+# a sparse matrix whose index arrays contradict its shape: scipy trusts them (its conversions
+# and the jitted kernels read and write out of bounds: heap corruption, a C++ RuntimeError)
+def _malformed(kind):
+    from scipy import sparse
+
+    A = sparse.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
+    if kind == "column-out-of-range":
+        A.indices[0] = 99
+    elif kind == "negative-column":
+        A.indices[0] = -1
+    elif kind == "decreasing-indptr":
+        A.indptr[5] = A.indptr[6] + 3
+    elif kind == "indptr-past-nnz":
+        A.indptr[-1] = 10**6
+    elif kind == "coo-column-out-of-range":
+        A = A.tocoo()
+        A.col[0] = 9
+    return A
+
+
+_MALFORMED = {
+    "column-out-of-range": r"malformed CSR sparse matrix of shape \(40, 4\): indices holds 99; "
+    r"valid indices are in \[0, 3\]",
+    "negative-column": r"malformed CSR .*indices holds -1; valid indices are in \[0, 3\]",
+    "decreasing-indptr": r"malformed CSR .*indptr must be non-decreasing, got indptr\[5\] = ",
+    "indptr-past-nnz": r"malformed CSR .*end at most at len\(indices\) = \d+, .*= 1000000",
+    "coo-column-out-of-range": r"malformed COO .*col holds 9; valid indices are in \[0, 3\]",
+}
+for _kind, _match in _MALFORMED.items():
+    for _name in LEARNERS:
+        case(f"{_name}.sparse-fit-{_kind}", (ValueError, _match))(
+            lambda _n=_name, _k=_kind: fit(_n, _malformed(_k))
+        )
+    case(f"Nystrom.sparse-transform-{_kind}", (ValueError, _match))(
+        lambda _k=_kind: fit("Nystrom").transform(_malformed(_k))
+    )
+    case(f"extrapolate.sparse-{_kind}", (ValueError, _match))(
+        lambda _k=_kind: _fns().extrapolate(_malformed(_k), X[:4], width=1.0)
+    )
+case(
+    "Nystrom.sparse-fit-all-zero",
+    (ValueError, r"'rbf' kernel: all 40 samples are identical"),
+)(lambda: fit("Nystrom", _csr(np.zeros((40, 4)))))
+
+
+# max_iter is a budget, not a size: the per-sweep paths grow with the sweeps done (a huge
+# max_iter used to allocate them up front: MemoryError or numpy's "array is too big")
+def _fit_unwindowed(name, **kw):
+    model = make(name, **kw)
+    model.infeasible_window = 0  # no infeasibility test: one run of up to max_iter sweeps
+    return model.fit(X, Y_PARTIAL)
+
+
+for _name in ("LogDetKernelLearner", "VonNeumannKernelLearner", "BCDNPKL"):
+    case(f"{_name}.max_iter-huge", OK)(lambda _n=_name: fit(_n, max_iter=10**30).transform(X))
+for _name in ("LogDetKernelLearner", "VonNeumannKernelLearner"):
+    case(f"{_name}.max_iter-huge-unwindowed", WARN("ConvergenceWarning", r"max_iter=2000"))(
+        lambda _n=_name: _fit_unwindowed(_n, max_iter=2000, tol=0.0).transform(X)
+    )
 
 # (learner, parameter, bad value, message)
 _BAD_SCALARS = [

@@ -51,6 +51,8 @@ from ._bounds import (
 )
 
 _INITS = ("nystrom", "linear")
+# sweeps per allocation of the per-sweep paths (they grow as sweeps are done)
+_PATH_CHUNK = 1024
 
 
 def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
@@ -392,13 +394,18 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         from .._progress import Progress
 
         W = int(self.infeasible_window)
-        conv, viol, lamnorm = np.zeros(max_iter), np.zeros(max_iter), np.zeros(max_iter)
+        # the per-sweep paths grow with the sweeps done, not with max_iter (which may be huge)
+        paths = np.zeros((3, min(max_iter, _PATH_CHUNK)))
         done, status = 0, 1
         snap = lam.copy()
         progress = Progress(self.verbose, max_iter, f"{type(self).__name__} sweeps", "sweep")
         with progress:
             while done < max_iter:
-                n = min(W, max_iter - done) if W > 0 else max_iter - done
+                n = min(W if W > 0 else _PATH_CHUNK, max_iter - done)
+                if done + n > paths.shape[1]:
+                    grown = min(max_iter, max(done + n, 2 * paths.shape[1]))
+                    paths = np.concatenate([paths, np.zeros((3, grown - paths.shape[1]))], axis=1)
+                conv, viol, lamnorm = paths
                 k, status = step(
                     done, n, conv[done : done + n], viol[done : done + n], lamnorm[done : done + n]
                 )
@@ -414,6 +421,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 snap = lam.copy()
             outcome = {0: "converged", 1: "max_iter reached", 2: "looks infeasible"}.get(status, "")
             progress.close(f"{outcome}, largest relative violation {viol[max(done, 1) - 1]:.3g}")
+        conv, viol, lamnorm = paths
         return done, status, conv, viol, lamnorm
 
     # -- reporting -----------------------------------------------------------------------
