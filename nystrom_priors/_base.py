@@ -404,12 +404,12 @@ class FactorTransformMixin:
             Index of the block's first row.
         G_block : ndarray of shape (n_b, n_components_)
         """
-        from ._validation import check_no_overlap, check_scalar
-        from .kernels import _iter_blocks
+        from ._validation import check_no_overlap
+        from .kernels import _check_block_rows, _iter_blocks
 
         self._check_fitted_for_transform()
         if block_rows is not None:
-            block_rows = int(check_scalar(block_rows, "block_rows", kind="int", lo=1))
+            block_rows = _check_block_rows(block_rows)
         else:
             block_rows = self._block_rows_default()
         r = self.n_components_

@@ -161,6 +161,16 @@ def save(model: Any, path: str | os.PathLike) -> None:
         if isinstance(value, np.ndarray):
             arrays[f"param:{key}"] = value
             continue
+        if key == "kernel" and type(value).__name__ == "KernelSpec":
+            # None is no kernel: keep the name (the fitted kernel_, gamma_, ... are exact)
+            warnings.warn(
+                f"Parameter kernel={value!r} cannot be stored without pickle; it is saved as "
+                f"its name {value.name!r} (the fitted state is saved exactly).",
+                UserWarning,
+                stacklevel=2,
+            )
+            params[key] = value.name
+            continue
         try:
             params[key] = _to_json_value(value, f"parameter {key!r}")
         except TypeError:

@@ -491,6 +491,46 @@ case("extrapolate.out-readonly", (ValueError, r"out must be writeable"))(
 case("extrapolate.huge-values", OK)(
     lambda: _fns().extrapolate(X * 1e150, X[:5] * 1e150, width=1e150)
 )
+# block_rows beyond int64 (OverflowError) or near 2^63 (the row arithmetic overflowed and the
+# output was left uninitialised): a block of more rows than X has is all of X
+case("extrapolate.block_rows-int64-max", OK)(
+    lambda: _same(_fns().extrapolate(X, X[:5], width=1.0, block_rows=2**63 - 1), _E_REF())
+)
+case("extrapolate.block_rows-beyond-int64", OK)(
+    lambda: _same(_fns().extrapolate(X, X[:5], width=1.0, block_rows=10**30), _E_REF())
+)
+case("iter_transform.block_rows-int64-max", OK)(
+    lambda: list(fit("Nystrom").iter_transform(X, block_rows=2**63 - 1))
+)
+
+
+def _E_REF():
+    return _fns().extrapolate(X, X[:5], width=1.0)
+
+
+def _same(A, B):
+    if not np.array_equal(A, B):
+        raise AssertionError("the result differs from the default blocking")
+    return A
+
+
+# alignment is scale-invariant: kernels near 1e300 gave NaN (overflow), near 1e-300 a
+# spurious "zero kernel" error (underflow)
+_G = X @ X.T
+case("alignment.kernels-at-1e300", OK)(
+    lambda: np.array([_fns().alignment(_G * 1e300, _G * 1e300) - 1.0])
+)
+case("alignment.kernel-at-1e-300", OK)(lambda: np.array([_fns().alignment(_G * 1e-300, _G)]))
+case("factored_alignment.factors-at-1e300", OK)(
+    lambda: np.array([_fns().factored_alignment(X * 1e300, X * 1e200)])
+)
+case("factored_alignment.factor-at-1e-200", OK)(
+    lambda: np.array([_fns().factored_alignment(X * 1e-200, X)])
+)
+# a huge Gaussian width: every edge weight is 1 (sigma**2 raised OverflowError)
+case("knn_graph.gaussian-sigma-1e300", OK)(
+    lambda: _fns().knn_graph(X, 5, weights="gaussian", sigma=1e300)[0].toarray()
+)
 case("iter_extrapolate.block_rows-zero", (ValueError, r"block_rows must be in \[1, inf\), got 0"))(
     lambda: list(_fns().iter_extrapolate(X, X[:5], width=1.0, block_rows=0))
 )
@@ -675,6 +715,27 @@ case(
     "load.header-claims-huge-array",
     (ValueError, r"member 'attr:S0_.npy'.*claims shape \(100000, 100000\)"),
 )(_load_forged_header)
+# kernel=None was reported as "got method" (attribute access turns None into kernel())
+case(
+    "Nystrom.kernel-None",
+    (TypeError, r"kernel must be a string naming a kernel or a KernelSpec, got NoneType"),
+)(lambda: fit("Nystrom", kernel=None))
+
+
+# a KernelSpec parameter used to be saved as None, which save then refused as invalid
+def _save_kernelspec_model():
+    spec = _fns().make_kernel("rbf", width=2.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.npz")
+        model = fit("GeneralizedNystrom", kernel=spec, lam=1.0)
+        _fns().save(model, path)
+        return _fns().load(path).transform(X) - model.transform(X)
+
+
+case(
+    "save.kernelspec-parameter",
+    WARN("UserWarning", r"kernel=KernelSpec\(name='rbf'.* saved as its name 'rbf'"),
+)(_save_kernelspec_model)
 case(
     "save.invalid-parameter",
     (ValueError, r"the Nystrom being saved .*n_landmarks must be in \[1, inf\)"),
