@@ -79,7 +79,11 @@ def relative_gap(system, pos, sgn, V, C, loss, delta, primal, dual, order):
     if loss == 1:
         lower = t * np.sum(mu)
     else:  # D(s mu) is a concave quadratic in s: its best s in [0, t]
-        a, q = np.sum(mu), np.sum(mu * mu) / (4.0 * C)
+        with np.errstate(over="ignore"):
+            a, q = np.sum(mu), np.sum(mu * mu) / (4.0 * C)
+        if not np.isfinite(q):  # a huge C: mu ~ C, whose square overflows
+            m = float(np.max(np.abs(mu)))
+            q = m * (m / (4.0 * C)) * float(np.sum((mu / m) ** 2))
         s = min(t, a / (2.0 * q)) if q > 0.0 and a > 0.0 else (t if a > 0.0 else 0.0)
         lower = s * a - s * s * q
     return max(primal - lower, 0.0) / max(abs(primal), 1e-300)

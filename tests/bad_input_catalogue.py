@@ -317,6 +317,10 @@ for _name, _param, _value, _match in _BAD_SCALARS:
         lambda _n=_name, _p=_param, _v=_value: fit(_n, **{_p: _v})
     )
 case(
+    "GeneralizedNystrom.lam_grid-string",
+    (ValueError, r"lam_grid must be a non-empty 1-D array of finite exponents, got 'abc'"),
+)(lambda: fit("GeneralizedNystrom", lam_grid="abc"))
+case(
     "LogDetKernelLearner.bounds-negative",
     (ValueError, r"bounds\[0\] = -1.0: squared-distance bounds must be > 0"),
 )(lambda: make("LogDetKernelLearner").fit(X, pairs=PAIRS, bounds=np.full(len(PAIRS), -1.0)))

@@ -278,3 +278,13 @@ def test_sweep_paths_grown_in_chunks_give_the_same_fit(monkeypatch):
         assert a[0] == b[0] and len(a) == len(b)
         for u, v in zip(a[1:], b[1:]):
             np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.parametrize("loss", ["square", "squared_hinge"])
+def test_bcdnpkl_with_a_huge_C_certifies_its_gap_without_overflow(loss):
+    # mu ~ C: sum(mu^2) / (4 C) overflowed (RuntimeWarning, an infinite q, no certificate)
+    X, y = _data(40, 4), np.arange(40) % 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model = npr.BCDNPKL(C=1e300, loss=loss, random_state=0).fit(X, y)
+    assert model.converged_ and np.isfinite(model.transform(X)).all()
