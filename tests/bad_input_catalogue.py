@@ -799,6 +799,31 @@ case(
 case("load.missing-file", (FileNotFoundError, r"No such model file"))(
     lambda: _fns().load("/nonexistent/model.npz")
 )
+
+
+# the OSErrors of the atomic write named its temporary file, not the path given
+def _save_into_directory():
+    with tempfile.TemporaryDirectory() as tmp:
+        _fns().save(fit("Nystrom"), tmp)
+
+
+case("save.path-is-a-directory", (IsADirectoryError, r"cannot save to '.*': it is a directory"))(
+    _save_into_directory
+)
+case(
+    "save.missing-directory",
+    (FileNotFoundError, r"cannot save to '/nonexistent/m.npz': directory '/nonexistent' does not"),
+)(lambda: _fns().save(fit("Nystrom"), "/nonexistent/m.npz"))
+
+
+def _save_bytes_path():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.npz")
+        _fns().save(fit("Nystrom"), path.encode())
+        return _fns().load(path).transform(X)
+
+
+case("save.bytes-path", OK)(_save_bytes_path)
 case("save.unfitted", ("NotFittedError", r"This Nystrom instance is not fitted"))(
     lambda: _fns().save(make("Nystrom"), "/tmp/never-written.npz")
 )
