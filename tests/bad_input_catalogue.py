@@ -470,6 +470,20 @@ case(
     "LogDetKernelLearner.projections-overflow",
     (ValueError, r"the Bregman projections overflowed float64 .*squared distances reach .*e\+\d\d"),
 )(lambda: fit("LogDetKernelLearner", X * 3, kernel="poly", degree=64))
+# a cannot-link pair of near-duplicates: hard projections must stretch it ~1e18-fold and
+# overflow; the error used to blame the kernel's scale only
+case(
+    "LogDetKernelLearner.cannot-link-near-duplicates",
+    (
+        ValueError,
+        r"overflowed float64 .*pair \[0, 40\] asks its squared distance .*e-19 to become "
+        r".*check for near-duplicate samples, drop such pairs or use a finite gamma",
+    ),
+)(
+    lambda: make("LogDetKernelLearner", m=5).fit(
+        np.vstack([X, X[:1] + 1e-9]), pairs=np.array([[0, 40, -1], [1, 2, 1]])
+    )
+)
 # the graphs are scale-free (neighbours and Gaussian weights with the default width): they are
 # built in units of max |x|, so samples at 1e200 or 1e-200 get the learned kernel of X
 case("BCDNPKL.knn-at-1e200", OK)(lambda: fit("BCDNPKL", X * 1e200).transform(X * 1e200))
