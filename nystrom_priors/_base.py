@@ -460,6 +460,11 @@ class FactorTransformMixin:
             if not isinstance(A, np.ndarray) and not hasattr(A, "tocsr"):  # sparse: one matrix
                 raise TypeError("B must be given when A is an iterable of blocks.")
             B = A
+        elif not hasattr(B, "__array__") and not hasattr(B, "tocsr") and hasattr(B, "__next__"):
+            raise TypeError(
+                f"B must be an array of rows (its factor rows are kept for every block of A), "
+                f"got an iterator ({type(B).__name__}); pass np.vstack of its blocks."
+            )
         GB = self._transform_array(B)
         for start, GA in self.iter_transform(A, block_rows=block_rows):
             yield start, GA @ GB.T.astype(GA.dtype, copy=False)

@@ -620,6 +620,21 @@ case(
     (ValueError, r"X block at row 10 has 3 features, but Nystrom is expecting 4"),
 )(lambda: list(fit("Nystrom").iter_transform(iter([X[:10], X[10:, :3]]))))
 
+# pair_score / pair_distance and iter_kernel_rows: numpy's own messages named neither the
+# argument nor its expected form
+case(
+    "pair_score.sparse",
+    (TypeError, r"pairs must be point pairs of shape .* a dense array; got a sparse matrix"),
+)(lambda: fit("Nystrom").pair_score(_csr(X)))
+case(
+    "pair_distance.ragged",
+    (ValueError, r"pairs must be point pairs of shape \(n_pairs, 2, n_features\).*ragged"),
+)(lambda: fit("Nystrom").pair_distance([[X[0], X[1]], [X[2]]]))
+case(
+    "iter_kernel_rows.B-iterator",
+    (TypeError, r"B must be an array of rows .*got an iterator \(list_iterator\)"),
+)(lambda: list(fit("Nystrom").iter_kernel_rows(X, iter([X[:3]]))))
+
 # --- persistence -----------------------------------------------------------------------------
 
 
