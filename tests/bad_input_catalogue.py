@@ -229,6 +229,16 @@ case(
     (ValueError, r"'rbf' kernel: all 40 samples are identical"),
 )(lambda: fit("Nystrom", _csr(np.tile(X[:1], (40, 1)))))
 
+try:  # out-of-core input: the width is computed in dask's own passes
+    import dask.array as _da
+except ImportError:  # pragma: no cover - dask is optional
+    _da = None
+if _da is not None:
+    case(
+        "Nystrom.all-identical-inexact-data-dask",
+        (ValueError, r"'rbf' kernel: the samples are identical or their distances underflow"),
+    )(lambda: fit("Nystrom", _da.from_array(np.tile(X[:1], (40, 1)), chunks=10)))
+
 
 def _csr(A):
     from scipy import sparse
