@@ -630,6 +630,22 @@ case(
     (ValueError, r"X block at row 10 has 3 features, but Nystrom is expecting 4"),
 )(lambda: list(fit("Nystrom").iter_transform(iter([X[:10], X[10:, :3]]))))
 
+
+# the learned kernel G_A G_B^T of float32 factor rows near 1e22 overflowed float32: inf with
+# a RuntimeWarning
+def _float32_kernel(stream=False):
+    X32 = (X[:16] * 1e22).astype(np.float32)
+    model = make("VonNeumannKernelLearner", m=4, init="linear", kernel="linear", max_iter=1)
+    model.fit(X32, np.arange(16) % 2)
+    return list(model.iter_kernel_rows(X32, X32[:3])) if stream else model.kernel(X32[:3])
+
+
+_F32 = r"the learned kernel of this VonNeumannKernelLearner overflows float32: its factor rows "
+case("kernel.float32-overflow", (ValueError, _F32 + r"reach .*e\+22.*pass float64 data"))(
+    _float32_kernel
+)
+case("iter_kernel_rows.float32-overflow", (ValueError, _F32))(lambda: _float32_kernel(True))
+
 # pair_score / pair_distance and iter_kernel_rows: numpy's own messages named neither the
 # argument nor its expected form
 case(
