@@ -419,6 +419,28 @@ case(
         r"cannot-link\. Pass lam='nka' or a number",
     ),
 )(lambda: make("GeneralizedNystrom").fit(X, pairs=[[0, 1, 1], [2, 3, 1], [4, 5, 1]]))
+# one labeled sample with pairs: the labels' CV scored nothing ("Mean of empty slice" and NaN
+# cross-validation paths)
+case(
+    "GeneralizedNystrom.one-labeled-sample-with-pairs-auto-lam",
+    (ValueError, r"lam='auto' .*with 1 labeled sample\(s\) no fold scores a held-out sample"),
+)(lambda: make("GeneralizedNystrom").fit(X, np.where(np.arange(40) == 10, 2, -1), pairs=PAIRS))
+
+
+# near-constant data far from the origin under a linear kernel: round-off swamps the
+# decrease and the first-order solvers' backtracking raised FloatingPointError
+def _far_offset_pgd():
+    Xf = np.full((13, 2), -(2.0**63))
+    Xf[9, 0], Xf[10, 1] = -7.09e18, -7.79e18
+    pairs = np.array([[1, 12, -1], [11, 5, 1], [8, 2, -1], [10, 8, 1], [2, 3, -1]])
+    model = make("GeneralizedNystrom", m=50, kernel="linear", solver="pgd", lam=1.0)
+    return model.fit(Xf, pairs=pairs)
+
+
+case(
+    "GeneralizedNystrom.pgd-no-descent-step",
+    (ValueError, r"found no step that decreases the objective .*use solver='auto' or 'newton'"),
+)(_far_offset_pgd)
 case("GeneralizedNystrom.labels-single-class-fixed-lam", WARN("UserWarning", r"one class"))(
     lambda: fit("GeneralizedNystrom", y=np.where(Y == 0, 0, -1), lam=1.0).transform(X)
 )
