@@ -191,6 +191,21 @@ class _KernelAttribute:
         obj.__dict__["kernel"] = value
 
 
+def _finite_products(GA: np.ndarray, GB: np.ndarray, owner: str) -> np.ndarray:
+    """``GA @ GB.T``, refused with a ValueError where it overflows the factor rows' dtype
+    (float32 rows of ~1e20 and more: the learned kernel is then not representable)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = GA @ GB.T
+    if not np.isfinite(K).all():
+        big = max(float(np.abs(G).max(initial=0.0)) for G in (GA, GB))
+        hint = ", or pass float64 data" if K.dtype == np.float32 else ""
+        raise ValueError(
+            f"the learned kernel of this {owner} overflows {K.dtype}: its factor rows reach "
+            f"{big:.3g}, and their inner products are not finite. Rescale X{hint}."
+        )
+    return K
+
+
 def _transform_block(block: np.ndarray, model: Any) -> np.ndarray:
     """Worker side of the dask path: one row block through the ordinary transform."""
     return model._transform_array(block)
@@ -380,7 +395,9 @@ class FactorTransformMixin:
         GB = GA if B is None else self._transform_array(B)
         if is_dask_array(GA) and not is_dask_array(GB):
             GB = GB.astype(GA.dtype, copy=False)
-        return GA @ GB.T
+        if is_dask_array(GA):
+            return GA @ GB.T
+        return _finite_products(GA, GB, type(self).__name__)
 
     def iter_transform(
         self, X: Any, *, block_rows: int | None = None, out: Any = None
@@ -404,12 +421,12 @@ class FactorTransformMixin:
             Index of the block's first row.
         G_block : ndarray of shape (n_b, n_components_)
         """
-        from ._validation import check_no_overlap, check_scalar
-        from .kernels import _iter_blocks
+        from ._validation import check_no_overlap
+        from .kernels import _check_block_rows, _iter_blocks
 
         self._check_fitted_for_transform()
         if block_rows is not None:
-            block_rows = int(check_scalar(block_rows, "block_rows", kind="int", lo=1))
+            block_rows = _check_block_rows(block_rows)
         else:
             block_rows = self._block_rows_default()
         r = self.n_components_
@@ -460,9 +477,14 @@ class FactorTransformMixin:
             if not isinstance(A, np.ndarray) and not hasattr(A, "tocsr"):  # sparse: one matrix
                 raise TypeError("B must be given when A is an iterable of blocks.")
             B = A
+        elif not hasattr(B, "__array__") and not hasattr(B, "tocsr") and hasattr(B, "__next__"):
+            raise TypeError(
+                f"B must be an array of rows (its factor rows are kept for every block of A), "
+                f"got an iterator ({type(B).__name__}); pass np.vstack of its blocks."
+            )
         GB = self._transform_array(B)
         for start, GA in self.iter_transform(A, block_rows=block_rows):
-            yield start, GA @ GB.T.astype(GA.dtype, copy=False)
+            yield start, _finite_products(GA, GB.astype(GA.dtype, copy=False), type(self).__name__)
 
     @property
     def n_components_(self) -> int:

@@ -27,6 +27,9 @@ import numpy as np
 
 from .exceptions import ConvergenceWarning
 
+# sweeps per allocation of the objective path (it grows as sweeps are done, not with max_iter)
+_PATH_CHUNK = 1024
+
 # constrained samples up to which the dual's eigenvalue is taken by dense LAPACK
 _DENSE_LIMIT = 800
 
@@ -76,7 +79,11 @@ def relative_gap(system, pos, sgn, V, C, loss, delta, primal, dual, order):
     if loss == 1:
         lower = t * np.sum(mu)
     else:  # D(s mu) is a concave quadratic in s: its best s in [0, t]
-        a, q = np.sum(mu), np.sum(mu * mu) / (4.0 * C)
+        with np.errstate(over="ignore"):
+            a, q = np.sum(mu), np.sum(mu * mu) / (4.0 * C)
+        if not np.isfinite(q):  # a huge C: mu ~ C, whose square overflows
+            m = float(np.max(np.abs(mu)))
+            q = m * (m / (4.0 * C)) * float(np.sum((mu / m) ** 2))
         s = min(t, a / (2.0 * q)) if q > 0.0 and a > 0.0 else (t if a > 0.0 else 0.0)
         lower = s * a - s * s * q
     return max(primal - lower, 0.0) / max(abs(primal), 1e-300)
@@ -92,14 +99,19 @@ def run(args, max_iter, tol, certify, verbose, gap):
     from ._numba._bcd import bcd_run, objective
     from ._progress import Progress
 
-    obj = np.zeros(max_iter + 1)
+    # the objective path grows with the sweeps done, not with max_iter (which may be huge)
+    obj = np.zeros(min(max_iter, _PATH_CHUNK) + 1)
     dual = args[-1]
     obj[0] = objective(*args[:-1])
     state = np.zeros(1, dtype=np.int64)
     n, converged, threshold, value = 0, False, tol, np.inf
     with Progress(verbose, max_iter, "BCDNPKL sweeps", "sweep") as progress:
         while n < max_iter and not converged:
-            done, status = bcd_run(*args[:-1], max_iter - n, threshold, obj[n:], dual, state, WORK)
+            if n + 1 == obj.size:  # full: room for twice as many sweeps, up to max_iter
+                grown = min(max_iter, 2 * n) + 1
+                obj = np.concatenate([obj, np.zeros(grown - obj.size)])
+            todo = min(max_iter, obj.size - 1) - n
+            done, status = bcd_run(*args[:-1], todo, threshold, obj[n:], dual, state, WORK)
             if done:
                 n += done
                 progress.update(done, objective=obj[n])

@@ -302,6 +302,8 @@ def dense_weights(D2: np.ndarray, sigma: float, e: int) -> np.ndarray:
     is its limit: 1 at distance 0, 0 elsewhere; where ``D2 / sigma^2`` overflows, 0.
     """
     s = float(np.ldexp(sigma, -e))
+    if s > 2.0**500:  # s**2 overflows (OverflowError); D2 / (2 s^2) < 2^-900: every weight is 1
+        return np.ones(np.shape(D2), dtype=np.float64)
     if s * s > np.finfo(np.float64).tiny:
         with np.errstate(over="ignore"):
             return np.exp(-D2 / (2.0 * s**2))

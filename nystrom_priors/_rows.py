@@ -109,7 +109,7 @@ class RowSource:
                 f"{self.name} has n_samples = {self.n}; the default kernel width needs at least 2 "
                 "samples."
             )
-        from ._width import _binary_exponent, mean_squared_distance
+        from ._width import _binary_exponent, _roundoff, mean_squared_distance
 
         if not self.lazy:
             return mean_squared_distance(self.X)
@@ -130,5 +130,7 @@ class RowSource:
             mean = (da.ldexp(X, -e).sum(axis=0) / self.n).compute()
         D = da.ldexp(X, -e) - mean
         total = float((D * D).sum().compute())
+        if total <= _roundoff(self.n, X.shape[1]) and bool((X == X[0]).all().compute()):
+            return 0.0  # identical rows: the rounding of their mean is no distance
         with np.errstate(over="ignore"):
             return float(np.ldexp(2.0 * total / (self.n - 1), 2 * e))

@@ -216,6 +216,7 @@ def check_csr(
     else:
         target = np.dtype(dtype)
     fmt = getattr(X, "format", None)
+    _check_sparse_structure(X, fmt, name)
     out = X.tocsr(copy=copy) if fmt == "csr" else X.tocsr()
     if out.dtype != target:
         out = out.astype(target)
@@ -238,6 +239,51 @@ def check_csr(
             f"stored entries (first at index {(row, int(out.indices[p]))})."
         )
     return out
+
+
+def _check_sparse_structure(X: Any, fmt: Any, name: str) -> None:
+    """Refuse a sparse matrix whose index arrays contradict its shape (scipy trusts them: an
+    index out of range is read or written out of bounds by its conversions and by the jitted
+    kernels). O(nnz) time, O(n) memory; the matrix is not modified."""
+    n, d = X.shape
+    if fmt in ("csr", "csc", "bsr"):
+        R, C = X.blocksize if fmt == "bsr" else (1, 1)
+        major, minor = (n // R, d // C) if fmt != "csc" else (d, n)
+        indptr, indices = np.asarray(X.indptr), np.asarray(X.indices)
+        where = f"{name} is a malformed {fmt.upper()} sparse matrix of shape {X.shape}: "
+        if indptr.ndim != 1 or indptr.shape[0] != major + 1 or indptr.dtype.kind not in "iu":
+            raise ValueError(
+                f"{where}indptr must be an integer array of length {major + 1}, got "
+                f"{indptr.dtype} of shape {indptr.shape}."
+            )
+        nnz = int(indptr[-1])
+        if int(indptr[0]) != 0 or nnz > min(indices.shape[0], np.shape(X.data)[0]):
+            raise ValueError(
+                f"{where}indptr must start at 0 and end at most at len(indices) = "
+                f"{indices.shape[0]}, got indptr[0] = {indptr[0]} and indptr[-1] = {nnz}."
+            )
+        steps = np.diff(indptr)
+        if (steps < 0).any():
+            k = int(np.flatnonzero(steps < 0)[0])
+            raise ValueError(
+                f"{where}indptr must be non-decreasing, got indptr[{k}] = {indptr[k]} > "
+                f"indptr[{k + 1}] = {indptr[k + 1]}."
+            )
+        _check_index_range(indices[:nnz], minor, "indices", where)
+    elif fmt == "coo":
+        where = f"{name} is a malformed COO sparse matrix of shape {X.shape}: "
+        coords = getattr(X, "coords", None) or (X.row, X.col)
+        for axis, (idx, size) in enumerate(zip(coords, X.shape)):
+            _check_index_range(np.asarray(idx), size, ("row", "col")[axis], where)
+
+
+def _check_index_range(idx: np.ndarray, size: int, what: str, where: str) -> None:
+    if idx.size == 0:
+        return
+    lo, hi = int(idx.min()), int(idx.max())
+    if lo < 0 or hi >= size:
+        bad = lo if lo < 0 else hi
+        raise ValueError(f"{where}{what} holds {bad}; valid indices are in [0, {size - 1}].")
 
 
 def _all_finite(a: np.ndarray) -> bool:

@@ -54,6 +54,8 @@ def mean_squared_distance(X: Any) -> float:
     for b in blocks:
         D = np.ldexp(X[b].astype(np.float64), -e) - mean
         total += float(np.einsum("ij,ij->", D, D))
+    if total <= _roundoff(n, X.shape[1]) and all((X[b] == X[0]).all() for b in blocks):
+        return 0.0  # identical rows: the rounding of their mean is no distance
     with np.errstate(over="ignore"):
         return float(np.ldexp(2.0 * total / (n - 1), 2 * e))
 
@@ -67,8 +69,34 @@ def _mean_squared_distance_csr(X: Any) -> float:
     mean = np.bincount(X.indices, weights=v, minlength=d) / n
     mu = mean[X.indices]
     total = n * float(mean @ mean) + float(((v - mu) ** 2 - mu * mu).sum())
+    if total <= _roundoff(n, d) and _csr_rows_identical(X):
+        return 0.0  # identical rows: the rounding of their mean is no distance
     with np.errstate(over="ignore"):
         return float(np.ldexp(2.0 * max(total, 0.0) / (n - 1), 2 * e))
+
+
+def _roundoff(n: int, d: int) -> float:
+    """A generous bound on the squared-distance sum that rounding alone leaves over n rows of
+    d features in units of max |x| (each centred entry is off by at most ~n eps)."""
+    return n * d * (4.0 * n * np.finfo(np.float64).eps) ** 2
+
+
+def _l1_roundoff(n: int, d: int) -> float:
+    """A generous bound on what rounding alone leaves of the weighted sums of
+    ``mean_l1_distance`` (d sums of n terms up to n in units of max |x|)."""
+    return 4.0 * d * float(n) ** 3 * np.finfo(np.float64).eps
+
+
+def _csr_rows_identical(X: Any) -> bool:
+    """Whether every row of canonical CSR ``X`` stores the same columns and values."""
+    counts = np.diff(X.indptr)
+    if counts.size == 0 or (counts != counts[0]).any():
+        return False
+    k = int(counts[0])
+    if k == 0:
+        return True
+    rows = X.indices.reshape(-1, k), X.data.reshape(-1, k)
+    return all(bool((A == A[:1]).all()) for A in rows)
 
 
 def _binary_exponent(amax: float) -> int:
@@ -96,6 +124,8 @@ def mean_l1_distance(X: Any) -> float:
     total = 0.0
     for k in range(X.shape[1]):
         total += float(np.sort(np.ldexp(X[:, k].astype(np.float64), -e)) @ weights)
+    if abs(total) <= _l1_roundoff(n, X.shape[1]) and bool((X == X[0]).all()):
+        return 0.0  # identical rows: the rounding of the weighted sums is no distance
     with np.errstate(over="ignore"):
         return float(np.ldexp(2.0 * total / (n * (n - 1)), e))
 
@@ -114,5 +144,7 @@ def _mean_l1_distance_csr(X: Any) -> float:
         ranks = np.concatenate([np.arange(neg), np.arange(n - pos, n)]).astype(np.float64)
         vals = np.concatenate([v[:neg], v[v.size - pos :]])
         total += float(vals @ (2.0 * ranks - (n - 1)))
+    if abs(total) <= _l1_roundoff(n, C.shape[1]) and _csr_rows_identical(X.tocsr()):
+        return 0.0  # identical rows: the rounding of the weighted sums is no distance
     with np.errstate(over="ignore"):
         return float(np.ldexp(2.0 * total / (n * (n - 1)), e))

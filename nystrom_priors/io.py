@@ -22,6 +22,7 @@ any point leaves a previous file intact and no temporary behind.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -67,8 +68,17 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
     On any failure, including KeyboardInterrupt, it is removed and ``path`` is untouched.
     """
     # through a symbolic link: replace the file it points to, as open(path, "wb") wrote it
-    path = os.path.realpath(path)
+    given, path = path, os.path.realpath(path)
     directory, base = os.path.split(path)
+    # name the path the caller gave (the OSErrors below would name the temporary file)
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            errno.EISDIR, f"cannot save to {given!r}: it is a directory; pass a file path"
+        )
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(
+            errno.ENOENT, f"cannot save to {given!r}: directory {directory!r} does not exist"
+        )
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for _ in range(100):
         tmp = os.path.join(directory, f".{base}.{os.urandom(6).hex()}{_TEMP_SUFFIX}")
@@ -154,12 +164,22 @@ def save(model: Any, path: str | os.PathLike) -> None:
     check_is_fitted(model)
     from . import __version__
 
-    path = os.fspath(path)
+    path = os.fsdecode(os.fspath(path))  # bytes paths too
     arrays: dict[str, np.ndarray] = {}
     params: dict[str, Any] = {}
     for key, value in model.get_params().items():
         if isinstance(value, np.ndarray):
             arrays[f"param:{key}"] = value
+            continue
+        if key == "kernel" and type(value).__name__ == "KernelSpec":
+            # None is no kernel: keep the name (the fitted kernel_, gamma_, ... are exact)
+            warnings.warn(
+                f"Parameter kernel={value!r} cannot be stored without pickle; it is saved as "
+                f"its name {value.name!r} (the fitted state is saved exactly).",
+                UserWarning,
+                stacklevel=2,
+            )
+            params[key] = value.name
             continue
         try:
             params[key] = _to_json_value(value, f"parameter {key!r}")

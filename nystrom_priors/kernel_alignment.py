@@ -31,6 +31,16 @@ def _ratio(num: float, a: float, b: float, *, zero: float | None = None) -> floa
     return float(num / den)
 
 
+def _unit_scale(A: np.ndarray) -> np.ndarray:
+    """A times the power of two that brings max |A| into [0.5, 1): exact (alignment is
+    scale-invariant), and keeps the inner products of kernels near 1e300 or 1e-300 from
+    overflowing to inf / NaN or underflowing to a spurious "zero kernel"."""
+    amax = float(np.abs(A).max(initial=0.0))
+    if amax == 0.0:
+        return A
+    return np.ldexp(A, -int(np.frexp(amax)[1]))
+
+
 def _dense(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None = None) -> float:
     """Alignment of validated float64 kernel matrices (``zero``: value for a zero kernel)."""
     if centered:
@@ -81,7 +91,7 @@ def alignment(K1: Any, K2: Any, *, centered: bool = True) -> float:
         raise ValueError(
             f"K1 and K2 must be square matrices of the same shape, got {A.shape} and {B.shape}."
         )
-    return _dense(A, B, centered)
+    return _dense(_unit_scale(A), _unit_scale(B), centered)
 
 
 def factored_alignment(G1: Any, G2: Any, *, centered: bool = True) -> float:
@@ -117,4 +127,4 @@ def factored_alignment(G1: Any, G2: Any, *, centered: bool = True) -> float:
             f"G1 and G2 must have the same number of rows (samples), got {A.shape[0]} and "
             f"{B.shape[0]}."
         )
-    return _factored(A, B, centered)
+    return _factored(_unit_scale(A), _unit_scale(B), centered)

@@ -260,10 +260,16 @@ def _prepare(
     return _Prepared(Z, spec, dtype)
 
 
+# A block of more rows than X has is all of X; larger values are clipped to this, so that the
+# jitted kernels' row arithmetic (start + block_rows) cannot overflow int64: block_rows near
+# 2^63 left the output uninitialised, above it raised OverflowError.
+MAX_BLOCK_ROWS = 1 << 48
+
+
 def _check_block_rows(block_rows: Any) -> int | None:
     if block_rows is None:
         return None
-    return int(check_scalar(block_rows, "block_rows", kind="int", lo=1))
+    return min(int(check_scalar(block_rows, "block_rows", kind="int", lo=1)), MAX_BLOCK_ROWS)
 
 
 def extrapolate(

@@ -85,7 +85,7 @@ class _LandmarkKernelMixin:
                 f"got {landmarks!r}."
             )
         spec = make_kernel(
-            self.kernel,
+            self._kernel_param(),
             width=self.width,
             gamma=self._kernel_gamma_param(),
             degree=self.degree,
@@ -105,6 +105,11 @@ class _LandmarkKernelMixin:
         self.coef0_ = float(spec.coef0)
         self.width_ = spec.width
 
+    def _kernel_param(self) -> Any:
+        """The ``kernel`` parameter as given (attribute access wraps it, and turns None into
+        the ``kernel()`` method, which error messages would then name)."""
+        return self.__dict__.get("kernel")
+
     def _kernel_gamma_param(self) -> Any:
         """The user's kernel scale (``gamma``; learners whose ``gamma`` is a slack override it)."""
         return self.gamma
@@ -119,7 +124,9 @@ class _LandmarkKernelMixin:
         refuses a model file whose parameters fail here and ``save`` refuses to write one.
         """
         check_scalar(self.n_landmarks, "n_landmarks", kind="int", lo=1)
-        _canonical_name(self.kernel)
+        kernel = self._kernel_param()
+        if not isinstance(kernel, KernelSpec):
+            _canonical_name(kernel)
         if self.width is not None:
             check_scalar(self.width, "width", lo=0.0, lo_closed=False)
         gamma = self._kernel_gamma_param()

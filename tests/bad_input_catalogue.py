@@ -207,6 +207,11 @@ for _name in ("Nystrom", "GeneralizedNystrom", "LogDetKernelLearner", "VonNeuman
         f"{_name}.all-constant-data",
         (ValueError, r"all 40 samples are identical .*Pass width explicitly"),
     )(lambda _n=_name: fit(_n, np.ones((40, 4))))
+    # identical rows whose mean is inexact in float64: round-off is no spread
+    case(
+        f"{_name}.all-identical-inexact-data",
+        (ValueError, r"all 40 samples are identical .*Pass width explicitly"),
+    )(lambda _n=_name: fit(_n, np.tile(X[:1], (40, 1))))
     case(f"{_name}.duplicated-landmarks", OK)(
         lambda _n=_name: fit(_n, landmarks=np.repeat(X[:4], 2, axis=0)).transform(X)
     )
@@ -214,6 +219,92 @@ for _name in ("Nystrom", "GeneralizedNystrom", "LogDetKernelLearner", "VonNeuman
         f"{_name}.random_state-string",
         (TypeError, r"random_state must be None, a non-negative int.*got str 'abc'"),
     )(lambda _n=_name: fit(_n, random_state="abc"))
+
+case(
+    "Nystrom.all-identical-inexact-data-laplacian",
+    (ValueError, r"'laplacian' kernel: all 40 samples are identical"),
+)(lambda: fit("Nystrom", np.broadcast_to(X[:1], (40, 4)), kernel="laplacian"))
+case(
+    "Nystrom.all-identical-inexact-data-sparse",
+    (ValueError, r"'rbf' kernel: all 40 samples are identical"),
+)(lambda: fit("Nystrom", _csr(np.tile(X[:1], (40, 1)))))
+
+try:  # out-of-core input: the width is computed in dask's own passes
+    import dask.array as _da
+except ImportError:  # pragma: no cover - dask is optional
+    _da = None
+if _da is not None:
+    case(
+        "Nystrom.all-identical-inexact-data-dask",
+        (ValueError, r"'rbf' kernel: the samples are identical or their distances underflow"),
+    )(lambda: fit("Nystrom", _da.from_array(np.tile(X[:1], (40, 1)), chunks=10)))
+
+
+def _csr(A):
+    from scipy import sparse
+
+    return sparse.csr_matrix(A)
+
+
+# a sparse matrix whose index arrays contradict its shape: scipy trusts them (its conversions
+# and the jitted kernels read and write out of bounds: heap corruption, a C++ RuntimeError)
+def _malformed(kind):
+    from scipy import sparse
+
+    A = sparse.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
+    if kind == "column-out-of-range":
+        A.indices[0] = 99
+    elif kind == "negative-column":
+        A.indices[0] = -1
+    elif kind == "decreasing-indptr":
+        A.indptr[5] = A.indptr[6] + 3
+    elif kind == "indptr-past-nnz":
+        A.indptr[-1] = 10**6
+    elif kind == "coo-column-out-of-range":
+        A = A.tocoo()
+        A.col[0] = 9
+    return A
+
+
+_MALFORMED = {
+    "column-out-of-range": r"malformed CSR sparse matrix of shape \(40, 4\): indices holds 99; "
+    r"valid indices are in \[0, 3\]",
+    "negative-column": r"malformed CSR .*indices holds -1; valid indices are in \[0, 3\]",
+    "decreasing-indptr": r"malformed CSR .*indptr must be non-decreasing, got indptr\[5\] = ",
+    "indptr-past-nnz": r"malformed CSR .*end at most at len\(indices\) = \d+, .*= 1000000",
+    "coo-column-out-of-range": r"malformed COO .*col holds 9; valid indices are in \[0, 3\]",
+}
+for _kind, _match in _MALFORMED.items():
+    for _name in LEARNERS:
+        case(f"{_name}.sparse-fit-{_kind}", (ValueError, _match))(
+            lambda _n=_name, _k=_kind: fit(_n, _malformed(_k))
+        )
+    case(f"Nystrom.sparse-transform-{_kind}", (ValueError, _match))(
+        lambda _k=_kind: fit("Nystrom").transform(_malformed(_k))
+    )
+    case(f"extrapolate.sparse-{_kind}", (ValueError, _match))(
+        lambda _k=_kind: _fns().extrapolate(_malformed(_k), X[:4], width=1.0)
+    )
+case(
+    "Nystrom.sparse-fit-all-zero",
+    (ValueError, r"'rbf' kernel: all 40 samples are identical"),
+)(lambda: fit("Nystrom", _csr(np.zeros((40, 4)))))
+
+
+# max_iter is a budget, not a size: the per-sweep paths grow with the sweeps done (a huge
+# max_iter used to allocate them up front: MemoryError or numpy's "array is too big")
+def _fit_unwindowed(name, **kw):
+    model = make(name, **kw)
+    model.infeasible_window = 0  # no infeasibility test: one run of up to max_iter sweeps
+    return model.fit(X, Y_PARTIAL)
+
+
+for _name in ("LogDetKernelLearner", "VonNeumannKernelLearner", "BCDNPKL"):
+    case(f"{_name}.max_iter-huge", OK)(lambda _n=_name: fit(_n, max_iter=10**30).transform(X))
+for _name in ("LogDetKernelLearner", "VonNeumannKernelLearner"):
+    case(f"{_name}.max_iter-huge-unwindowed", WARN("ConvergenceWarning", r"max_iter=2000"))(
+        lambda _n=_name: _fit_unwindowed(_n, max_iter=2000, tol=0.0).transform(X)
+    )
 
 # (learner, parameter, bad value, message)
 _BAD_SCALARS = [
@@ -235,6 +326,10 @@ for _name, _param, _value, _match in _BAD_SCALARS:
     case(f"{_name}.{_param}={_value!r}", (ValueError, _match))(
         lambda _n=_name, _p=_param, _v=_value: fit(_n, **{_p: _v})
     )
+case(
+    "GeneralizedNystrom.lam_grid-string",
+    (ValueError, r"lam_grid must be a non-empty 1-D array of finite exponents, got 'abc'"),
+)(lambda: fit("GeneralizedNystrom", lam_grid="abc"))
 case(
     "LogDetKernelLearner.bounds-negative",
     (ValueError, r"bounds\[0\] = -1.0: squared-distance bounds must be > 0"),
@@ -324,6 +419,28 @@ case(
         r"cannot-link\. Pass lam='nka' or a number",
     ),
 )(lambda: make("GeneralizedNystrom").fit(X, pairs=[[0, 1, 1], [2, 3, 1], [4, 5, 1]]))
+# one labeled sample with pairs: the labels' CV scored nothing ("Mean of empty slice" and NaN
+# cross-validation paths)
+case(
+    "GeneralizedNystrom.one-labeled-sample-with-pairs-auto-lam",
+    (ValueError, r"lam='auto' .*with 1 labeled sample\(s\) no fold scores a held-out sample"),
+)(lambda: make("GeneralizedNystrom").fit(X, np.where(np.arange(40) == 10, 2, -1), pairs=PAIRS))
+
+
+# near-constant data far from the origin under a linear kernel: round-off swamps the
+# decrease and the first-order solvers' backtracking raised FloatingPointError
+def _far_offset_pgd():
+    Xf = np.full((13, 2), -(2.0**63))
+    Xf[9, 0], Xf[10, 1] = -7.09e18, -7.79e18
+    pairs = np.array([[1, 12, -1], [11, 5, 1], [8, 2, -1], [10, 8, 1], [2, 3, -1]])
+    model = make("GeneralizedNystrom", m=50, kernel="linear", solver="pgd", lam=1.0)
+    return model.fit(Xf, pairs=pairs)
+
+
+case(
+    "GeneralizedNystrom.pgd-no-descent-step",
+    (ValueError, r"found no step that decreases the objective .*use solver='auto' or 'newton'"),
+)(_far_offset_pgd)
 case("GeneralizedNystrom.labels-single-class-fixed-lam", WARN("UserWarning", r"one class"))(
     lambda: fit("GeneralizedNystrom", y=np.where(Y == 0, 0, -1), lam=1.0).transform(X)
 )
@@ -385,6 +502,20 @@ case(
     "LogDetKernelLearner.projections-overflow",
     (ValueError, r"the Bregman projections overflowed float64 .*squared distances reach .*e\+\d\d"),
 )(lambda: fit("LogDetKernelLearner", X * 3, kernel="poly", degree=64))
+# a cannot-link pair of near-duplicates: hard projections must stretch it ~1e18-fold and
+# overflow; the error used to blame the kernel's scale only
+case(
+    "LogDetKernelLearner.cannot-link-near-duplicates",
+    (
+        ValueError,
+        r"overflowed float64 .*pair \[0, 40\] asks its squared distance .*e-19 to become "
+        r".*check for near-duplicate samples, drop such pairs or use a finite gamma",
+    ),
+)(
+    lambda: make("LogDetKernelLearner", m=5).fit(
+        np.vstack([X, X[:1] + 1e-9]), pairs=np.array([[0, 40, -1], [1, 2, 1]])
+    )
+)
 # the graphs are scale-free (neighbours and Gaussian weights with the default width): they are
 # built in units of max |x|, so samples at 1e200 or 1e-200 get the learned kernel of X
 case("BCDNPKL.knn-at-1e200", OK)(lambda: fit("BCDNPKL", X * 1e200).transform(X * 1e200))
@@ -409,6 +540,46 @@ case("extrapolate.out-readonly", (ValueError, r"out must be writeable"))(
 )
 case("extrapolate.huge-values", OK)(
     lambda: _fns().extrapolate(X * 1e150, X[:5] * 1e150, width=1e150)
+)
+# block_rows beyond int64 (OverflowError) or near 2^63 (the row arithmetic overflowed and the
+# output was left uninitialised): a block of more rows than X has is all of X
+case("extrapolate.block_rows-int64-max", OK)(
+    lambda: _same(_fns().extrapolate(X, X[:5], width=1.0, block_rows=2**63 - 1), _E_REF())
+)
+case("extrapolate.block_rows-beyond-int64", OK)(
+    lambda: _same(_fns().extrapolate(X, X[:5], width=1.0, block_rows=10**30), _E_REF())
+)
+case("iter_transform.block_rows-int64-max", OK)(
+    lambda: list(fit("Nystrom").iter_transform(X, block_rows=2**63 - 1))
+)
+
+
+def _E_REF():
+    return _fns().extrapolate(X, X[:5], width=1.0)
+
+
+def _same(A, B):
+    if not np.array_equal(A, B):
+        raise AssertionError("the result differs from the default blocking")
+    return A
+
+
+# alignment is scale-invariant: kernels near 1e300 gave NaN (overflow), near 1e-300 a
+# spurious "zero kernel" error (underflow)
+_G = X @ X.T
+case("alignment.kernels-at-1e300", OK)(
+    lambda: np.array([_fns().alignment(_G * 1e300, _G * 1e300) - 1.0])
+)
+case("alignment.kernel-at-1e-300", OK)(lambda: np.array([_fns().alignment(_G * 1e-300, _G)]))
+case("factored_alignment.factors-at-1e300", OK)(
+    lambda: np.array([_fns().factored_alignment(X * 1e300, X * 1e200)])
+)
+case("factored_alignment.factor-at-1e-200", OK)(
+    lambda: np.array([_fns().factored_alignment(X * 1e-200, X)])
+)
+# a huge Gaussian width: every edge weight is 1 (sigma**2 raised OverflowError)
+case("knn_graph.gaussian-sigma-1e300", OK)(
+    lambda: _fns().knn_graph(X, 5, weights="gaussian", sigma=1e300)[0].toarray()
 )
 case("iter_extrapolate.block_rows-zero", (ValueError, r"block_rows must be in \[1, inf\), got 0"))(
     lambda: list(_fns().iter_extrapolate(X, X[:5], width=1.0, block_rows=0))
@@ -480,6 +651,37 @@ case(
     "iter_transform.block-wrong-features",
     (ValueError, r"X block at row 10 has 3 features, but Nystrom is expecting 4"),
 )(lambda: list(fit("Nystrom").iter_transform(iter([X[:10], X[10:, :3]]))))
+
+
+# the learned kernel G_A G_B^T of float32 factor rows near 1e22 overflowed float32: inf with
+# a RuntimeWarning
+def _float32_kernel(stream=False):
+    X32 = (X[:16] * 1e22).astype(np.float32)
+    model = make("VonNeumannKernelLearner", m=4, init="linear", kernel="linear", max_iter=1)
+    model.fit(X32, np.arange(16) % 2)
+    return list(model.iter_kernel_rows(X32, X32[:3])) if stream else model.kernel(X32[:3])
+
+
+_F32 = r"the learned kernel of this VonNeumannKernelLearner overflows float32: its factor rows "
+case("kernel.float32-overflow", (ValueError, _F32 + r"reach .*e\+22.*pass float64 data"))(
+    _float32_kernel
+)
+case("iter_kernel_rows.float32-overflow", (ValueError, _F32))(lambda: _float32_kernel(True))
+
+# pair_score / pair_distance and iter_kernel_rows: numpy's own messages named neither the
+# argument nor its expected form
+case(
+    "pair_score.sparse",
+    (TypeError, r"pairs must be point pairs of shape .* a dense array; got a sparse matrix"),
+)(lambda: fit("Nystrom").pair_score(_csr(X)))
+case(
+    "pair_distance.ragged",
+    (ValueError, r"pairs must be point pairs of shape \(n_pairs, 2, n_features\).*ragged"),
+)(lambda: fit("Nystrom").pair_distance([[X[0], X[1]], [X[2]]]))
+case(
+    "iter_kernel_rows.B-iterator",
+    (TypeError, r"B must be an array of rows .*got an iterator \(list_iterator\)"),
+)(lambda: list(fit("Nystrom").iter_kernel_rows(X, iter([X[:3]]))))
 
 # --- persistence -----------------------------------------------------------------------------
 
@@ -594,6 +796,27 @@ case(
     "load.header-claims-huge-array",
     (ValueError, r"member 'attr:S0_.npy'.*claims shape \(100000, 100000\)"),
 )(_load_forged_header)
+# kernel=None was reported as "got method" (attribute access turns None into kernel())
+case(
+    "Nystrom.kernel-None",
+    (TypeError, r"kernel must be a string naming a kernel or a KernelSpec, got NoneType"),
+)(lambda: fit("Nystrom", kernel=None))
+
+
+# a KernelSpec parameter used to be saved as None, which save then refused as invalid
+def _save_kernelspec_model():
+    spec = _fns().make_kernel("rbf", width=2.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.npz")
+        model = fit("GeneralizedNystrom", kernel=spec, lam=1.0)
+        _fns().save(model, path)
+        return _fns().load(path).transform(X) - model.transform(X)
+
+
+case(
+    "save.kernelspec-parameter",
+    WARN("UserWarning", r"kernel=KernelSpec\(name='rbf'.* saved as its name 'rbf'"),
+)(_save_kernelspec_model)
 case(
     "save.invalid-parameter",
     (ValueError, r"the Nystrom being saved .*n_landmarks must be in \[1, inf\)"),
@@ -653,6 +876,31 @@ case(
 case("load.missing-file", (FileNotFoundError, r"No such model file"))(
     lambda: _fns().load("/nonexistent/model.npz")
 )
+
+
+# the OSErrors of the atomic write named its temporary file, not the path given
+def _save_into_directory():
+    with tempfile.TemporaryDirectory() as tmp:
+        _fns().save(fit("Nystrom"), tmp)
+
+
+case("save.path-is-a-directory", (IsADirectoryError, r"cannot save to '.*': it is a directory"))(
+    _save_into_directory
+)
+case(
+    "save.missing-directory",
+    (FileNotFoundError, r"cannot save to '/nonexistent/m.npz': directory '/nonexistent' does not"),
+)(lambda: _fns().save(fit("Nystrom"), "/nonexistent/m.npz"))
+
+
+def _save_bytes_path():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.npz")
+        _fns().save(fit("Nystrom"), path.encode())
+        return _fns().load(path).transform(X)
+
+
+case("save.bytes-path", OK)(_save_bytes_path)
 case("save.unfitted", ("NotFittedError", r"This Nystrom instance is not fitted"))(
     lambda: _fns().save(make("Nystrom"), "/tmp/never-written.npz")
 )

@@ -244,3 +244,47 @@ def test_generalized_nystrom_refuses_kernel_values_whose_squares_leave_float64(
         warnings.simplefilter("error", RuntimeWarning)
         with pytest.raises(ValueError, match=f"{word}.*Rescale X"):
             model.fit(X, **side_info)
+
+
+# ----- max_iter is a budget: the per-sweep paths grow with the sweeps done -------------------
+
+
+def test_sweep_paths_grown_in_chunks_give_the_same_fit(monkeypatch):
+    from nystrom_priors import _bcd_gap
+    from nystrom_priors.bregman import _common
+
+    X, y = _data(), np.arange(60) % 3
+
+    def fits():
+        out = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", npr.ConvergenceWarning)
+            m = npr.BCDNPKL(C=100.0, tol=1e-12, max_iter=60, random_state=0).fit(X, y)
+        out.append((m.n_iter_, m.objective_path_, m.transform(X)))
+        for cls in (npr.LogDetKernelLearner, npr.VonNeumannKernelLearner):
+            m = cls(rank=6, n_landmarks=20, tol=0.0, max_iter=40, random_state=0)
+            m.infeasible_window = 0  # one run of max_iter sweeps, chunked by the paths only
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", npr.ConvergenceWarning)
+                m.fit(X, y)
+            paths = (m.violation_path_, m.dual_change_path_, m.dual_norm_path_)
+            out.append((m.n_iter_, *paths, getattr(m, "evaluations_path_", None), m.transform(X)))
+        return out
+
+    whole = fits()
+    monkeypatch.setattr(_bcd_gap, "_PATH_CHUNK", 3)
+    monkeypatch.setattr(_common, "_PATH_CHUNK", 7)
+    for a, b in zip(whole, fits()):
+        assert a[0] == b[0] and len(a) == len(b)
+        for u, v in zip(a[1:], b[1:]):
+            np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.parametrize("loss", ["square", "squared_hinge"])
+def test_bcdnpkl_with_a_huge_C_certifies_its_gap_without_overflow(loss):
+    # mu ~ C: sum(mu^2) / (4 C) overflowed (RuntimeWarning, an infinite q, no certificate)
+    X, y = _data(40, 4), np.arange(40) % 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model = npr.BCDNPKL(C=1e300, loss=loss, random_state=0).fit(X, y)
+    assert model.converged_ and np.isfinite(model.transform(X)).all()

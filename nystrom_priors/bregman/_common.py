@@ -51,6 +51,8 @@ from ._bounds import (
 )
 
 _INITS = ("nystrom", "linear")
+# sweeps per allocation of the per-sweep paths (they grow as sweeps are done)
+_PATH_CHUNK = 1024
 
 
 def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
@@ -392,13 +394,18 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         from .._progress import Progress
 
         W = int(self.infeasible_window)
-        conv, viol, lamnorm = np.zeros(max_iter), np.zeros(max_iter), np.zeros(max_iter)
+        # the per-sweep paths grow with the sweeps done, not with max_iter (which may be huge)
+        paths = np.zeros((3, min(max_iter, _PATH_CHUNK)))
         done, status = 0, 1
         snap = lam.copy()
         progress = Progress(self.verbose, max_iter, f"{type(self).__name__} sweeps", "sweep")
         with progress:
             while done < max_iter:
-                n = min(W, max_iter - done) if W > 0 else max_iter - done
+                n = min(W if W > 0 else _PATH_CHUNK, max_iter - done)
+                if done + n > paths.shape[1]:
+                    grown = min(max_iter, max(done + n, 2 * paths.shape[1]))
+                    paths = np.concatenate([paths, np.zeros((3, grown - paths.shape[1]))], axis=1)
+                conv, viol, lamnorm = paths
                 k, status = step(
                     done, n, conv[done : done + n], viol[done : done + n], lamnorm[done : done + n]
                 )
@@ -414,10 +421,13 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 snap = lam.copy()
             outcome = {0: "converged", 1: "max_iter reached", 2: "looks infeasible"}.get(status, "")
             progress.close(f"{outcome}, largest relative violation {viol[max(done, 1) - 1]:.3g}")
+        conv, viol, lamnorm = paths
         return done, status, conv, viol, lamnorm
 
     # -- reporting -----------------------------------------------------------------------
-    def _finish(self, n_sweeps: int, status: int, conv, viol, lamnorm, remedy: str) -> None:
+    def _finish(
+        self, n_sweeps: int, status: int, conv, viol, lamnorm, remedy: str, stretch=None
+    ) -> None:
         if not np.isfinite(self.projection_).all():
             # the projections multiply squared distances together: with a kernel of extreme
             # scale (poly of high degree: distances ~1e88) they overflow
@@ -426,6 +436,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 f"{type(self).__name__}: the Bregman projections overflowed float64 (the learned "
                 f"factor is not finite); the initial kernel's squared distances reach {big:.3g}. "
                 "Rescale X or the kernel (width, kernel_gamma, degree) to a moderate scale."
+                + (_stretch_hint(*stretch) if stretch is not None else "")
             )
         self.n_iter_ = int(n_sweeps)
         self.converged_ = status == 0
@@ -463,6 +474,26 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         tol = check_scalar(self.tol, "tol", lo=0.0)
         max_iter = int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
         return tol, max_iter
+
+
+def _stretch_hint(G: np.ndarray, I1, I2, b: np.ndarray, pairs: np.ndarray) -> str:
+    """The distance constraint asking the largest change of its pair's squared distance (a
+    cannot-link pair of near-duplicates needs a factor ~1e18: hard projections overflow)."""
+    nd = pairs.shape[0]
+    if nd == 0:
+        return ""
+    diff = G[I1[:nd]] - G[I2[:nd]]
+    d0 = np.einsum("ij,ij->i", diff, diff)
+    with np.errstate(divide="ignore", over="ignore"):
+        ratio = np.maximum(b[:nd] / d0, d0 / b[:nd])
+    k = int(np.argmax(ratio))
+    if not ratio[k] > 1e8:
+        return ""
+    return (
+        f" Or the constraints: pair {pairs[k, :2].tolist()} asks its squared distance "
+        f"{d0[k]:.3g} to become {b[k]:.3g} (a factor {ratio[k]:.3g}); check for "
+        "near-duplicate samples, drop such pairs or use a finite gamma (soft constraints)."
+    )
 
 
 _COMMON_PARAMS_DOC = """

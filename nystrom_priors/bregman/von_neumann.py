@@ -128,12 +128,14 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         dlog = np.log(sig)
         nc = c["b"].shape[0]
         lam = np.zeros(nc)
-        evals = np.zeros(max_iter, dtype=np.int64)
+        evals = []  # per step call: its sweeps' evaluation counts (O(sweeps done), not max_iter)
         # carried between the kernel's calls (it returns every WORK multiply-adds: Ctrl-C)
         lam_old, state = lam.copy(), np.zeros(3)
         cons = (V, c["I1"], c["I2"], c["delta"], c["b"])
 
         def step(start, n, conv, viol, lamnorm):
+            counts = np.zeros(n, dtype=np.int64)
+
             def run(done, todo):
                 return vn_run(
                     *cons,
@@ -145,7 +147,7 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
                     conv[done:],
                     viol[done:],
                     lamnorm[done:],
-                    evals[start + done : start + n],
+                    counts[done:n],
                     lam_old,
                     state,
                     WORK,
@@ -154,9 +156,11 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
             def violation(c0, c1):
                 return vn_violation(*cons, W, dlog, c0, c1)
 
-            return resumable_sweeps(
+            k, status = resumable_sweeps(
                 run, violation, nc, 2.0 * r * r, n, float(tol), viol, lambda: False
             )
+            evals.append(counts[:k])
+            return k, status
 
         cert = dict(
             G=np.ascontiguousarray(G0[c["rows"]]),
@@ -174,7 +178,7 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         self.pairs_ = c["pairs"]
         self.bounds_ = c["b"].copy()
         self.dual_ = lam
-        self.evaluations_path_ = evals[:n_sweeps].copy()
+        self.evaluations_path_ = np.concatenate(evals)[:n_sweeps]
         self._finish(
             n_sweeps,
             status,

@@ -297,11 +297,14 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             fixed = None
         else:
             fixed = check_scalar(lam, "lam", lo=0.0, lo_closed=False, allow_inf=True)
-        grid = (
-            np.arange(-12.0, 0.5, 2.0)
-            if self.lam_grid is None
-            else np.asarray(self.lam_grid, dtype=float)
-        )
+        try:
+            grid = (
+                np.arange(-12.0, 0.5, 2.0)
+                if self.lam_grid is None
+                else np.asarray(self.lam_grid, dtype=float)
+            )
+        except (TypeError, ValueError):  # strings, ragged lists, objects
+            grid = np.empty(0)
         if grid.ndim != 1 or grid.size == 0 or not np.isfinite(grid).all():
             raise ValueError(
                 "lam_grid must be a non-empty 1-D array of finite exponents, got "

@@ -154,8 +154,14 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     else:
         L = _serial(cv_losses, args)
     L = round_means(L)
-    j = choose(L[_CRITERION])
     scored = ~np.isnan(L[_CRITERION]).any(axis=1)
+    if not scored.any():  # e.g. one labeled sample (with pairs): NaN means, "empty slice"
+        raise ValueError(
+            f"lam='auto' cross-validates a classifier on the labels, but with {codes.size} "
+            "labeled sample(s) no fold scores a held-out sample; label more samples or pass "
+            "lam='nka' or a number."
+        )
+    j = choose(L[_CRITERION])
     crit = L[_CRITERION][scored].mean(axis=0)
     err = L[2][scored].mean(axis=0)
     return (None if j == rel.size - 1 else float(exps[j])), crit, err

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._problem import _Coords, _psd_project
+from ._problem import _Coords, _no_descent_step, _psd_project
 
 
 def gradient_mapping(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int):
@@ -37,8 +37,8 @@ def gradient_mapping(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: i
             ) + 1e-12 * abs(f):
                 break
             A *= 2.0
-            if A > 1e30:  # pragma: no cover - only with a broken gradient
-                raise FloatingPointError("step size underflow in the gradient mapping")
+            if A > 1e30:  # round-off swamps the decrease (ill-conditioned data, e.g. a huge offset)
+                raise _no_descent_step()
         step = float(np.linalg.norm(D))
         V, eig = Vn, (np.maximum(w, 0.0), U)
         # the certificate costs eigendecompositions: check when the iterates settle

@@ -389,3 +389,13 @@ def _build_problem(S0, labels, pairs, E_of, label_rows=None, S0_eig=None) -> _Pr
     bb = np.concatenate([b, a, diag])
     tt = np.concatenate([tgt, tgt, np.ones(diag.size)])
     return _Problem(S0, El, Y, E_of(pts), aa, bb, tt, S0_eig=S0_eig)
+
+
+def _no_descent_step() -> ValueError:
+    """The error of a first-order solver whose backtracking finds no decreasing step."""
+    return ValueError(
+        "GeneralizedNystrom: the first-order solver found no step that decreases the objective "
+        "(backtracking raised its Lipschitz estimate past 1e30): round-off swamps the decrease, "
+        "as with data far from the origin under a linear or polynomial kernel. Centre or "
+        "rescale X, or use solver='auto' or 'newton'."
+    )

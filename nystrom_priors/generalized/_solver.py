@@ -10,7 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from ._dual import _solve_barrier_dual, _solve_newton
-from ._problem import _closed_form_V, _Coords, _Problem, _psd_project, _psd_project_few_negative
+from ._problem import (
+    _closed_form_V,
+    _Coords,
+    _no_descent_step,
+    _Problem,
+    _psd_project,
+    _psd_project_few_negative,
+)
 
 # APG steps project from the negative eigenpairs only while fewer than this fraction of m
 _FEW_NEGATIVE = 0.1
@@ -61,8 +68,8 @@ def _solve(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int):
             if fV <= fY + float(np.sum(gY * D)) + 0.5 * L * float(np.sum(D * D)) + 1e-12 * abs(fY):
                 break
             L *= 2.0
-            if L > 1e30:  # pragma: no cover - only with a broken gradient
-                raise FloatingPointError("step size underflow in the projected gradient solver")
+            if L > 1e30:  # round-off swamps the decrease (ill-conditioned data, e.g. a huge offset)
+                raise _no_descent_step()
         if float(np.sum(gY * (Vn - V))) > 0.0:  # gradient restart (O'Donoghue & Candes)
             t = 1.0
             Y = Vn
