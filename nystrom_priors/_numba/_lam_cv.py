@@ -194,21 +194,22 @@ def onestep_y(mu, C, R, lam):
 
 
 @njit(cache=True, nogil=True)
-def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
-    """Score the held-out rows ``test`` along ``rel_lams`` into ``out`` (4, l, n_lams).
+def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
+    """Ridge scores of the held-out rows ``test`` and of the training rows ``train`` along
+    ``rel_lams``: arrays (l_V, n_lams, c) and (l_T, n_lams, c), c = 1 for two classes.
 
     The training rows lie in range(Vc), ``a_T = F_T Vc^T``, so on the family
     ``S = S0 + Vc (Y - C) Vc^T`` the training kernel is ``F_T (D + Y) F_T^T`` with
     ``D = Vc^T S0 Vc - C`` and the held-out one ``(G_V + F_V Y) F_T^T`` with
     ``G_V = a_V S0 Vc - F_V C``: every lam is a (p + 1)-sized problem. With the constant
     feature, ``B = [F_T, 1]`` and ``Yt = diag(D + Y, 1)``, the ridge classifier's held-out
-    scores are ``[G_V + F_V Y, 1] (B^T B Yt + alpha I)^-1 B^T T`` (push-through identity on
-    ``K = B Yt B^T``), so neither an l_T x l_T kernel nor a factor of Y is formed.
+    scores are ``[G_V + F_V Y, 1] (B^T B Yt + alpha I)^-1 B^T T`` and the training ones
+    ``B Yt (B^T B Yt + alpha I)^-1 B^T T`` (push-through identity on ``K = B Yt B^T``), so
+    neither an l_T x l_T kernel nor a factor of Y is formed.
     """
     aT = PE[train]
     aV = PE[test]
     codes_T = codes[train]
-    codes_V = codes[test]
     lT, r = aT.shape
     lV = aV.shape[0]
     Vc, mu, C, R, FT = restricted_problem(aT, w, codes_T, n_classes)
@@ -230,6 +231,9 @@ def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
     Yt = np.zeros((p + 1, p + 1))
     Yt[p, p] = 1.0
     HV = np.ones((lV, p + 1))
+    c = targets.shape[1]
+    SV = np.empty((lV, rel_lams.size, c))
+    ST = np.empty((lT, rel_lams.size, c))
     for j in range(rel_lams.size):
         if p > 0 and np.isfinite(rel_lams[j]):
             Y = onestep_y(mu, C, R, rel_lams[j] * mu_max * mu_max)
@@ -243,13 +247,25 @@ def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
             A[a, a] += alpha
         HV[:, :p] = GV + FV @ Y
         coef = np.linalg.solve(A, BtT)
+        SV[:, j, :] = HV @ coef
+        ST[:, j, :] = B @ (Yt @ coef)
+    return SV, ST
+
+
+@njit(cache=True, nogil=True)
+def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
+    """Score the held-out rows ``test`` along ``rel_lams`` into ``out`` (4, l, n_lams)."""
+    SV, ST = fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha)
+    codes_T = codes[train]
+    codes_V = codes[test]
+    for j in range(rel_lams.size):
         # the margins' unit: the RMS margin of the training rows under the same model, so
         # that a kernel which only inflates every score does not look better or worse
-        mT = _margins(B @ (Yt @ coef), codes_T, n_classes)
+        mT = _margins(ST[:, j, :], codes_T, n_classes)
         scale = np.sqrt(np.mean(mT * mT))
         if not (scale > 0.0 and np.isfinite(scale)):
             scale = 1.0
-        _losses(HV @ coef, codes_V, n_classes, test, out, j, scale)
+        _losses(SV[:, j, :], codes_V, n_classes, test, out, j, scale)
 
 
 @njit(cache=True, parallel=True)
