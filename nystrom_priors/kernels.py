@@ -90,6 +90,19 @@ def _canonical_name(kernel: Any) -> str:
     return name
 
 
+def _spec_alone(spec: KernelSpec, width: Any, gamma: Any) -> KernelSpec:
+    """``spec``, refusing a width or gamma passed beside it: a KernelSpec carries its own
+    parameters, and silently ignoring the other would fit a kernel the caller did not ask for."""
+    for name, value in (("width", width), ("gamma", gamma)):
+        if value is not None:
+            raise ValueError(
+                f"kernel is a KernelSpec, which carries its own parameters, but {name}={value!r} "
+                f"was passed too. Pass the kernel's name with {name}, or build the KernelSpec "
+                f"with make_kernel(..., {name}={value!r})."
+            )
+    return spec
+
+
 def make_kernel(
     kernel: str | KernelSpec = "rbf",
     *,
@@ -124,7 +137,7 @@ def make_kernel(
     KernelSpec
     """
     if isinstance(kernel, KernelSpec):
-        return kernel
+        return _spec_alone(kernel, width, gamma)
     name = _canonical_name(kernel)
     if name in ("rbf", "laplacian"):
         if width is not None and gamma is not None:
@@ -242,7 +255,7 @@ def _prepare(
             f"with {Z.shape[1]}."
         )
     if isinstance(kernel, KernelSpec):
-        spec = kernel
+        spec = _spec_alone(kernel, width, gamma)
     else:
         needs_data = (
             _canonical_name(kernel) in ("rbf", "laplacian") and width is None and gamma is None

@@ -587,6 +587,13 @@ case("iter_extrapolate.block_rows-zero", (ValueError, r"block_rows must be in \[
 case("make_kernel.poly-degree-negative", (ValueError, r"degree must be in \[1, 64\], got -2"))(
     lambda: _fns().make_kernel("poly", gamma=1.0, degree=-2)
 )
+# a width beside a KernelSpec used to be ignored silently (the spec's own width was used)
+case("extrapolate.kernelspec-with-width", (ValueError, r"KernelSpec.*but width=2.0 was passed"))(
+    lambda: _fns().extrapolate(X, X[:5], kernel=_fns().make_kernel("rbf", width=1.0), width=2.0)
+)
+case("Nystrom.kernelspec-with-gamma", (ValueError, r"KernelSpec.*but gamma=0.5 was passed"))(
+    lambda: fit("Nystrom", kernel=_fns().make_kernel("rbf", width=1.0), gamma=0.5)
+)
 case("select_landmarks.method-unknown", (ValueError, r"method must be one of .*got 'best'"))(
     lambda: _fns().select_landmarks(X, 5, method="best")
 )
