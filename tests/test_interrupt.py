@@ -69,7 +69,8 @@ def test_ctrl_c_stops_burg_sweeps():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40000, 300))  # rank 300, 20,000 pairs: ~1 s per sweep
     pairs, bounds = _pairs(rng, 40000, 20000)
-    model = npr.LogDetKernelLearner(init="linear", gamma=1.0, tol=0.0, max_iter=1000)
+    # ~1 min uninterrupted: a lost interrupt fails the test instead of hanging it
+    model = npr.LogDetKernelLearner(init="linear", gamma=1.0, tol=0.0, max_iter=60)
     small = npr.LogDetKernelLearner(init="linear", gamma=1.0, max_iter=2)
     assert (
         _interrupt(
@@ -85,7 +86,7 @@ def test_ctrl_c_stops_von_neumann_sweeps():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(2000, 80))  # rank 80, 1,000 pairs: ~1 s per sweep
     pairs, bounds = _pairs(rng, 2000, 1000)
-    model = npr.VonNeumannKernelLearner(init="linear", tol=0.0, max_iter=1000)
+    model = npr.VonNeumannKernelLearner(init="linear", tol=0.0, max_iter=60)
     small = npr.VonNeumannKernelLearner(init="linear", max_iter=2)
     assert (
         _interrupt(
@@ -124,17 +125,18 @@ def test_ctrl_c_stops_kmeans():
     X = rng.normal(size=(200_000, 16))
 
     def warm_up():
-        npr.kernel_kmeans(G[:100], 5, n_init=2, random_state=0)
+        # the timed fits' own shapes, cut short: a first compilation inside a timed fit could
+        # swallow the interrupt (llvmlite's compile callbacks ignore KeyboardInterrupt), and
+        # a smaller problem takes other paths (serial below a size, other array layouts)
+        npr.kernel_kmeans(G, 50, n_init=1, max_iter=2, random_state=0)
         # the same code paths as the timed fit: k-means on 20,000 sampled rows (the default
         # sample is only 10 m rows) makes the seeding refreshes large enough for the parallel
-        # driver, which small refreshes skip. A first compilation inside the timed fit could
-        # swallow the interrupt (llvmlite's compile callbacks ignore KeyboardInterrupt).
+        # driver, which small refreshes skip.
         npr.select_landmarks(X[:20000], 400, sample_size=20000, max_iter=1, random_state=0)
 
-    assert (
-        _interrupt(lambda: npr.kernel_kmeans(G, 50, n_init=100_000, random_state=0), warm_up)
-        < WITHIN
-    )
+    # ~40 s uninterrupted: a lost interrupt fails the test instead of hanging it
+    kmeans = lambda: npr.kernel_kmeans(G, 50, n_init=100, random_state=0)  # noqa: E731
+    assert _interrupt(kmeans, warm_up) < WITHIN
     assert (
         _interrupt(
             lambda: npr.select_landmarks(X, 4000, sample_size=200_000, max_iter=30, random_state=0),
