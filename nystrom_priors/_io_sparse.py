@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ._validation import compressed_index_problem
+
 __all__ = ["PREFIX", "pack", "unpack"]
 
 PREFIX = "csr:"
@@ -80,10 +82,9 @@ def _build(parts: dict[str, np.ndarray]) -> Any:
             f"indptr': expected n + 1 = {n + 1} offsets from 0 to nnz = {nnz} "
             f"(data and indices hold {nnz} and {indices.size} entries)"
         )
-    if (np.diff(indptr) < 0).any():
-        raise ValueError("indptr': decreasing offsets")
-    if nnz and (indices.min() < 0 or indices.max() >= d):
-        raise ValueError(f"indices': column indices outside [0, {d})")
+    problem = compressed_index_problem(indptr, indices, d)
+    if problem is not None:
+        raise ValueError(f"{problem[0]}': {problem[1]}")
     row_start = np.zeros(nnz, dtype=bool)
     row_start[indptr[:-1][indptr[:-1] < nnz]] = True
     if (~row_start[1:] & (np.diff(indices) <= 0)).any():

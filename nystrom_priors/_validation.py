@@ -262,28 +262,43 @@ def _check_sparse_structure(X: Any, fmt: Any, name: str) -> None:
                 f"{where}indptr must start at 0 and end at most at len(indices) = "
                 f"{indices.shape[0]}, got indptr[0] = {indptr[0]} and indptr[-1] = {nnz}."
             )
-        steps = np.diff(indptr)
-        if (steps < 0).any():
-            k = int(np.flatnonzero(steps < 0)[0])
-            raise ValueError(
-                f"{where}indptr must be non-decreasing, got indptr[{k}] = {indptr[k]} > "
-                f"indptr[{k + 1}] = {indptr[k + 1]}."
-            )
-        _check_index_range(indices[:nnz], minor, "indices", where)
+        problem = compressed_index_problem(indptr, indices[:nnz], minor)
+        if problem is not None:
+            raise ValueError(f"{where}{problem[0]} {problem[1]}.")
     elif fmt == "coo":
         where = f"{name} is a malformed COO sparse matrix of shape {X.shape}: "
         coords = getattr(X, "coords", None) or (X.row, X.col)
         for axis, (idx, size) in enumerate(zip(coords, X.shape)):
-            _check_index_range(np.asarray(idx), size, ("row", "col")[axis], where)
+            bad = _index_out_of_range(np.asarray(idx), size)
+            if bad is not None:
+                raise ValueError(f"{where}{('row', 'col')[axis]} {bad}.")
 
 
-def _check_index_range(idx: np.ndarray, size: int, what: str, where: str) -> None:
+def compressed_index_problem(
+    indptr: np.ndarray, indices: np.ndarray, minor: int
+) -> tuple[str, str] | None:
+    """``(part, problem)`` for offsets ``indptr`` that decrease or ``indices`` outside
+    ``[0, minor)`` of a compressed (CSR / CSC) matrix, None when both are sound. Shared by the
+    checks of user input and of model files."""
+    steps = np.diff(indptr)
+    if (steps < 0).any():
+        k = int(np.flatnonzero(steps < 0)[0])
+        return "indptr", (
+            f"must be non-decreasing, got indptr[{k}] = {indptr[k]} > "
+            f"indptr[{k + 1}] = {indptr[k + 1]}"
+        )
+    bad = _index_out_of_range(indices, minor)
+    return None if bad is None else ("indices", bad)
+
+
+def _index_out_of_range(idx: np.ndarray, size: int) -> str | None:
+    """The problem of an index array with an entry outside ``[0, size)``, else None."""
     if idx.size == 0:
-        return
+        return None
     lo, hi = int(idx.min()), int(idx.max())
-    if lo < 0 or hi >= size:
-        bad = lo if lo < 0 else hi
-        raise ValueError(f"{where}{what} holds {bad}; valid indices are in [0, {size - 1}].")
+    if lo >= 0 and hi < size:
+        return None
+    return f"holds {lo if lo < 0 else hi}; valid indices are in [0, {size - 1}]"
 
 
 def _all_finite(a: np.ndarray) -> bool:

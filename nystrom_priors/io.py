@@ -154,6 +154,7 @@ def save(model: Any, path: str | os.PathLike) -> None:
     True
     """
     from ._io_schema import REGISTRY, validate
+    from .kernels import KernelSpec
 
     name = type(model).__name__
     if REGISTRY.get(name) != type(model).__module__:
@@ -171,7 +172,7 @@ def save(model: Any, path: str | os.PathLike) -> None:
         if isinstance(value, np.ndarray):
             arrays[f"param:{key}"] = value
             continue
-        if key == "kernel" and type(value).__name__ == "KernelSpec":
+        if key == "kernel" and isinstance(value, KernelSpec):
             # None is no kernel: keep the name (the fitted kernel_, gamma_, ... are exact)
             warnings.warn(
                 f"Parameter kernel={value!r} cannot be stored without pickle; it is saved as "

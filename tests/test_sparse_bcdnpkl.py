@@ -209,7 +209,7 @@ def _bad_parts(p):
         ("data", nan, "non-finite"),
         ("indices", dup, "strictly increasing"),
         ("indptr", p["indptr"][:-1], "offsets"),
-        ("shape", np.array([60, 3]), "outside"),
+        ("shape", np.array([60, 3]), r"indices': holds \d+; valid indices are in \[0, 2\]"),
         ("indptr", None, "indptr': missing"),
         ("extra", np.zeros(2), "unknown entry"),
         ("indices", p["indices"].astype(np.float64), "int32 or int64"),

@@ -44,11 +44,11 @@ def _margins(P, codes, n_classes):
 
 
 @njit(cache=True, nogil=True)
-def _losses(P, codes, n_classes, rows, out, j, scale):
-    """Per-sample held-out losses of the scores P into ``out[:, rows[i], j]``: squared loss and
-    squared hinge (summed over the one-vs-rest columns), 0/1 error, and the ramp loss
-    ``min(max(1 - margin / scale, 0), 2)`` of the margin in units of ``scale``."""
-    T = _pm_targets(codes, n_classes)
+def _losses(P, T, codes, n_classes, rows, out, j, scale):
+    """Per-sample held-out losses of the scores P (targets T, ``_pm_targets``) into
+    ``out[:, rows[i], j]``: squared loss and squared hinge (summed over the one-vs-rest
+    columns), 0/1 error, and the ramp loss ``min(max(1 - margin / scale, 0), 2)`` of the
+    margin in units of ``scale``."""
     marg = _margins(P, codes, n_classes)
     n, c = P.shape
     for i in range(n):
@@ -258,6 +258,7 @@ def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
     SV, ST = fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha)
     codes_T = codes[train]
     codes_V = codes[test]
+    T = _pm_targets(codes_V, n_classes)
     for j in range(rel_lams.size):
         # the margins' unit: the RMS margin of the training rows under the same model, so
         # that a kernel which only inflates every score does not look better or worse
@@ -265,7 +266,7 @@ def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
         scale = np.sqrt(np.mean(mT * mT))
         if not (scale > 0.0 and np.isfinite(scale)):
             scale = 1.0
-        _losses(SV[:, j, :], codes_V, n_classes, test, out, j, scale)
+        _losses(SV[:, j, :], T, codes_V, n_classes, test, out, j, scale)
 
 
 @njit(cache=True, parallel=True)
