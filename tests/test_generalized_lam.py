@@ -109,12 +109,14 @@ def test_restricted_family_is_feasible_exactly_when_Y_is_psd(rng):
         assert (np.linalg.eigvalsh(S_r).min() >= -1e-9 * (1 / w).max()) == (shift > 0)
 
 
-def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng):
+@pytest.mark.parametrize("c", [2, 3])
+def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng, c):
     """The held-out scores of one fold equal scikit-learn's Ridge on the learned features with
-    a constant feature (penalised intercept), alpha = 1/2; the ramp loss is on the held-out
-    margins in units of the training rows' RMS margin."""
+    a constant feature (penalised intercept), alpha = 1/2 (two classes: one +-1 column,
+    otherwise one-vs-rest); the ramp loss is on the held-out margins in units of the training
+    rows' RMS margin."""
     sklearn_linear = pytest.importorskip("sklearn.linear_model")
-    m, n, c = 15, 40, 3
+    m, n = 15, 40
     Z = rng.normal(size=(m, 3))
     X = rng.normal(size=(n, 3))
     U0, w, S0 = _prior(Z, 3.0)
@@ -137,18 +139,25 @@ def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng):
         lw, Q = np.linalg.eigh(S)
         G = E @ (Q[:, lw > 1e-12 * lw.max()] * np.sqrt(lw[lw > 1e-12 * lw.max()]))
         Phi = np.hstack([G, np.ones((n, 1))])
-        T = -np.ones((n, c))
-        T[np.arange(n), codes] = 1
+        if c == 2:
+            T = np.where(codes == 1, 1.0, -1.0)[:, None]
+        else:
+            T = -np.ones((n, c))
+            T[np.arange(n), codes] = 1
         ridge = sklearn_linear.Ridge(alpha=0.5, fit_intercept=False).fit(Phi[train], T[train])
-        P = ridge.predict(Phi[test])
+        P = ridge.predict(Phi[test]).reshape(test.size, -1)  # (l, 1) for two classes
         sqh = np.mean(np.sum(np.maximum(0, 1 - T[test] * P) ** 2, axis=1))
-        err = np.mean(np.argmax(P, axis=1) != codes[test])
+        pred = (P[:, 0] > 0).astype(int) if c == 2 else np.argmax(P, axis=1)
+        err = np.mean(pred != codes[test])
 
         def margin(scores, rows):
+            if c == 2:
+                return T[rows, 0] * scores[:, 0]
             other = np.where(np.arange(c) == codes[rows, None], -np.inf, scores).max(axis=1)
             return scores[np.arange(rows.size), codes[rows]] - other
 
-        unit = np.sqrt(np.mean(margin(ridge.predict(Phi[train]), train) ** 2))
+        P_train = ridge.predict(Phi[train]).reshape(train.size, -1)
+        unit = np.sqrt(np.mean(margin(P_train, train) ** 2))
         ramp = np.mean(np.clip(1 - margin(P, test) / unit, 0, 2))
         assert L[1, 0, j] == pytest.approx(sqh, rel=1e-7)
         assert L[2, 0, j] == pytest.approx(err)
