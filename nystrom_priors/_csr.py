@@ -42,8 +42,16 @@ class CsrPrepared:
             self.zaux = (nrm > 0).astype(np.float64)
         self.Zs = Zs
 
-    def compute(self, X: Any, out: np.ndarray, tile: int | None, path: Any = None) -> None:
-        """Fill ``out`` with ``k(X, Z)`` for canonical CSR ``X`` (see :func:`compute_csr`)."""
+    def compute(
+        self,
+        X: Any,
+        out: np.ndarray,
+        tile: int | None,
+        path: Any = None,
+        x_absmax: float | None = None,
+    ) -> None:
+        """Fill ``out`` with ``k(X, Z)`` for canonical CSR ``X`` (see :func:`compute_csr`);
+        ``path`` and ``x_absmax`` are the dense path's and unused."""
         compute_csr(self, X, out, tile)
 
 

@@ -78,14 +78,27 @@ _BLAS = _SingleThreadedBlas()
 
 
 def _tile_rows(m: int, d: int, itemsize: int) -> int:
-    """Rows per tile: about 1 MiB of E (4 MiB when d >= 256, where taller GEMMs pay off).
+    """Rows per tile: about 1 MiB of E, which stays in L2 between the GEMM and the element-wise
+    pass; 16 MiB (at most 2048 rows) when d >= 256, where the GEMM dominates and each BLAS
+    call repacks Z, so taller tiles pay off more than cache residency.
 
     Depends on shapes and dtype only, never on the thread count: BLAS may sum in a different
     order for tiles of different heights, and results must not change with the number of
     threads.
     """
-    target = _TILE_BYTES * (4 if d >= 256 else 1)
-    return int(max(8, min(1024, target // max(1, m * itemsize))))
+    if d >= 256:  # the GEMM dominates: tall tiles amortise BLAS's packing of Z per call
+        return int(max(8, min(2048, 16 * _TILE_BYTES // max(1, m * itemsize))))
+    return int(max(8, min(1024, _TILE_BYTES // max(1, m * itemsize))))
+
+
+def _abs_max(X: np.ndarray) -> float:
+    """``max |x|`` of a validated (finite, C-contiguous) dense X: one parallel pass, where
+    ``X.max()`` and ``X.min()`` would read it twice on one thread."""
+    if X.size <= (1 << 16):
+        return float(np.abs(X).max(initial=0.0))
+    from ._numba import _extrapolate as kx
+
+    return float(kx.abs_max(X, max(1, (1 << 16) // X.shape[1])))
 
 
 def _row_norms(A: np.ndarray) -> np.ndarray:
@@ -152,13 +165,13 @@ class _Prepared:
         tile kernels take it as an argument but read it for the Laplacian kernel only)."""
         return self.ZsT if needed else self.Zs[:0]
 
-    def _may_overflow(self, X: np.ndarray) -> bool:
-        """Whether k(X, Z) can leave X's float range: a bound from max |x| and max |z| only
-        (O(nd), no pass over the n x m output for ordinary data)."""
+    def _may_overflow(self, X: np.ndarray, x_absmax: float) -> bool:
+        """Whether k(X, Z) can leave X's float range: a bound from ``x_absmax = max |x|`` and
+        max |z| only (no pass over the n x m output for ordinary data)."""
         spec = self.spec
         if spec.name == "laplacian" or X.size == 0:
             return False  # exp(-distance) is in [0, 1] even when the distance overflows
-        a = max(float(X.max()), -float(X.min())) + float(np.abs(self.shift).max(initial=0.0))
+        a = x_absmax + float(np.abs(self.shift).max(initial=0.0))
         top = np.log(float(np.finfo(X.dtype).max)) - np.log(2.0)
         with np.errstate(divide="ignore"):  # log(0) = -inf: an all-zero side cannot overflow
             # |<x, z>| <= d a az; squared norms / distances <= d (a + az)^2 (rbf is centred)
@@ -170,29 +183,30 @@ class _Prepared:
             return spec.degree * max(log_t, 0.0) >= top or log_cross >= top
         return max(log_cross, log_sq) >= top
 
-    def _scaled(self, X: np.ndarray) -> tuple[np.ndarray, _Prepared]:
+    def _scaled(self, X: np.ndarray, x_absmax: float) -> tuple[np.ndarray, _Prepared, float]:
         """``(X / 2^e, landmark side / 2^e)`` when X's or Z's scale would overflow the squared
         norms or cross terms (X's dtype; float64 for the Laplacian's L1 sums) of a distance
         or polynomial kernel: the kernel's scale takes ``2^(2e)`` (``2^e`` for L1 distances),
         so ``gamma d`` is unchanged and a huge width still gives a finite kernel (E -> 1).
         Powers of two are exact: where nothing would have overflowed the result is the same
-        bit for bit. Returns ``(X, self)`` when nothing would overflow or when the rescaled
+        bit for bit. ``x_absmax`` is ``max |x|``; it is returned at the new scale, third.
+        Returns ``(X, self, x_absmax)`` when nothing would overflow or when the rescaled
         gamma would not be finite (the kernel itself leaves the range; compute refuses it)."""
         spec = self.spec
         if spec.name not in ("rbf", "laplacian", "poly") or X.size == 0:
-            return X, self
-        span = max(float(X.max()), -float(X.min())) + float(np.abs(self.shift).max(initial=0.0))
+            return X, self, x_absmax
+        span = x_absmax + float(np.abs(self.shift).max(initial=0.0))
         span += self.z_absmax
         power = 1 if spec.name == "laplacian" else 2
         limit = np.finfo(np.float64 if power == 1 else X.dtype).max
         with np.errstate(divide="ignore"):
             if np.log(self.d) + power * np.log(span) < np.log(limit) - np.log(8.0):
-                return X, self
+                return X, self, x_absmax
         e = _binary_exponent(span)
         with np.errstate(over="ignore"):
             gamma = float(np.ldexp(spec.gamma, power * e))
         if not np.isfinite(gamma):
-            return X, self
+            return X, self, x_absmax
         new = object.__new__(_Prepared)
         new.__dict__.update(self.__dict__)
         new.spec = dataclasses.replace(spec, gamma=gamma)  # a KernelSpec at the new scale
@@ -201,18 +215,20 @@ class _Prepared:
         new.shift = np.ldexp(self.shift, -e)
         new.zaux = np.ldexp(self.zaux, -2 * e) if spec.name == "rbf" else self.zaux
         new.z_absmax = float(np.ldexp(self.z_absmax, -e))
-        return np.ldexp(X, -e).astype(X.dtype, copy=False), new
+        return np.ldexp(X, -e).astype(X.dtype, copy=False), new, float(np.ldexp(x_absmax, -e))
 
     def _check_finite(
         self,
         X: np.ndarray,
         out: np.ndarray,
         what: str,
+        x_absmax: float,
         shown: tuple[np.ndarray, _Prepared] | None = None,
     ) -> None:
         """Raise if ``out`` holds a non-finite value; looked at only when ``_may_overflow``.
-        ``shown``: the unscaled input and landmark side, for the message."""
-        if not self._may_overflow(X):
+        ``x_absmax``: max |x|; ``shown``: the unscaled input and landmark side, for the
+        message."""
+        if not self._may_overflow(X, x_absmax):
             return
         with np.errstate(over="ignore", invalid="ignore"):  # inf - inf in the sum: NaN
             if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
@@ -233,17 +249,25 @@ class _Prepared:
             f"Rescale X{hint}."
         )
 
-    def compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
-        """Fill ``out`` (n, m) with k(X, Z); X validated, same dtype and width as Z. Raises
-        ValueError if a kernel value overflows X's dtype."""
+    def compute(
+        self,
+        X: np.ndarray,
+        out: np.ndarray,
+        tile: int | None,
+        path: str | None,
+        x_absmax: float | None = None,
+    ) -> None:
+        """Fill ``out`` (n, m) with k(X, Z); X validated, same dtype and width as Z
+        (``x_absmax``: max |x| if the caller has it). Raises ValueError if a kernel value
+        overflows X's dtype."""
         if not isinstance(X, np.ndarray) and hasattr(X, "indptr"):  # CSR (check_csr)
             from ._csr import compute_csr
 
             compute_csr(self, X, out, tile)
             return
-        Xs, prep = self._scaled(X)
+        Xs, prep, amax = self._scaled(X, _abs_max(X) if x_absmax is None else x_absmax)
         prep._compute(Xs, out, tile, path)
-        prep._check_finite(Xs, out, "k(X, Z)", shown=(X, self))
+        prep._check_finite(Xs, out, "k(X, Z)", amax, shown=(X, self))
 
     def _compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
         from ._numba import _extrapolate as kx
@@ -307,7 +331,7 @@ class _Prepared:
             return False
         from ._numba import _extrapolate as kx
 
-        Xs, prep = self._scaled(X)
+        Xs, prep, amax = self._scaled(X, _abs_max(X))
         spec = prep.spec
         # taller tiles than for E alone: each tile's GEMM repacks the m x r projection
         itemsize = X.dtype.itemsize
@@ -329,5 +353,5 @@ class _Prepared:
                 out,
                 tile,
             )
-        prep._check_finite(Xs, out, "k(X, Z) @ projection", shown=(X, self))
+        prep._check_finite(Xs, out, "k(X, Z) @ projection", amax, shown=(X, self))
         return True

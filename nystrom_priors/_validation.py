@@ -152,15 +152,20 @@ def check_array(
     if copy and np.shares_memory(out, arr):
         out = out.copy()
     if not allow_nonfinite and not _all_finite(out):
-        bad = ~np.isfinite(out)
-        n_nan = int(np.isnan(out).sum())
-        n_inf = int(bad.sum()) - n_nan
-        first = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(
-            f"{name} must contain only finite values, got {n_nan} NaN and {n_inf} infinite "
-            f"entries (first at index {first})."
-        )
+        raise nonfinite_error(name, out)
     return out
+
+
+def nonfinite_error(name: str, arr: np.ndarray) -> ValueError:
+    """The error for an array known to hold NaN or infinite entries: how many, and where."""
+    bad = ~np.isfinite(arr)
+    n_nan = int(np.isnan(arr).sum())
+    n_inf = int(bad.sum()) - n_nan
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    return ValueError(
+        f"{name} must contain only finite values, got {n_nan} NaN and {n_inf} infinite "
+        f"entries (first at index {first})."
+    )
 
 
 def is_sparse(X: Any) -> bool:
@@ -305,6 +310,12 @@ def _all_finite(a: np.ndarray) -> bool:
     """np.isfinite(a).all() without an array of a's size (memmaps stay out of core)."""
     if a.ndim < 2 or a.size <= (1 << 22):
         return bool(np.isfinite(a).all())
+    if a.dtype in FLOAT_DTYPES and a.flags.c_contiguous:
+        # large float input: one parallel jitted pass (the kernel is imported here, not at
+        # package import, so ``import nystrom_priors`` stays free of numba)
+        from ._numba._extrapolate import abs_max
+
+        return bool(np.isfinite(abs_max(a, max(1, (1 << 16) // a.shape[1]))))
     step = max(1, (1 << 22) // max(1, a.shape[1]))
     return all(bool(np.isfinite(a[s : s + step]).all()) for s in range(0, a.shape[0], step))
 

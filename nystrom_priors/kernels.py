@@ -27,7 +27,14 @@ import numpy as np
 
 from . import _rowblocks
 from ._rowblocks import _Prepared
-from ._validation import check_array, check_no_overlap, check_out, check_scalar, is_sparse
+from ._validation import (
+    check_array,
+    check_no_overlap,
+    check_out,
+    check_scalar,
+    is_sparse,
+    nonfinite_error,
+)
 from ._width import mean_l1_distance, mean_squared_distance
 
 __all__ = [
@@ -349,9 +356,14 @@ def extrapolate(
     >>> E.shape, round(float(E[1, 0]), 6)
     ((2, 1), 0.367879)
     """
-    X = check_array(X, accept_sparse=True)
+    sparse = is_sparse(X)
+    # dense X: finiteness and max |x| (for the overflow guards) come from one pass
+    X = check_array(X, accept_sparse=True, allow_nonfinite=not sparse)
+    x_absmax = None if sparse else _rowblocks._abs_max(X)
+    if x_absmax is not None and not np.isfinite(x_absmax):
+        raise nonfinite_error("X", X)
     Z = check_array(Z, name="Z")
-    prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype, sparse=is_sparse(X))
+    prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype, sparse=sparse)
     tile = _check_block_rows(block_rows)
     shape = (X.shape[0], prep.m)
     if out is None:
@@ -359,7 +371,7 @@ def extrapolate(
     else:
         check_out(out, shape, X.dtype)
         check_no_overlap(out, {"X": X, "Z": Z})
-    prep.compute(X, out, tile, _rowblocks._FORCE_PATH)
+    prep.compute(X, out, tile, _rowblocks._FORCE_PATH, x_absmax=x_absmax)
     return out
 
 

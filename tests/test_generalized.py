@@ -67,10 +67,18 @@ def _cvxpy_optimum(S0, E, Y, lam, mask=None, offset=None):
         K = E @ S @ E.T
         loss = cp.sum_squares(cp.hstack([K[int(i), int(j)] for i, j in zip(aa, bb)]) - tt)
     prob = cp.Problem(cp.Minimize(lam * cp.sum_squares(S - S0) + loss))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
-    return S.value
+    # Clarabel can stop on numerical trouble at 1e-11 where a few ulps of E differ; 1e-9 is
+    # still far tighter than the 1e-6 the tests ask of our solvers
+    for tol in (1e-11, 1e-10, 1e-9):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                prob.solve(solver=cp.CLARABEL, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol)
+            except cp.error.SolverError:
+                continue
+        if prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and S.value is not None:
+            return S.value
+    raise AssertionError(f"the cvxpy oracle failed at every tolerance (status {prob.status})")
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,9 @@ Layout of the work
     Laplacian kernel ``exp(-||x - z||_1 / b)``: no GEMM structure.
 ``finish_rows``
     Element-wise map over a block whose cross term was computed outside (fallback path).
+``abs_max``
+    One parallel pass for ``max |x|`` and finiteness: the overflow guards and the input check
+    would otherwise read X four or five times, as much as the GEMM's own read of X at large d.
 
 Results are independent of the number of threads: the tile height depends on the shapes only,
 so every output element is produced by the same sequence of operations whichever thread
@@ -83,9 +86,28 @@ _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 # Adding 1.5 * 2**52 rounds to an integer that lands in the low mantissa bits.
 _ROUND_SHIFT = 6755399441055744.0
-# Taylor coefficients 1/i! of e^r times 2^-54 (see _exp_nonpos); a tuple is a compile-time
-# constant for numba
-_C = tuple(2.0**-54 / float(np.prod(np.arange(1, i + 1))) for i in range(14))
+# Coefficients of the degree-11 polynomial interpolating e^r at the 12 Chebyshev nodes of
+# [-ln2/2, ln2/2] (scripts/research/exp_coefficients.py recomputes them in 40-digit
+# arithmetic): max relative error 1.7e-17 over the interval as rounded, so 11 degrees suffice
+# where Taylor needs 13. Stored times 2^-54 (see _exp_nonpos); a tuple is a compile-time
+# constant for numba.
+_C = tuple(
+    2.0**-54 * c
+    for c in (
+        1.0,
+        1.0,
+        0.5000000000000019,
+        0.1666666666666668,
+        0.0416666666664881,
+        0.008333333333319601,
+        0.0013888888952314775,
+        0.00019841269890047113,
+        2.4801485482328494e-05,
+        2.755724091857897e-06,
+        2.763263963904103e-07,
+        2.5110037605963777e-08,
+    )
+)
 
 
 # Only "contract" here: "reassoc" would fold (t + SHIFT) - SHIFT to t and merge the two-part
@@ -95,14 +117,14 @@ _C = tuple(2.0**-54 / float(np.prod(np.arange(1, i + 1))) for i in range(14))
 def _exp_nonpos(a):
     """exp(a) for a <= 0 (a = -0.0 .. -inf), within 2 ulp, subnormals included.
 
-    Cody-Waite reduction a = k ln2 + r, |r| <= ln2/2, the degree-13 Taylor polynomial of e^r
-    (truncation error < 2e-17 relative), and the scale 2^k built from exponent bits:
-    2^(k+54) is a normal number for every k >= -1076, and the polynomial's coefficients carry
-    the factor 2^-54 (exact: every intermediate is the unscaled one times 2^-54, far from
-    underflow), so the one multiplication by 2^(k+54) rounds correctly into the subnormal
-    range. The polynomial is ``1 + r (1 + r (1/2 + r Q))`` with Q, the terms r^3/3! ..
-    r^13/13! divided by r^3, by Estrin's scheme: a dependency chain of 7 multiply-adds
-    instead of Horner's 13, which is what bounds the vectorized loop (Q's rounding is damped
+    Cody-Waite reduction a = k ln2 + r, |r| <= ln2/2, a degree-11 polynomial p(r) ~ e^r
+    (Chebyshev interpolant, relative error < 2e-17), and the scale 2^k built from exponent
+    bits: 2^(k+54) is a normal number for every k >= -1076, and the polynomial's coefficients
+    carry the factor 2^-54 (exact: every intermediate is the unscaled one times 2^-54, far
+    from underflow), so the one multiplication by 2^(k+54) rounds correctly into the
+    subnormal range. The polynomial is ``c0 + r (c1 + r (c2 + r Q))`` with Q the terms of
+    degree 3..11 divided by r^3, by Estrin's scheme: a dependency chain of 6 multiply-adds
+    instead of Horner's 11, which is what bounds the vectorized loop (Q's rounding is damped
     by |r|^3 <= 0.042).
     """
     a = np.float64(a)  # a float32 argument (only without the JIT) would lose the reduction
@@ -116,10 +138,8 @@ def _exp_nonpos(a):
     q0 = _C[3] + r * _C[4]
     q1 = _C[5] + r * _C[6]
     q2 = _C[7] + r * _C[8]
-    q3 = _C[9] + r * _C[10]
-    q4 = _C[11] + r * _C[12]
-    s2 = q4 + r2 * _C[13]
-    q = (q0 + r2 * q1) + r4 * ((q2 + r2 * q3) + r4 * s2)
+    q3 = (_C[9] + r * _C[10]) + r2 * _C[11]
+    q = (q0 + r2 * q1) + r4 * (q2 + r2 * q3)
     p = _C[2] + r * q
     p = _C[1] + r * p
     p = _C[0] + r * p  # 2^-54 e^r
@@ -215,6 +235,20 @@ def _l1_rows(X, s, ZT, gamma, Et):
             row[j] = _exp_nonpos(-row[j] * gamma)
 
 
+@njit(fastmath={"contract"}, cache=True, nogil=True)
+def _centre_rows(X, s, shift, buf, xaux):
+    """buf[i] = X[s + i] - shift (X's dtype) and xaux[i] = ||X[s + i] - shift||^2 (float64,
+    summed in the order of ``_row_aux``, so both paths give the same norms)."""
+    d = X.shape[1]
+    for i in range(buf.shape[0]):
+        acc = 0.0
+        for k in range(d):
+            v = X[s + i, k] - shift[k]
+            buf[i, k] = v
+            acc += v * v
+        xaux[i] = acc
+
+
 @njit(cache=True, nogil=True)
 def _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, Et):
     """Fill the tile Et = k(X[s : s + len(Et)], Z): cross term by BLAS, then the map.
@@ -227,17 +261,20 @@ def _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, Et):
     if code == LAPLACIAN:
         _l1_rows(X, s, ZsT, gamma, Et)
         return
+    xaux = np.empty(rows)
     if code == RBF:
+        # the centred copy and its squared norms in one pass over the tile of X
         buf = np.empty((rows, d), dtype=X.dtype)
-        for i in range(rows):
-            for k in range(d):
-                buf[i, k] = X[s + i, k] - shift[k]
+        _centre_rows(X, s, shift, buf, xaux)
         np.dot(buf, Zs.T, Et)
     else:
         np.dot(X[s : s + rows], Zs.T, Et)
+        if code != LINEAR:
+            for i in range(rows):
+                xaux[i] = _row_aux(X, s + i, shift, code)
     if code != LINEAR:
         for i in range(rows):
-            _finish_row(Et[i], _row_aux(X, s + i, shift, code), zaux, code, gamma, coef0, degree)
+            _finish_row(Et[i], xaux[i], zaux, code, gamma, coef0, degree)
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -347,3 +384,46 @@ def exp_nonpos_inplace(a, tile):
         for i in range(t * tile, min(n, t * tile + tile)):
             for j in range(m):
                 a[i, j] = _exp_nonpos(a[i, j])
+
+
+@njit(fastmath={"reassoc", "contract"}, cache=True, nogil=True)
+def _row_nonfinite(X, i):
+    """Sum of ``x * 0`` over row i: NaN exactly when the row holds a NaN or an infinity
+    (``reassoc`` only reorders sums of zeros and NaNs, so the loop vectorizes)."""
+    z = 0.0
+    for k in range(X.shape[1]):
+        z += np.float64(X[i, k]) * 0.0
+    return z
+
+
+@njit(fastmath={"nnan", "ninf", "nsz", "reassoc", "contract"}, cache=True, nogil=True)
+def _row_abs_max(X, i):
+    """max |x| over a row known to be finite (the flags let the max vectorize)."""
+    a = 0.0
+    for k in range(X.shape[1]):
+        a = max(a, abs(np.float64(X[i, k])))
+    return a
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def abs_max(X, tile):
+    """``max |x|`` over a 2-D array, NaN if it holds a NaN or an infinity; one parallel pass
+    over row tiles (each row is read twice while it is in L1)."""
+    n = X.shape[0]
+    n_tiles = (n + tile - 1) // tile
+    top = np.zeros(n_tiles)
+    for t in prange(n_tiles):
+        a = 0.0
+        for i in range(t * tile, min(n, t * tile + tile)):
+            if not np.isfinite(_row_nonfinite(X, i)):
+                a = np.nan
+                break
+            a = max(a, _row_abs_max(X, i))
+        top[t] = a
+    out = 0.0
+    for t in range(n_tiles):
+        if not top[t] <= out:  # NaN, or larger
+            out = top[t]
+            if np.isnan(out):
+                break
+    return out
