@@ -333,11 +333,10 @@ class _Prepared:
 
         Xs, prep, amax = self._scaled(X, _abs_max(X))
         spec = prep.spec
-        # taller tiles than for E alone: each tile's GEMM repacks the m x r projection
+        # about 8 MiB of E per tile (each tile's GEMM repacks the m x r projection), at most
+        # 1024 rows: each thread allocates its tile anew, and larger buffers cost page faults
         itemsize = X.dtype.itemsize
-        tile = max(
-            _tile_rows(self.m, self.d, itemsize), min(1024, (8 << 20) // max(1, self.m * itemsize))
-        )
+        tile = int(max(8, min(1024, (8 << 20) // max(1, self.m * itemsize))))
         with _BLAS:
             kx.project_blas(
                 Xs,
