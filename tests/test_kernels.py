@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from scipy.spatial.distance import pdist
 
 import nystrom_priors._rowblocks as kmod
-from nystrom_priors import extrapolate, iter_extrapolate, make_kernel, mean_squared_distance
+from nystrom_priors import (
+    Nystrom,
+    extrapolate,
+    iter_extrapolate,
+    make_kernel,
+    mean_squared_distance,
+)
 from nystrom_priors.kernels import mean_l1_distance
 
 KERNELS = ["rbf", "laplacian", "linear", "poly", "cosine"]
@@ -73,6 +79,45 @@ def test_exp_accuracy_in_ulps():
     # subnormal range: within one subnormal step of libm
     assert np.abs(out[~normal] - ref[~normal]).max() <= 2 * 5e-324
     assert out[0, -2] == 1.0  # exp(-0) is exactly one
+
+
+@given(
+    rows=st.integers(1, 70),
+    cols=st.integers(1, 9),
+    tile=st.integers(1, 80),
+    bad=st.sampled_from([None, np.nan, np.inf, -np.inf]),
+    where=st.floats(0, 1),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 2**31),
+)
+def test_abs_max_is_max_abs_or_nan(rows, cols, tile, bad, where, dtype, seed):
+    """The one-pass guard equals max |x|, and is NaN wherever a NaN or infinity sits (any row,
+    any column, any tile); the finiteness check of large inputs relies on it."""
+    from nystrom_priors._numba._extrapolate import abs_max
+
+    X = (np.random.default_rng(seed).normal(size=(rows, cols)) * 1e3).astype(dtype)
+    if bad is not None:
+        k = min(int(where * X.size), X.size - 1)
+        X.flat[k] = bad
+    got = abs_max(X, tile)
+    if bad is None:
+        assert got == float(np.abs(X).max())
+    else:
+        assert np.isnan(got)
+
+
+def test_large_input_finiteness_message():
+    """Above 2^22 entries the finiteness check takes the jitted pass; the error still counts
+    and locates the bad entries."""
+    X = np.zeros((1 << 12, 1 << 11))
+    X[4000, 7] = np.inf
+    X[17, 3] = np.nan
+    with pytest.raises(
+        ValueError, match=r"1 NaN and 1 infinite entries \(first at index \(17, 3\)\)"
+    ):
+        extrapolate(X, X[:5])
+    with pytest.raises(ValueError, match=r"1 NaN and 1 infinite"):
+        Nystrom(5, random_state=0).fit(X)
 
 
 @pytest.mark.parametrize("name", KERNELS)
