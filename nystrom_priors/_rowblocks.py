@@ -9,12 +9,12 @@ the kernel function; or, without per-thread BLAS, a fused Numba pass.
 from __future__ import annotations
 
 import dataclasses
-import os
-import threading
 from typing import Any
 
 import numpy as np
 
+from ._threads import BLAS_ONE_THREAD as _BLAS
+from ._threads import numba_threads
 from ._width import _binary_exponent
 
 # Without threadpoolctl (no per-thread BLAS), below this many features the cross term is
@@ -26,55 +26,6 @@ FUSED_MAX_FEATURES = 24
 _TILE_BYTES = 1 << 20
 # Tests set this to "fused", "blas", "twophase" or "gemm" to exercise every path.
 _FORCE_PATH: str | None = None
-
-
-class _SingleThreadedBlas:
-    """Limit BLAS to one thread while Numba threads each run their own GEMM.
-
-    Uses threadpoolctl when installed (it ships with scikit-learn); reference counted and
-    locked, so concurrent calls from several Python threads restore the user's setting exactly
-    once, when the last one leaves.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._limiter = None
-        self._controller = None
-        self._available: bool | None = None
-
-    def available(self) -> bool:
-        if self._available is None:
-            if os.environ.get("NYSTROM_PRIORS_NO_THREADPOOLCTL"):
-                self._available = False
-            else:
-                try:
-                    import scipy.linalg.cython_blas  # noqa: F401  (load the BLAS numba calls)
-                    from threadpoolctl import ThreadpoolController
-
-                    self._controller = ThreadpoolController()
-                    self._available = True
-                except Exception:
-                    self._available = False
-        return self._available
-
-    def __enter__(self) -> _SingleThreadedBlas:
-        available = self.available()
-        with self._lock:
-            if self._depth == 0 and available:
-                self._limiter = self._controller.limit(limits=1, user_api="blas")
-            self._depth += 1
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        with self._lock:
-            self._depth -= 1
-            if self._depth == 0 and self._limiter is not None:
-                self._limiter.restore_original_limits()
-                self._limiter = None
-
-
-_BLAS = _SingleThreadedBlas()
 
 
 def _tile_rows(m: int, d: int, itemsize: int) -> int:
@@ -98,7 +49,8 @@ def _abs_max(X: np.ndarray) -> float:
         return float(np.abs(X).max(initial=0.0))
     from ._numba import _extrapolate as kx
 
-    return float(kx.abs_max(X, max(1, (1 << 16) // X.shape[1])))
+    with numba_threads(4.0 * X.size):  # a memory-bound pass: about 4 flops' time per entry
+        return float(kx.abs_max(X, max(1, (1 << 16) // X.shape[1])))
 
 
 def _row_norms(A: np.ndarray) -> np.ndarray:
@@ -270,14 +222,20 @@ class _Prepared:
         prep._check_finite(Xs, out, "k(X, Z)", amax, shown=(X, self))
 
     def _compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
-        from ._numba import _extrapolate as kx
-
-        spec = self.spec
         n = X.shape[0]
         if n == 0:
             return
         if tile is None:
             tile = _tile_rows(self.m, self.d, X.dtype.itemsize)
+        # the element-wise map costs about as much as 16 multiply-adds per entry
+        with numba_threads(float(n) * self.m * (self.d + 16)):
+            self._dispatch(X, out, tile, path)
+
+    def _dispatch(self, X: np.ndarray, out: np.ndarray, tile: int, path: str | None) -> None:
+        from ._numba import _extrapolate as kx
+
+        spec = self.spec
+        n = X.shape[0]
         args = (spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree))
         if spec.name == "laplacian":
             kx.extrapolate_l1(X, self.ZsT, float(spec.gamma), out, tile)
@@ -337,7 +295,8 @@ class _Prepared:
         # 1024 rows: each thread allocates its tile anew, and larger buffers cost page faults
         itemsize = X.dtype.itemsize
         tile = int(max(8, min(1024, (8 << 20) // max(1, self.m * itemsize))))
-        with _BLAS:
+        work = float(X.shape[0]) * self.m * (self.d + 16 + P.shape[1])
+        with _BLAS, numba_threads(work):
             kx.project_blas(
                 Xs,
                 prep.Zs,

@@ -314,8 +314,10 @@ def _all_finite(a: np.ndarray) -> bool:
         # large float input: one parallel jitted pass (the kernel is imported here, not at
         # package import, so ``import nystrom_priors`` stays free of numba)
         from ._numba._extrapolate import abs_max
+        from ._threads import numba_threads
 
-        return bool(np.isfinite(abs_max(a, max(1, (1 << 16) // a.shape[1]))))
+        with numba_threads(4.0 * a.size):  # memory-bound: about 4 flops' time per entry
+            return bool(np.isfinite(abs_max(a, max(1, (1 << 16) // a.shape[1]))))
     step = max(1, (1 << 22) // max(1, a.shape[1]))
     return all(bool(np.isfinite(a[s : s + step]).all()) for s in range(0, a.shape[0], step))
 

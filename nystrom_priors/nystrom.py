@@ -17,6 +17,7 @@ import numpy as np
 from . import _rowblocks
 from ._base import BaseEstimator, FactorTransformMixin, atomic_fit
 from ._rowblocks import _Prepared
+from ._threads import blas_threads
 from ._validation import check_array, check_random_state, check_random_state_param, check_scalar
 from .kernels import KernelSpec, _canonical_name, extrapolate, make_kernel
 from .landmarks import LANDMARK_METHODS, select_landmarks
@@ -48,7 +49,8 @@ def psd_pinv(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray]:
 def _psd_eig(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All eigenpairs of ``sym(W)``, descending, and the mask of those ``psd_pinv`` keeps."""
     W = np.asarray(W, dtype=np.float64)
-    lam, U = np.linalg.eigh(0.5 * (W + W.T))
+    with blas_threads(W.shape[0]):
+        lam, U = np.linalg.eigh(0.5 * (W + W.T))
     lam, U = lam[::-1], U[:, ::-1]
     top = lam[0] if lam.size else 0.0
     if not top > 0.0:

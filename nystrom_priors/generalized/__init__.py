@@ -89,6 +89,7 @@ from typing import Any
 import numpy as np
 
 from .._base import BaseEstimator, FactorTransformMixin, point_pairs_fit
+from .._threads import blas_threads
 from .._validation import check_option, check_random_state, check_scalar
 from ..exceptions import ConvergenceWarning
 from ..nystrom import _LandmarkKernelMixin
@@ -351,6 +352,13 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         labels, pairs_arr = self._side_information(y, pairs, X.n, params)
         rng = check_random_state(self.random_state)
         self._fit_landmarks(X, rng)
+        # the learning is m x m algebra between jitted parallel passes: with few landmarks one
+        # BLAS thread, so that no spinning BLAS worker holds a core the passes wait for
+        with blas_threads(self.landmarks_.shape[0]):
+            return self._fit_kernel(X, labels, pairs_arr, params, rng)
+
+    def _fit_kernel(self, X, labels, pairs_arr, params, rng) -> GeneralizedNystrom:
+        """The prior and the learned S, landmarks chosen."""
         prior_projection, S0_eig = self._fit_prior(with_eig=True)
         self._reset_paths(labels)
         if (labels is None and pairs_arr is None) or params["fixed"] == np.inf:

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._threads import numba_threads
 from ..kernel_alignment import _dense, _factored
 from ._problem import _build_problem, _factor
 from ._solver import _solve_path
@@ -132,7 +133,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     error per candidate); candidates are ``exps`` and then the prior.
     """
     from .._numba._lam_cv import cv_losses
-    from .._rowblocks import _BLAS
+    from .._threads import BLAS_ONE_THREAD as _BLAS
 
     roles = cv_rounds(codes, n_folds, w.size, rng)
     rel = np.concatenate([10.0 ** np.asarray(exps, dtype=np.float64), [np.inf]])
@@ -148,8 +149,11 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     # Rounds run on Numba's threads, each with its own small matrix products: a
     # multi-threaded BLAS inside them would oversubscribe the cores (several times slower).
     # Without threadpoolctl to pin BLAS to one thread, the rounds run one after another.
+    # a round costs about 10 p^3 per lam (eigendecomposition and solves, p <= its rank)
+    p = min(w.size, _CV_RANK_MAX, codes.size)
+    work = 10.0 * roles.shape[0] * rel.size * float(p) ** 3
     if _BLAS.available():
-        with _BLAS:
+        with _BLAS, numba_threads(work):
             L = cv_losses(*args)
     else:
         L = _serial(cv_losses, args)
@@ -195,7 +199,7 @@ def onestep_model(PE, w, codes, n_classes, rel_lam):
     Returns ``(S_r, lam)``: S in S0's eigen-coordinates (r x r; ``S = U0 S_r U0^T``) and the
     absolute lam."""
     from .._numba._lam_cv import onestep, restricted_problem
-    from .._rowblocks import _BLAS
+    from .._threads import BLAS_ONE_THREAD as _BLAS
 
     # p x p algebra (p <= min(l, m)): one BLAS thread is as fast, and does not fight the
     # Numba threads still spinning from the cross-validation for the cores
@@ -270,7 +274,7 @@ def _drive_folds(splits, fold_scores, lams, progress):
 
     from numba import get_num_threads
 
-    from .._rowblocks import _BLAS
+    from .._threads import BLAS_ONE_THREAD as _BLAS
 
     k = len(splits[0])
     losses = np.full((len(splits) * k, lams.size), np.nan)
