@@ -15,6 +15,7 @@ import numpy as np
 
 from ._threads import BLAS_ONE_THREAD as _BLAS
 from ._threads import numba_threads
+from ._validation import abs_max
 from ._width import _binary_exponent
 
 # Without threadpoolctl (no per-thread BLAS), below this many features the cross term is
@@ -40,17 +41,6 @@ def _tile_rows(m: int, d: int, itemsize: int) -> int:
     if d >= 256:  # the GEMM dominates: tall tiles amortise BLAS's packing of Z per call
         return int(max(8, min(2048, 16 * _TILE_BYTES // max(1, m * itemsize))))
     return int(max(8, min(1024, _TILE_BYTES // max(1, m * itemsize))))
-
-
-def _abs_max(X: np.ndarray) -> float:
-    """``max |x|`` of a validated (finite, C-contiguous) dense X: one parallel pass, where
-    ``X.max()`` and ``X.min()`` would read it twice on one thread."""
-    if X.size <= (1 << 16):
-        return float(np.abs(X).max(initial=0.0))
-    from ._numba import _extrapolate as kx
-
-    with numba_threads(4.0 * X.size):  # a memory-bound pass: about 4 flops' time per entry
-        return float(kx.abs_max(X, max(1, (1 << 16) // X.shape[1])))
 
 
 def _row_norms(A: np.ndarray) -> np.ndarray:
@@ -217,7 +207,7 @@ class _Prepared:
 
             compute_csr(self, X, out, tile)
             return
-        Xs, prep, amax = self._scaled(X, _abs_max(X) if x_absmax is None else x_absmax)
+        Xs, prep, amax = self._scaled(X, abs_max(X) if x_absmax is None else x_absmax)
         prep._compute(Xs, out, tile, path)
         prep._check_finite(Xs, out, "k(X, Z)", amax, shown=(X, self))
 
@@ -289,7 +279,7 @@ class _Prepared:
             return False
         from ._numba import _extrapolate as kx
 
-        Xs, prep, amax = self._scaled(X, _abs_max(X))
+        Xs, prep, amax = self._scaled(X, abs_max(X))
         spec = prep.spec
         # about 8 MiB of E per tile (each tile's GEMM repacks the m x r projection), at most
         # 1024 rows: each thread allocates its tile anew, and larger buffers cost page faults

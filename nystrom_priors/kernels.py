@@ -28,6 +28,7 @@ import numpy as np
 from . import _rowblocks
 from ._rowblocks import _Prepared
 from ._validation import (
+    abs_max,
     check_array,
     check_no_overlap,
     check_out,
@@ -359,7 +360,7 @@ def extrapolate(
     sparse = is_sparse(X)
     # dense X: finiteness and max |x| (for the overflow guards) come from one pass
     X = check_array(X, accept_sparse=True, allow_nonfinite=not sparse)
-    x_absmax = None if sparse else _rowblocks._abs_max(X)
+    x_absmax = None if sparse else abs_max(X)
     if x_absmax is not None and not np.isfinite(x_absmax):
         raise nonfinite_error("X", X)
     Z = check_array(Z, name="Z")

@@ -148,15 +148,13 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     )
     # Rounds run on Numba's threads, each with its own small matrix products: a
     # multi-threaded BLAS inside them would oversubscribe the cores (several times slower).
-    # Without threadpoolctl to pin BLAS to one thread, the rounds run one after another.
-    # a round costs about 10 p^3 per lam (eigendecomposition and solves, p <= its rank)
+    # Without threadpoolctl to pin BLAS to one thread, the rounds run one after another
+    # (work 0). A round costs about 10 p^3 per lam (eigendecomposition and solves, p <= its
+    # rank).
     p = min(w.size, _CV_RANK_MAX, codes.size)
-    work = 10.0 * roles.shape[0] * rel.size * float(p) ** 3
-    if _BLAS.available():
-        with _BLAS, numba_threads(work):
-            L = cv_losses(*args)
-    else:
-        L = _serial(cv_losses, args)
+    work = 10.0 * roles.shape[0] * rel.size * float(p) ** 3 if _BLAS.available() else 0.0
+    with _BLAS, numba_threads(work):
+        L = cv_losses(*args)
     L = round_means(L)
     scored = ~np.isnan(L[_CRITERION]).any(axis=1)
     if not scored.any():  # e.g. one labeled sample (with pairs): NaN means, "empty slice"
@@ -179,18 +177,6 @@ def round_means(per_sample: np.ndarray) -> np.ndarray:
     total = np.where(np.isnan(per_sample), 0.0, per_sample).sum(axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def _serial(fn, args):
-    """``fn(*args)`` on one Numba thread."""
-    from numba import get_num_threads, set_num_threads
-
-    before = get_num_threads()
-    set_num_threads(1)
-    try:
-        return fn(*args)
-    finally:
-        set_num_threads(before)
 
 
 def onestep_model(PE, w, codes, n_classes, rel_lam):
