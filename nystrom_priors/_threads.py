@@ -14,6 +14,11 @@ an eigendecomposition, 0.6 ms on the calling thread). Hence:
 * ``blas_threads(m)``: dense algebra on m x m matrices with m <= ``SMALL_LINALG`` runs with
   one BLAS thread, which wakes no worker; a second thread gains little there (eigh at
   m = 500: 33 ms on two threads, 36 ms on one).
+* ``blas_for_work(work)``: a BLAS job (a loop of GEMMs) below ``SERIAL_WORK`` multiply-adds
+  per call runs on one BLAS thread. OpenBLAS goes multi-threaded from about 2^18
+  multiply-adds, where a worker gains a fraction of a millisecond and then spins on its core
+  while the Numba regions that follow wait for it (k-means on 846 x 18 rows, 84 centres,
+  left a GeneralizedNystrom fit at twice its time).
 * ``BLAS_ONE_THREAD``: the drivers whose Numba threads each call BLAS on their own tile limit
   BLAS to one thread, so that the two pools do not oversubscribe the cores.
 """
@@ -100,6 +105,12 @@ def numba_threads(work: float) -> Iterator[None]:
         yield
     finally:
         set_num_threads(before)
+
+
+def blas_for_work(work: float) -> contextlib.AbstractContextManager:
+    """One BLAS thread for the enclosed BLAS calls when each costs fewer than ``SERIAL_WORK``
+    multiply-adds (``work``)."""
+    return BLAS_ONE_THREAD if work < SERIAL_WORK else contextlib.nullcontext()
 
 
 def blas_threads(m: int) -> contextlib.AbstractContextManager:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ._threads import blas_for_work
 from ._validation import check_array, check_random_state, check_scalar
 
 __all__ = ["LANDMARK_METHODS", "kmeans", "select_landmarks"]
@@ -93,6 +94,14 @@ def kmeans(
     mindist = np.empty(n, dtype=np.float64)
     chunk = max(1, (1 << 22) // max(1, n_clusters))
     xn = np.einsum("ij,ij->i", Xw, Xw)  # ||x||^2, added back for the inertia
+    with blas_for_work(float(min(n, chunk)) * n_clusters * Xw.shape[1]):
+        centers, labels, n_iter = _lloyd(Xw, centers, labels, mindist, xn, chunk, max_iter, tol)
+    return np.ldexp(centers, e), labels, n_iter
+
+
+def _lloyd(Xw, centers, labels, mindist, xn, chunk, max_iter, tol):
+    """Lloyd's iterations of ``kmeans`` from ``centers``: ``(centers, labels, n_iter)``."""
+    n = Xw.shape[0]
     n_iter = 0
     inertia = np.inf
     for n_iter in range(1, max_iter + 1):  # noqa: B007 (returned after the loop)
@@ -111,7 +120,7 @@ def kmeans(
         if not changed or previous - inertia <= tol * inertia:
             break
         _update_centers(Xw, labels, centers, mindist)
-    return np.ldexp(centers, e), labels, n_iter
+    return centers, labels, n_iter
 
 
 def _update_centers(

@@ -222,7 +222,8 @@ class _LandmarkKernelMixin:
         lam_all, U_all, keep = _psd_eig(self._landmark_gram(), self._default_rcond())
         lam, U = lam_all[keep], np.ascontiguousarray(U_all[:, keep])
         self.eigenvalues_ = lam
-        self.S0_ = (U / lam) @ U.T
+        with blas_threads(U.shape[0]):  # wakes no BLAS worker at small m (``_threads``)
+            self.S0_ = (U / lam) @ U.T
         if not with_eig:
             return U / np.sqrt(lam)
         # ascending: the dropped directions (x = 0) first, then 1 / lam for lam descending

@@ -223,6 +223,60 @@ def test_choose_keeps_the_prior_unless_a_lam_is_clearly_better():
     assert lam_cv.choose(clear[:1]) == 2  # one fold: no error estimate, the prior
 
 
+def test_choose_never_picks_a_candidate_a_fold_did_not_score():
+    """A candidate raced out of the second split (NaN there) cannot win, however low the
+    mean of the folds that scored it; the others are judged on every fold."""
+    rng = np.random.default_rng(3)
+    L = 1.0 + 0.01 * rng.normal(size=(10, 4))
+    L[:, 1] -= 0.2  # clearly better than the prior (last) on all ten folds
+    L[:, 0] -= 0.5  # better still, but only scored by the first five
+    L[5:, 0] = np.nan
+    assert lam_cv.choose(L) == 1
+    L[:, 1] = L[:, 3]  # no candidate scored by all ten beats the prior
+    assert lam_cv.choose(L) == 3
+
+
+def test_race_keeps_the_prior_and_the_clear_candidates():
+    rng = np.random.default_rng(4)
+    noise = 0.01 * rng.normal(size=(5, 4))
+    L = 1.0 + noise
+    L[:, 0] = L[:, 3] - 0.05 + 0.001 * rng.normal(size=5)  # far more than 1 SE better
+    L[:, 1] = L[:, 3] + 0.05  # worse than the prior
+    L[:, 2] = L[:, 3] + np.array([-0.03, 0.03, -0.03, 0.03, -0.01])  # better by < 1 SE
+    keep = lam_cv.race(L)
+    np.testing.assert_array_equal(keep, [True, False, False, True])
+    # the rule: paired mean improvement over the prior above _RACE standard errors
+    D = L[:, :3] - L[:, [3]]
+    t = -D.mean(axis=0) / (D.std(axis=0, ddof=1) / np.sqrt(5))
+    np.testing.assert_array_equal(keep[:3], t > lam_cv._RACE)
+    assert lam_cv.race(L[:1]).all()  # one fold: no error estimate, nothing raced out
+
+
+def test_scoring_any_tasks_gives_the_full_scores_there(rng):
+    """prepare_rounds + score_rounds on a subset of (round, lam) tasks fill exactly those
+    entries, equal to scoring every round at every lam (cv_losses), and leave NaN elsewhere."""
+    m, n, c = 10, 45, 3
+    Z = rng.normal(size=(m, 2))
+    X = rng.normal(size=(n, 2))
+    U0, w, _ = _prior(Z, 2.0)
+    PE = np.ascontiguousarray(extrapolate(X, Z, width=2.0) @ U0)
+    codes = rng.integers(c, size=n).astype(np.int64)
+    roles = lam_cv.cv_rounds(codes, 5, w.size, rng)
+    rel = np.concatenate([10.0 ** np.arange(-10.0, 1.0, 2.0), [np.inf]])
+    full = jit.cv_losses(PE, w, codes, c, roles, rel, 0.5)
+    state = jit.prepare_rounds(PE, w, codes, c, roles)
+    tasks = [(t, j) for t in range(roles.shape[0]) for j in range(rel.size) if (t + 2 * j) % 3]
+    part = np.full_like(full, np.nan)
+    task_round, task_lam = (np.array(v, dtype=np.int64) for v in zip(*tasks))
+    jit.score_rounds(state, roles, codes, c, rel, 0.5, task_round, task_lam, part)
+    done = np.zeros((roles.shape[0], rel.size), dtype=bool)
+    done[task_round, task_lam] = True
+    part, full = part.transpose(0, 1, 3, 2), full.transpose(0, 1, 3, 2)  # (4, rounds, lams, l)
+    assert not np.isnan(full[:, done]).all()
+    np.testing.assert_array_equal(part[:, done], full[:, done])  # same arithmetic, same bits
+    assert np.isnan(part[:, ~done]).all()
+
+
 def test_stratified_folds_balance_classes(rng):
     codes = np.repeat(np.arange(4), [1, 3, 10, 26])
     folds = lam_cv.stratified_folds(codes, 5, rng)

@@ -1,10 +1,12 @@
 """Jitted cross-validation of GeneralizedNystrom's lam on the labeled rows.
 
 Private: arrays and scalars only; the math is in ``nystrom_priors/generalized/_lam.py``.
-One call scores every (fold, lam): folds run in parallel (``prange``), each fold builds its
-restricted problem once and then costs one p x p Cholesky factorisation (an eigendecomposition
-where the PSD constraint is active) and one (p + 1)-sized solve per lam, p the rank of the
-fold's labeled rows.
+Two parallel stages: ``prepare_rounds`` builds each round's restricted problem once (rounds
+in parallel), then ``score_rounds`` scores any set of (round, lam) tasks (tasks in parallel),
+each one p x p Cholesky factorisation (an eigendecomposition where the PSD constraint is
+active) and one (p + 1)-sized solve, p the rank of the round's training rows. Separate stages
+let the caller decide which lam a round still needs after seeing other rounds' losses
+(``generalized/_lam.py``: racing), while both cores stay busy: tasks are small and many.
 """
 
 import numpy as np
@@ -44,9 +46,9 @@ def _margins(P, codes, n_classes):
 
 
 @njit(cache=True, nogil=True)
-def _losses(P, T, codes, n_classes, rows, out, j, scale):
+def _losses(P, T, codes, n_classes, rows, out, t, j, scale):
     """Per-sample held-out losses of the scores P (targets T, ``_pm_targets``) into
-    ``out[:, rows[i], j]``: squared loss and squared hinge (summed over the one-vs-rest
+    ``out[:, t, rows[i], j]``: squared loss and squared hinge (summed over the one-vs-rest
     columns), 0/1 error, and the ramp loss ``min(max(1 - margin / scale, 0), 2)`` of the
     margin in units of ``scale``."""
     marg = _margins(P, codes, n_classes)
@@ -60,20 +62,21 @@ def _losses(P, T, codes, n_classes, rows, out, j, scale):
             h = 1.0 - T[i, k] * P[i, k]
             if h > 0.0:
                 sqh += h * h
-        out[0, rows[i], j] = sq
-        out[1, rows[i], j] = sqh
-        out[2, rows[i], j] = 1.0 if marg[i] <= 0.0 else 0.0
-        out[3, rows[i], j] = min(max(1.0 - marg[i] / scale, 0.0), 2.0)
+        out[0, t, rows[i], j] = sq
+        out[1, t, rows[i], j] = sqh
+        out[2, t, rows[i], j] = 1.0 if marg[i] <= 0.0 else 0.0
+        out[3, t, rows[i], j] = min(max(1.0 - marg[i] / scale, 0.0), 2.0)
 
 
 @njit(cache=True, nogil=True)
-def restricted_problem(aT, w, codes_T, n_classes):
+def _restricted(aT, w, codes_T, n_classes):
     """The fold's problem on ``S = S0 + V X V^T``, V = range of the labeled rows within range(S0).
 
     ``aT`` (l_T, r): the labeled rows in S0's eigen-coordinates, ``S0 = diag(1 / w)`` there.
     Returns (Vc (r, p), mu (p,), C (p, p), R (p, p), F (l_T, p)): in the basis Vc the rows are
     ``F = A diag(sqrt(mu))``, so ``M = F^T F = diag(mu)``; C is the prior of Y = X + C and R the
-    data term's linear part, ``R = F^T K* F - M D M`` with ``D = V^T S0 V - C``.
+    data term's linear part, ``R = F^T K* F - M D M`` with ``D = V^T S0 V - C`` (returned
+    last).
     """
     l, r = aT.shape
     # the basis from the smaller Gram matrix: never an l x l array when l > r
@@ -107,11 +110,18 @@ def restricted_problem(aT, w, codes_T, n_classes):
         for k in range(p):
             Wv[i, k] = Vc[i, k] * w[i]
             Iv[i, k] = Vc[i, k] / w[i]
-    B = Vc.T @ Wv  # V^T S0^+ V > 0: its inverse from a Cholesky factor
-    Linv = np.linalg.inv(np.linalg.cholesky(0.5 * (B + B.T)))
-    C = Linv.T @ Linv
-    C = 0.5 * (C + C.T)
-    D = Vc.T @ Iv - C
+    if p == r and not small:
+        # Vc is an orthogonal matrix (eigenvectors): C = (Vc^T W Vc)^-1 = Vc^T W^-1 Vc, read
+        # off without inverting a matrix as ill-conditioned as W, and D = 0
+        C = Vc.T @ Iv
+        C = 0.5 * (C + C.T)
+        D = np.zeros((p, p))
+    else:
+        B = Vc.T @ Wv  # V^T S0^+ V > 0: its inverse from a Cholesky factor
+        Linv = np.linalg.inv(np.linalg.cholesky(0.5 * (B + B.T)))
+        C = Linv.T @ Linv
+        C = 0.5 * (C + C.T)
+        D = Vc.T @ Iv - C
     Y = np.zeros((l, n_classes))
     for i in range(l):
         Y[i, codes_T[i]] = 1.0
@@ -121,6 +131,13 @@ def restricted_problem(aT, w, codes_T, n_classes):
         for b in range(p):
             R[a, b] -= mu[a] * D[a, b] * mu[b]
     R = 0.5 * (R + R.T)
+    return Vc, mu, C, R, F, D
+
+
+@njit(cache=True, nogil=True)
+def restricted_problem(aT, w, codes_T, n_classes):
+    """``(Vc, mu, C, R, F)`` of ``_restricted``."""
+    Vc, mu, C, R, F, _ = _restricted(aT, w, codes_T, n_classes)
     return Vc, mu, C, R, F
 
 
@@ -194,98 +211,187 @@ def onestep_y(mu, C, R, lam):
 
 
 @njit(cache=True, nogil=True)
-def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
-    """Ridge scores of the held-out rows ``test`` and of the training rows ``train`` along
-    ``rel_lams``: arrays (l_V, n_lams, c) and (l_T, n_lams, c), c = 1 for two classes.
+def _round_constants(PE, w, codes, n_classes, train, test):
+    """What a round's scores share across lam: ``(mu, C, R, D, FT, FV, GV, BtB, BtT)``.
 
     The training rows lie in range(Vc), ``a_T = F_T Vc^T``, so on the family
     ``S = S0 + Vc (Y - C) Vc^T`` the training kernel is ``F_T (D + Y) F_T^T`` with
     ``D = Vc^T S0 Vc - C`` and the held-out one ``(G_V + F_V Y) F_T^T`` with
-    ``G_V = a_V S0 Vc - F_V C``: every lam is a (p + 1)-sized problem. With the constant
-    feature, ``B = [F_T, 1]`` and ``Yt = diag(D + Y, 1)``, the ridge classifier's held-out
-    scores are ``[G_V + F_V Y, 1] (B^T B Yt + alpha I)^-1 B^T T`` and the training ones
-    ``B Yt (B^T B Yt + alpha I)^-1 B^T T`` (push-through identity on ``K = B Yt B^T``), so
-    neither an l_T x l_T kernel nor a factor of Y is formed.
+    ``G_V = a_V S0 Vc - F_V C``; ``B = [F_T, 1]`` adds the constant feature, and
+    ``BtB = B^T B``, ``BtT = B^T T`` (T: the +-1 targets of the training rows).
     """
     aT = PE[train]
     aV = PE[test]
     codes_T = codes[train]
     lT, r = aT.shape
-    lV = aV.shape[0]
-    Vc, mu, C, R, FT = restricted_problem(aT, w, codes_T, n_classes)
+    Vc, mu, C, R, FT, D = _restricted(aT, w, codes_T, n_classes)
     p = mu.size
     FV = aV @ Vc
-    targets = _pm_targets(codes_T, n_classes)
-    mu_max = mu[-1] if p > 0 else 0.0
-    # fold-constant parts: B^T B, B^T T, D, G_V
-    B = np.ones((lT, p + 1))
-    B[:, :p] = FT
-    BtB = B.T @ B
-    BtT = B.T @ targets
     S0Vc = np.empty((r, p))
     for i in range(r):
         for k in range(p):
             S0Vc[i, k] = Vc[i, k] / w[i]
-    D = Vc.T @ S0Vc - C
     GV = aV @ S0Vc - FV @ C
+    B = np.ones((lT, p + 1))
+    B[:, :p] = FT
+    BtB = B.T @ B
+    BtT = B.T @ _pm_targets(codes_T, n_classes)
+    return mu, C, R, D, FT, FV, GV, BtB, BtT
+
+
+@njit(cache=True, nogil=True)
+def _lam_scores(mu, C, R, D, FT, FV, GV, BtB, BtT, rel_lam, alpha):
+    """Ridge scores (held-out (l_V, c), training (l_T, c)) of one round at
+    ``lam = rel_lam * mu_max^2`` (the prior where ``rel_lam`` is inf).
+
+    With ``Yt = diag(D + Y, 1)`` the ridge classifier's held-out scores are
+    ``[G_V + F_V Y, 1] (B^T B Yt + alpha I)^-1 B^T T`` and the training ones
+    ``B Yt (B^T B Yt + alpha I)^-1 B^T T`` (push-through identity on ``K = B Yt B^T``), so
+    neither an l_T x l_T kernel nor a factor of Y is formed: a (p + 1)-sized solve."""
+    p = mu.size
+    if p > 0 and np.isfinite(rel_lam):
+        Y = onestep_y(mu, C, R, rel_lam * mu[-1] * mu[-1])
+    else:  # the prior: Y = C, S = S0
+        Y = C
     Yt = np.zeros((p + 1, p + 1))
     Yt[p, p] = 1.0
-    HV = np.ones((lV, p + 1))
-    c = targets.shape[1]
-    SV = np.empty((lV, rel_lams.size, c))
-    ST = np.empty((lT, rel_lams.size, c))
-    for j in range(rel_lams.size):
-        if p > 0 and np.isfinite(rel_lams[j]):
-            Y = onestep_y(mu, C, R, rel_lams[j] * mu_max * mu_max)
-        else:  # the prior: Y = C, S = S0
-            Y = C
-        for a in range(p):
-            for b in range(p):
-                Yt[a, b] = D[a, b] + Y[a, b]
-        A = BtB @ Yt
-        for a in range(p + 1):
-            A[a, a] += alpha
-        HV[:, :p] = GV + FV @ Y
-        coef = np.linalg.solve(A, BtT)
-        SV[:, j, :] = HV @ coef
-        ST[:, j, :] = B @ (Yt @ coef)
+    for a in range(p):
+        for b in range(p):
+            Yt[a, b] = D[a, b] + Y[a, b]
+    A = BtB @ Yt
+    for a in range(p + 1):
+        A[a, a] += alpha
+    coef = np.linalg.solve(A, BtT)
+    HV = np.ones((FV.shape[0], p + 1))
+    HV[:, :p] = GV + FV @ Y
+    SV = HV @ coef
+    YC = Yt @ coef
+    ST = np.empty((FT.shape[0], YC.shape[1]))
+    ST[:] = YC[p]
+    if p > 0:
+        ST += FT @ YC[:p]
     return SV, ST
 
 
 @njit(cache=True, nogil=True)
-def _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out):
-    """Score the held-out rows ``test`` along ``rel_lams`` into ``out`` (4, l, n_lams)."""
-    SV, ST = fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha)
-    codes_T = codes[train]
-    codes_V = codes[test]
-    T = _pm_targets(codes_V, n_classes)
+def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
+    """Ridge scores of the held-out rows ``test`` and of the training rows ``train`` along
+    ``rel_lams``: arrays (l_V, n_lams, c) and (l_T, n_lams, c), c = 1 for two classes
+    (``_round_constants``, ``_lam_scores``)."""
+    mu, C, R, D, FT, FV, GV, BtB, BtT = _round_constants(PE, w, codes, n_classes, train, test)
+    c = BtT.shape[1]
+    SV = np.empty((test.size, rel_lams.size, c))
+    ST = np.empty((train.size, rel_lams.size, c))
     for j in range(rel_lams.size):
-        # the margins' unit: the RMS margin of the training rows under the same model, so
-        # that a kernel which only inflates every score does not look better or worse
-        mT = _margins(ST[:, j, :], codes_T, n_classes)
-        scale = np.sqrt(np.mean(mT * mT))
-        if not (scale > 0.0 and np.isfinite(scale)):
-            scale = 1.0
-        _losses(SV[:, j, :], T, codes_V, n_classes, test, out, j, scale)
+        SV[:, j, :], ST[:, j, :] = _lam_scores(
+            mu, C, R, D, FT, FV, GV, BtB, BtT, rel_lams[j], alpha
+        )
+    return SV, ST
 
 
 @njit(cache=True, parallel=True)
+def prepare_rounds(PE, w, codes, n_classes, roles):
+    """Every round's ``_round_constants``, zero-padded into arrays (rounds first) for
+    ``score_rounds``: ``(dims, mu, C, R, D, FT, FV, GV, BtB, BtT)``; ``dims[t] = (p, l_T,
+    l_V)`` gives the used part of round t (p = -1: the round has no training or no held-out
+    row and scores nothing)."""
+    total, l = roles.shape
+    c = 1 if n_classes == 2 else n_classes
+    dims = np.zeros((total, 3), dtype=np.int64)
+    for t in range(total):
+        for i in range(l):
+            if roles[t, i] == 1:
+                dims[t, 1] += 1
+            elif roles[t, i] == 2:
+                dims[t, 2] += 1
+    TT = max(1, dims[:, 1].max())
+    VV = max(1, dims[:, 2].max())
+    P = min(w.size, TT)
+    MU = np.zeros((total, P))
+    CC = np.zeros((total, P, P))
+    RR = np.zeros((total, P, P))
+    DD = np.zeros((total, P, P))
+    FTs = np.zeros((total, TT, P))
+    FVs = np.zeros((total, VV, P))
+    GVs = np.zeros((total, VV, P))
+    BtBs = np.zeros((total, P + 1, P + 1))
+    BtTs = np.zeros((total, P + 1, c))
+    for t in prange(total):
+        if dims[t, 1] == 0 or dims[t, 2] == 0:
+            dims[t, 0] = -1
+            continue
+        train = np.flatnonzero(roles[t] == 1)
+        test = np.flatnonzero(roles[t] == 2)
+        mu, C, R, D, FT, FV, GV, BtB, BtT = _round_constants(PE, w, codes, n_classes, train, test)
+        p = mu.size
+        dims[t, 0] = p
+        MU[t, :p] = mu
+        CC[t, :p, :p] = C
+        RR[t, :p, :p] = R
+        DD[t, :p, :p] = D
+        FTs[t, : train.size, :p] = FT
+        FVs[t, : test.size, :p] = FV
+        GVs[t, : test.size, :p] = GV
+        BtBs[t, : p + 1, : p + 1] = BtB
+        BtTs[t, : p + 1] = BtT
+    return dims, MU, CC, RR, DD, FTs, FVs, GVs, BtBs, BtTs
+
+
+@njit(cache=True, parallel=True)
+def score_rounds(state, roles, codes, n_classes, rel_lams, alpha, task_round, task_lam, out):
+    """Score the tasks ``(task_round[k], task_lam[k])`` into ``out`` (4, n_rounds, l, n_lams):
+    the per-sample held-out losses (``_losses``) of round t's model at ``rel_lams[j]``, the
+    margins in units of the training rows' RMS margin under the same model, so that a kernel
+    which only inflates every score does not look better or worse. ``state`` is
+    ``prepare_rounds``' result; tasks run in parallel, each writes only its own (t, j)."""
+    dims, MU, CC, RR, DD, FTs, FVs, GVs, BtBs, BtTs = state
+    for k in prange(task_round.size):
+        t = task_round[k]
+        j = task_lam[k]
+        p, lT, lV = dims[t, 0], dims[t, 1], dims[t, 2]
+        if p < 0:
+            continue
+        train = np.flatnonzero(roles[t] == 1)
+        test = np.flatnonzero(roles[t] == 2)
+        SV, ST = _lam_scores(
+            MU[t, :p].copy(),
+            np.ascontiguousarray(CC[t, :p, :p]),
+            np.ascontiguousarray(RR[t, :p, :p]),
+            np.ascontiguousarray(DD[t, :p, :p]),
+            np.ascontiguousarray(FTs[t, :lT, :p]),
+            np.ascontiguousarray(FVs[t, :lV, :p]),
+            np.ascontiguousarray(GVs[t, :lV, :p]),
+            np.ascontiguousarray(BtBs[t, : p + 1, : p + 1]),
+            np.ascontiguousarray(BtTs[t, : p + 1]),
+            rel_lams[j],
+            alpha,
+        )
+        mT = _margins(ST, codes[train], n_classes)
+        scale = np.sqrt(np.mean(mT * mT))
+        if not (scale > 0.0 and np.isfinite(scale)):
+            scale = 1.0
+        codes_V = codes[test]
+        T = _pm_targets(codes_V, n_classes)
+        _losses(SV, T, codes_V, n_classes, test, out, t, j, scale)
+
+
+@njit(cache=True)
 def cv_losses(PE, w, codes, n_classes, roles, rel_lams, alpha):
-    """Held-out losses per sample (4, n_rounds, l, n_lams): squared loss, squared hinge, 0/1
-    error and scaled margin ramp (``_losses``) of each row in the rounds that score it, NaN
-    elsewhere.
+    """Held-out losses per sample (4, n_rounds, l, n_lams) of every round at every lam:
+    squared loss, squared hinge, 0/1 error and scaled margin ramp (``_losses``) of each row
+    in the rounds that score it, NaN elsewhere.
 
     ``roles`` (n_rounds, l) marks each labeled row per round: 1 trains the round's model, 2 is
     scored, 0 is left out. A round with no training row scores nothing."""
     total, l = roles.shape
-    out = np.full((total, 4, l, rel_lams.size), np.nan)
-    for t in prange(total):
-        train = np.flatnonzero(roles[t] == 1)
-        test = np.flatnonzero(roles[t] == 2)
-        if test.size > 0 and train.size > 0:
-            _fold(PE, w, codes, n_classes, train, test, rel_lams, alpha, out[t])
-    res = np.empty((4, total, l, rel_lams.size))
+    state = prepare_rounds(PE, w, codes, n_classes, roles)
+    out = np.full((4, total, l, rel_lams.size), np.nan)
+    n = rel_lams.size
+    task_round = np.empty(total * n, dtype=np.int64)
+    task_lam = np.empty(total * n, dtype=np.int64)
     for t in range(total):
-        for k in range(4):
-            res[k, t] = out[t, k]
-    return res
+        for j in range(n):
+            task_round[t * n + j] = t
+            task_lam[t * n + j] = j
+    score_rounds(state, roles, codes, n_classes, rel_lams, alpha, task_round, task_lam, out)
+    return out
