@@ -37,8 +37,11 @@ scores rather than by how the held-out rows fall relative to the training rows. 
 wrong row costs at most 2, like a smoothed 0/1 error with less variance. The prior (lam = inf,
 plain Nystrom) is a candidate. A lam is chosen only if its mean held-out loss beats the
 prior's by more than ``_GATE`` standard errors of the paired differences over the folds;
-among those, the smallest mean loss wins. The model whose lam is scored is the model that is
-returned, so the estimate is honest for it.
+among those, the smallest mean loss wins. The second split races: it scores only the lam the
+first split already favours over the prior by more than ``_RACE`` standard errors
+(``race``), which skips most of the small lam, whose eigendecompositions are the selection's
+cost, where they could not clear the gate anyway. The model whose lam is scored is the model
+that is returned, so the estimate is honest for it.
 
 **Pairs alone, and eq. (12).** ``lam="nka"`` is the paper's eq. (12) along the exact path;
 pairs without labels cross-validate exact solves on held-out samples (``_cv_losses_pairs``).
@@ -162,7 +165,8 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     ``PE`` (l, r): the labeled rows of E in S0's eigen-coordinates (``E_l U0``); ``w`` (r,):
     W's kept eigenvalues. Returns (e or None, mean criterion per candidate, mean held-out 0/1
     error per candidate); candidates are ``exps`` and then the prior. A candidate raced out
-    after the first split (``race``) reports the means of the folds that scored it.
+    after the first split (``race``) reports the means of the folds that scored it (all of
+    them, the prior too, when the first split leaves no candidate in the race).
     """
     from .._numba import _lam_cv as jit
     from .._threads import BLAS_ONE_THREAD as _BLAS
@@ -177,30 +181,33 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     # A task costs about 10 p^3 (eigendecomposition and solves, p <= the round's rank).
     p = min(w.size, _CV_RANK_MAX, codes.size)
     work = 10.0 * n_rounds * n_rel * float(p) ** 3 if _BLAS.available() else 0.0
-    out = np.full((4, n_rounds, codes.size, n_rel), np.nan)
+    PE = np.ascontiguousarray(PE, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+
+    def scores(rounds: np.ndarray, lams: np.ndarray) -> np.ndarray:
+        """Per-sample losses (4, len(rounds), l, n_rel) of the rounds ``roles[rounds]`` at the
+        candidates ``lams`` (NaN at the others)."""
+        sub = roles[rounds]
+        out = np.full((4, sub.shape[0], codes.size, n_rel), np.nan)
+        state = jit.prepare_rounds(PE, w, codes64, int(n_classes), sub)
+        task_round = np.repeat(np.arange(sub.shape[0], dtype=np.int64), lams.size)
+        task_lam = np.tile(lams.astype(np.int64), sub.shape[0])
+        args = (sub, codes64, int(n_classes), rel, _RIDGE_ALPHA, task_round, task_lam, out)
+        jit.score_rounds(state, *args)
+        return out
+
+    every = np.arange(n_rel)
+    split = _split_size(roles)
     with _BLAS, numba_threads(work):
-        state = jit.prepare_rounds(
-            np.ascontiguousarray(PE, dtype=np.float64),
-            np.asarray(w, dtype=np.float64),
-            codes64,
-            int(n_classes),
-            roles,
-        )
-
-        def score(rounds, lams):
-            task_round = np.repeat(np.asarray(rounds, dtype=np.int64), len(lams))
-            task_lam = np.tile(np.asarray(lams, dtype=np.int64), len(rounds))
-            args = (roles, codes64, int(n_classes), rel, _RIDGE_ALPHA, task_round, task_lam)
-            jit.score_rounds(state, *args, out)
-
-        split = _split_size(roles)
-        if split < n_rounds:  # two splits: the second one races (``race``)
-            first, second = np.arange(split), np.arange(split, n_rounds)
-            score(first, np.arange(n_rel))
-            keep = race(round_means(out[:, first])[_CRITERION])
-            score(second, np.flatnonzero(keep))
-        else:
-            score(np.arange(n_rounds), np.arange(n_rel))
+        if split == n_rounds:
+            out = scores(np.arange(n_rounds), every)
+        else:  # two splits: the second one races (``race``)
+            first = scores(np.arange(split), every)
+            keep = race(round_means(first)[_CRITERION])
+            second = np.full((4, n_rounds - split) + first.shape[2:], np.nan)
+            if keep[:-1].any():  # else no candidate is left for the second split to test
+                second = scores(np.arange(split, n_rounds), np.flatnonzero(keep))
+            out = np.concatenate([first, second], axis=1)
     L = round_means(out)
     scored = ~np.isnan(L[_CRITERION][:, -1])
     if not scored.any():  # e.g. one labeled sample (with pairs): NaN means, "empty slice"
