@@ -291,10 +291,10 @@ def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
 
 @njit(cache=True, parallel=True)
 def prepare_rounds(PE, w, codes, n_classes, roles):
-    """Every round's ``_round_constants``, zero-padded into arrays (rounds first) for
-    ``score_rounds``: ``(dims, mu, C, R, D, FT, FV, GV, BtB, BtT)``; ``dims[t] = (p, l_T,
-    l_V)`` gives the used part of round t (p = -1: the round has no training or no held-out
-    row and scores nothing)."""
+    """Every round's ``_round_constants`` for ``score_rounds``: ``(dims, mu, C, R, D, FT, FV,
+    GV, BtB, BtT)``. ``dims[t] = (p, l_T, l_V)`` (p = -1: the round has no training or no
+    held-out row and scores nothing); each other array is flat, round t's block in its own
+    slot (``_slot``), so that a task reads it back without a copy."""
     total, l = roles.shape
     c = 1 if n_classes == 2 else n_classes
     dims = np.zeros((total, 3), dtype=np.int64)
@@ -307,15 +307,15 @@ def prepare_rounds(PE, w, codes, n_classes, roles):
     TT = max(1, dims[:, 1].max())
     VV = max(1, dims[:, 2].max())
     P = min(w.size, TT)
-    MU = np.zeros((total, P))
-    CC = np.zeros((total, P, P))
-    RR = np.zeros((total, P, P))
-    DD = np.zeros((total, P, P))
-    FTs = np.zeros((total, TT, P))
-    FVs = np.zeros((total, VV, P))
-    GVs = np.zeros((total, VV, P))
-    BtBs = np.zeros((total, P + 1, P + 1))
-    BtTs = np.zeros((total, P + 1, c))
+    MU = np.zeros(total * P)
+    CC = np.zeros(total * P * P)
+    RR = np.zeros(total * P * P)
+    DD = np.zeros(total * P * P)
+    FTs = np.zeros(total * TT * P)
+    FVs = np.zeros(total * VV * P)
+    GVs = np.zeros(total * VV * P)
+    BtBs = np.zeros(total * (P + 1) * (P + 1))
+    BtTs = np.zeros(total * (P + 1) * c)
     for t in prange(total):
         if dims[t, 1] == 0 or dims[t, 2] == 0:
             dims[t, 0] = -1
@@ -323,18 +323,30 @@ def prepare_rounds(PE, w, codes, n_classes, roles):
         train = np.flatnonzero(roles[t] == 1)
         test = np.flatnonzero(roles[t] == 2)
         mu, C, R, D, FT, FV, GV, BtB, BtT = _round_constants(PE, w, codes, n_classes, train, test)
-        p = mu.size
-        dims[t, 0] = p
-        MU[t, :p] = mu
-        CC[t, :p, :p] = C
-        RR[t, :p, :p] = R
-        DD[t, :p, :p] = D
-        FTs[t, : train.size, :p] = FT
-        FVs[t, : test.size, :p] = FV
-        GVs[t, : test.size, :p] = GV
-        BtBs[t, : p + 1, : p + 1] = BtB
-        BtTs[t, : p + 1] = BtT
+        dims[t, 0] = mu.size
+        _slot(MU, t, P, mu)
+        _slot(CC, t, P * P, C)
+        _slot(RR, t, P * P, R)
+        _slot(DD, t, P * P, D)
+        _slot(FTs, t, TT * P, FT)
+        _slot(FVs, t, VV * P, FV)
+        _slot(GVs, t, VV * P, GV)
+        _slot(BtBs, t, (P + 1) * (P + 1), BtB)
+        _slot(BtTs, t, (P + 1) * c, BtT)
     return dims, MU, CC, RR, DD, FTs, FVs, GVs, BtBs, BtTs
+
+
+@njit(cache=True, nogil=True)
+def _slot(buf, t, size, a):
+    """Copy ``a`` (C order) to the start of slot t (``size`` entries) of the flat ``buf``."""
+    flat = a.ravel()
+    buf[t * size : t * size + flat.size] = flat
+
+
+@njit(cache=True, nogil=True)
+def _unslot(buf, t, size, rows, cols):
+    """Round t's (rows, cols) block of the flat ``buf``: a view, no copy."""
+    return buf[t * size : t * size + rows * cols].reshape((rows, cols))
 
 
 @njit(cache=True, parallel=True)
@@ -345,6 +357,11 @@ def score_rounds(state, roles, codes, n_classes, rel_lams, alpha, task_round, ta
     which only inflates every score does not look better or worse. ``state`` is
     ``prepare_rounds``' result; tasks run in parallel, each writes only its own (t, j)."""
     dims, MU, CC, RR, DD, FTs, FVs, GVs, BtBs, BtTs = state
+    total = dims.shape[0]
+    P = MU.size // total
+    TT = FTs.size // (total * P)
+    VV = FVs.size // (total * P)
+    c = BtTs.size // (total * (P + 1))
     for k in prange(task_round.size):
         t = task_round[k]
         j = task_lam[k]
@@ -354,15 +371,15 @@ def score_rounds(state, roles, codes, n_classes, rel_lams, alpha, task_round, ta
         train = np.flatnonzero(roles[t] == 1)
         test = np.flatnonzero(roles[t] == 2)
         SV, ST = _lam_scores(
-            MU[t, :p].copy(),
-            np.ascontiguousarray(CC[t, :p, :p]),
-            np.ascontiguousarray(RR[t, :p, :p]),
-            np.ascontiguousarray(DD[t, :p, :p]),
-            np.ascontiguousarray(FTs[t, :lT, :p]),
-            np.ascontiguousarray(FVs[t, :lV, :p]),
-            np.ascontiguousarray(GVs[t, :lV, :p]),
-            np.ascontiguousarray(BtBs[t, : p + 1, : p + 1]),
-            np.ascontiguousarray(BtTs[t, : p + 1]),
+            MU[t * P : t * P + p],
+            _unslot(CC, t, P * P, p, p),
+            _unslot(RR, t, P * P, p, p),
+            _unslot(DD, t, P * P, p, p),
+            _unslot(FTs, t, TT * P, lT, p),
+            _unslot(FVs, t, VV * P, lV, p),
+            _unslot(GVs, t, VV * P, lV, p),
+            _unslot(BtBs, t, (P + 1) * (P + 1), p + 1, p + 1),
+            _unslot(BtTs, t, (P + 1) * c, p + 1, c),
             rel_lams[j],
             alpha,
         )
