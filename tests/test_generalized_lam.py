@@ -97,6 +97,40 @@ def test_onestep_minimises_the_majoriser_over_the_psd_cone(rng):
     np.testing.assert_allclose(L @ L.T, Yv.value, atol=1e-5 * np.abs(ctil).max())
 
 
+@pytest.mark.parametrize("rel_lam", [1e-2, 1e-4, 1e-6, 1e-8, 1e-12])
+def test_onestep_y_from_the_negative_eigenpairs_alone(rng, rel_lam):
+    """Y from the few negative eigenpairs (dsytrf's inertia, dsyevr) equals Y from all of them
+    (np.linalg.eigh), from an inactive constraint to many negative eigenvalues."""
+    from nystrom_priors._numba import _lapack
+
+    E, codes, c, U0, w, S0 = _labeled_problem(rng, m=40, l=60)
+    Vc, mu, C, R, _ = jit.restricted_problem(E @ U0, w, codes.astype(np.int64), c)
+    lam = rel_lam * mu[-1] ** 2
+    full = jit.onestep_y(mu, C, R, lam, np.zeros(0, dtype=np.int64))
+    partial = jit.onestep_y(mu, C, R, lam, _lapack.addresses())
+    np.testing.assert_allclose(partial, full, atol=1e-9 * np.abs(full).max())
+
+
+def test_negative_count_and_lowest_eigenpairs_match_eigh(rng):
+    """Sylvester's inertia from Bunch-Kaufman and dsyevr's lowest pairs, against eigh, on
+    matrices with 0 to p negative eigenvalues (and 2 x 2 pivots: a zero diagonal)."""
+    from nystrom_priors._numba import _lapack
+
+    addr = _lapack.addresses()
+    for p, k in [(1, 0), (1, 1), (6, 3), (30, 0), (30, 2), (30, 30), (80, 9)]:
+        Q, _ = np.linalg.qr(rng.normal(size=(p, p)))
+        v = np.concatenate([-rng.uniform(0.1, 10, k), rng.uniform(0.1, 10, p - k)])
+        V = (Q * v) @ Q.T
+        V = 0.5 * (V + V.T)
+        assert _lapack.negative_count(V, addr[_lapack.DSYTRF]) == k
+        if k:
+            vals, vecs = _lapack.lowest_eigenpairs(V, k, addr[_lapack.DSYEVR])
+            np.testing.assert_allclose(vals, np.linalg.eigvalsh(V)[:k], atol=1e-12 * 10)
+            np.testing.assert_allclose(V @ vecs, vecs * vals, atol=1e-12 * 10 * p)
+    J = np.array([[0.0, 1.0], [1.0, 0.0]])  # Bunch-Kaufman needs a 2 x 2 pivot here
+    assert _lapack.negative_count(J, addr[_lapack.DSYTRF]) == 1
+
+
 def test_restricted_family_is_feasible_exactly_when_Y_is_psd(rng):
     """S0 + V (Y - C) V^T >= 0 iff Y >= 0 (Schur complement), in the coordinates of S0."""
     E, codes, c, U0, w, S0 = _labeled_problem(rng)
@@ -268,7 +302,8 @@ def test_scoring_any_tasks_gives_the_full_scores_there(rng):
     tasks = [(t, j) for t in range(roles.shape[0]) for j in range(rel.size) if (t + 2 * j) % 3]
     part = np.full_like(full, np.nan)
     task_round, task_lam = (np.array(v, dtype=np.int64) for v in zip(*tasks))
-    jit.score_rounds(state, roles, codes, c, rel, 0.5, task_round, task_lam, part)
+    every = np.zeros(0, dtype=np.int64)  # all eigenpairs, as cv_losses
+    jit.score_rounds(state, roles, codes, c, rel, 0.5, task_round, task_lam, part, every)
     done = np.zeros((roles.shape[0], rel.size), dtype=bool)
     done[task_round, task_lam] = True
     part, full = part.transpose(0, 1, 3, 2), full.transpose(0, 1, 3, 2)  # (4, rounds, lams, l)

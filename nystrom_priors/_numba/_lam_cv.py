@@ -12,6 +12,8 @@ let the caller decide which lam a round still needs after seeing other rounds' l
 import numpy as np
 from numba import njit, prange
 
+from ._lapack import DSYEVR, DSYTRF, lowest_eigenpairs, negative_count
+
 
 @njit(cache=True, nogil=True)
 def _pm_targets(codes, n_classes):
@@ -196,9 +198,12 @@ def _eig_factor(V, s):
 
 
 @njit(cache=True, nogil=True)
-def onestep_y(mu, C, R, lam):
+def onestep_y(mu, C, R, lam, lapack):
     """``onestep``'s Y itself (p x p). Where D c D is positive definite Y is c, and the
-    Cholesky factorisation only certifies that (no product with the factor)."""
+    Cholesky factorisation only certifies that (no product with the factor). Elsewhere
+    ``P_psd(V) = V - sum_{v_i < 0} v_i q_i q_i^T``: with ``lapack`` (``_lapack.addresses()``;
+    empty: all eigenpairs by ``np.linalg.eigh``) and at most p / 8 negative eigenvalues,
+    only those pairs are computed (``_lapack``), otherwise all of them."""
     V, s = _scaled_target(mu, C, R, lam)
     p = mu.size
     if _cholesky_or_empty(V).shape[0] == p:
@@ -206,6 +211,25 @@ def onestep_y(mu, C, R, lam):
             for b in range(p):
                 V[a, b] /= s[a] * s[b]
         return V
+    if lapack.size >= 2:
+        k = negative_count(V, lapack[DSYTRF])
+        if 0 <= k <= p // 8:
+            if k > 0:
+                v, Q = lowest_eigenpairs(V, k, lapack[DSYEVR])
+                if v.size != k:  # LAPACK failed: all eigenpairs below
+                    return _full_y(V, s)
+                Qv = Q * np.minimum(v, 0.0)
+                V -= Qv @ Q.T
+            for a in range(p):
+                for b in range(a + 1):
+                    V[a, b] = V[b, a] = 0.5 * (V[a, b] + V[b, a]) / (s[a] * s[b])
+            return V
+    return _full_y(V, s)
+
+
+@njit(cache=True, nogil=True)
+def _full_y(V, s):
+    """``D^-1 P_psd(V) D^-1`` from every eigenpair of V."""
     L = _eig_factor(V, s)
     return L @ L.T
 
@@ -240,7 +264,7 @@ def _round_constants(PE, w, codes, n_classes, train, test):
 
 
 @njit(cache=True, nogil=True)
-def _lam_scores(mu, C, R, D, FT, FV, GV, BtB, BtT, rel_lam, alpha):
+def _lam_scores(mu, C, R, D, FT, FV, GV, BtB, BtT, rel_lam, alpha, lapack):
     """Ridge scores (held-out (l_V, c), training (l_T, c)) of one round at
     ``lam = rel_lam * mu_max^2`` (the prior where ``rel_lam`` is inf).
 
@@ -250,7 +274,7 @@ def _lam_scores(mu, C, R, D, FT, FV, GV, BtB, BtT, rel_lam, alpha):
     neither an l_T x l_T kernel nor a factor of Y is formed: a (p + 1)-sized solve."""
     p = mu.size
     if p > 0 and np.isfinite(rel_lam):
-        Y = onestep_y(mu, C, R, rel_lam * mu[-1] * mu[-1])
+        Y = onestep_y(mu, C, R, rel_lam * mu[-1] * mu[-1], lapack)
     else:  # the prior: Y = C, S = S0
         Y = C
     Yt = np.zeros((p + 1, p + 1))
@@ -282,9 +306,10 @@ def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
     c = BtT.shape[1]
     SV = np.empty((test.size, rel_lams.size, c))
     ST = np.empty((train.size, rel_lams.size, c))
+    every = np.zeros(0, dtype=np.int64)  # all eigenpairs (np.linalg.eigh)
     for j in range(rel_lams.size):
         SV[:, j, :], ST[:, j, :] = _lam_scores(
-            mu, C, R, D, FT, FV, GV, BtB, BtT, rel_lams[j], alpha
+            mu, C, R, D, FT, FV, GV, BtB, BtT, rel_lams[j], alpha, every
         )
     return SV, ST
 
@@ -350,12 +375,16 @@ def _unslot(buf, t, size, rows, cols):
 
 
 @njit(cache=True, parallel=True)
-def score_rounds(state, roles, codes, n_classes, rel_lams, alpha, task_round, task_lam, out):
+def score_rounds(
+    state, roles, codes, n_classes, rel_lams, alpha, task_round, task_lam, out, lapack
+):
     """Score the tasks ``(task_round[k], task_lam[k])`` into ``out`` (4, n_rounds, l, n_lams):
     the per-sample held-out losses (``_losses``) of round t's model at ``rel_lams[j]``, the
     margins in units of the training rows' RMS margin under the same model, so that a kernel
     which only inflates every score does not look better or worse. ``state`` is
-    ``prepare_rounds``' result; tasks run in parallel, each writes only its own (t, j)."""
+    ``prepare_rounds``' result; tasks run in parallel, each writes only its own (t, j).
+    ``lapack``: ``_lapack.addresses()`` for partial eigendecompositions (``onestep_y``), or
+    empty."""
     dims, MU, CC, RR, DD, FTs, FVs, GVs, BtBs, BtTs = state
     total = dims.shape[0]
     P = MU.size // total
@@ -382,6 +411,7 @@ def score_rounds(state, roles, codes, n_classes, rel_lams, alpha, task_round, ta
             _unslot(BtTs, t, (P + 1) * c, p + 1, c),
             rel_lams[j],
             alpha,
+            lapack,
         )
         mT = _margins(ST, codes[train], n_classes)
         scale = np.sqrt(np.mean(mT * mT))
@@ -410,5 +440,7 @@ def cv_losses(PE, w, codes, n_classes, roles, rel_lams, alpha):
         for j in range(n):
             task_round[t * n + j] = t
             task_lam[t * n + j] = j
-    score_rounds(state, roles, codes, n_classes, rel_lams, alpha, task_round, task_lam, out)
+    every = np.zeros(0, dtype=np.int64)  # all eigenpairs (np.linalg.eigh)
+    args = (rel_lams, alpha, task_round, task_lam, out, every)
+    score_rounds(state, roles, codes, n_classes, *args)
     return out

@@ -169,6 +169,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     them, the prior too, when the first split leaves no candidate in the race).
     """
     from .._numba import _lam_cv as jit
+    from .._numba._lapack import addresses
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
     roles = cv_rounds(codes, n_folds, w.size, rng)
@@ -183,6 +184,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     work = 10.0 * n_rounds * n_rel * float(p) ** 3 if _BLAS.available() else 0.0
     PE = np.ascontiguousarray(PE, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
+    lapack = addresses()  # partial eigendecompositions where few eigenvalues are negative
 
     def scores(rounds: np.ndarray, lams: np.ndarray) -> np.ndarray:
         """Per-sample losses (4, len(rounds), l, n_rel) of the rounds ``roles[rounds]`` at the
@@ -193,7 +195,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
         task_round = np.repeat(np.arange(sub.shape[0], dtype=np.int64), lams.size)
         task_lam = np.tile(lams.astype(np.int64), sub.shape[0])
         args = (sub, codes64, int(n_classes), rel, _RIDGE_ALPHA, task_round, task_lam, out)
-        jit.score_rounds(state, *args)
+        jit.score_rounds(state, *args, lapack)
         return out
 
     every = np.arange(n_rel)
