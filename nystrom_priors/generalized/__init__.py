@@ -197,7 +197,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         candidate is ``inf``, the prior.
     criterion_path_ : ndarray, shape of ``lam_path_``
         Selection criterion per candidate: mean held-out scaled margin ramp loss per sample
-        of the cross-validated ridge classifier ("auto" on labels; see the module docstring),
+        of the cross-validated ridge classifier ("auto" on labels; see the module docstring;
+        a lam the second split raced out is averaged over the folds that scored it),
         the scored held-out pairs' squared error (pairs only; NaN where the path stopped
         early), or eq. (12) ("nka").
     cv_error_path_ : ndarray, shape of ``lam_path_``
