@@ -211,7 +211,7 @@ def onestep_y(mu, C, R, lam, lapack):
             for b in range(p):
                 V[a, b] /= s[a] * s[b]
         return V
-    if lapack.size >= 2:
+    if lapack.size >= 2 and np.isfinite(V).all():  # LAPACK's bisection is not NaN-safe
         k = negative_count(V, lapack[DSYTRF])
         if 0 <= k <= p // 8:
             if k > 0:
