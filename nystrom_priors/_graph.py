@@ -32,14 +32,10 @@ def _exponent(*arrays: Any) -> int:
     from ._validation import abs_max
     from ._width import _binary_exponent
 
-    def largest(a: Any) -> float:
-        if is_sparse(a):  # the stored values (implicit zeros do not change the maximum)
-            return float(np.abs(a.data).max(initial=0.0))
-        if a.ndim == 2 and a.dtype in (np.float32, np.float64) and a.flags.c_contiguous:
-            return abs_max(a)  # one pass, no temporary of a's size
-        return float(np.abs(a).max(initial=0.0))
-
-    return _binary_exponent(max(largest(a) for a in arrays))
+    # CSR: the stored values (the implicit zeros do not change the maximum of |x|)
+    return _binary_exponent(
+        max(float(np.abs(a.data).max(initial=0.0)) if is_sparse(a) else abs_max(a) for a in arrays)
+    )
 
 
 def _as_float(A: Any, dtype: Any, e: int = 0) -> Any:

@@ -307,28 +307,31 @@ def _index_out_of_range(idx: np.ndarray, size: int) -> str | None:
 
 
 def abs_max(a: np.ndarray) -> float:
-    """``max |x|`` of a 2-D float array, not finite when it holds a NaN or an infinity.
+    """``max |x|`` of a 2-D array, not finite when it holds a NaN or an infinity.
 
-    One parallel jitted pass above 2^16 entries, where ``a.max()`` and ``a.min()`` plus a
-    finiteness check would read it three times on one thread (the kernel is imported here,
-    not at package import, so ``import nystrom_priors`` stays free of numba)."""
+    One parallel jitted pass over a C-contiguous float array above 2^16 entries, where
+    ``a.max()`` and ``a.min()`` plus a finiteness check would read it three times on one
+    thread (the kernel is imported here, not at package import, so ``import nystrom_priors``
+    stays free of numba); other large arrays (memmaps, views, integers) by row chunks, never
+    a temporary of a's size."""
     if a.size <= (1 << 16):
         return float(np.abs(a).max(initial=0.0))
-    from ._numba._extrapolate import abs_max as _jitted
-    from ._threads import numba_threads
+    if a.dtype in FLOAT_DTYPES and a.flags.c_contiguous:
+        from ._numba._extrapolate import abs_max as _jitted
+        from ._threads import numba_threads
 
-    with numba_threads(4.0 * a.size):  # memory-bound: about 4 flops' time per entry
-        return float(_jitted(a, max(1, (1 << 16) // a.shape[1])))
+        with numba_threads(4.0 * a.size):  # memory-bound: about 4 flops' time per entry
+            return float(_jitted(a, max(1, (1 << 16) // a.shape[1])))
+    step = max(1, (1 << 22) // max(1, a.shape[1]))
+    # np.max, not max(): it propagates a NaN from any chunk
+    return float(np.max([np.abs(a[s : s + step]).max() for s in range(0, a.shape[0], step)]))
 
 
 def _all_finite(a: np.ndarray) -> bool:
     """np.isfinite(a).all() without an array of a's size (memmaps stay out of core)."""
     if a.ndim < 2 or a.size <= (1 << 22):
         return bool(np.isfinite(a).all())
-    if a.dtype in FLOAT_DTYPES and a.flags.c_contiguous:
-        return bool(np.isfinite(abs_max(a)))
-    step = max(1, (1 << 22) // max(1, a.shape[1]))
-    return all(bool(np.isfinite(a[s : s + step]).all()) for s in range(0, a.shape[0], step))
+    return bool(np.isfinite(abs_max(a)))
 
 
 def check_n_features(

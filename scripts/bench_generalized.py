@@ -19,9 +19,10 @@ the unlabeled rows. Columns:
 
 Errors are mean +- standard deviation over the splits; times (fit + transform, or fit +
 predict for the last two) are relative to Nystrom's fit + transform, medians of
-``--rounds`` alternating repetitions in the same process after one untimed round. The summary gives, over the sets
-where the best fixed lam gains more than 0.3 points on Nystrom, the mean share of that gain
-the default captures, and the worst difference default - Nystrom over all sets.
+``--rounds`` alternating repetitions in the same process after one untimed round. The
+summary gives, over the sets where the best fixed lam gains more than 0.3 points on
+Nystrom, the mean share of that gain the default captures, and the worst difference
+default - Nystrom over all sets.
 ``--mnist`` adds the MNIST-sized timing row (70,000 x 784 Gaussian blobs, m = 1000);
 ``--many-labels 1000`` the time ratios with 1,000 labels on the sets of 5,000-10,000 rows.
 

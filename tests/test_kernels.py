@@ -106,6 +106,30 @@ def test_abs_max_is_max_abs_or_nan(rows, cols, tile, bad, where, dtype, seed):
         assert np.isnan(got)
 
 
+@pytest.mark.parametrize(
+    "kind, bad",
+    [(k, b) for k in ("view", "float") for b in (None, np.nan, -np.inf)] + [("int", None)],
+)
+def test_abs_max_on_any_large_array(kind, bad):
+    """``_validation.abs_max`` above 2^16 entries, by the jitted pass (C-contiguous floats) or
+    by row chunks (views, integers): max |x|; NaN for a NaN and not finite for an infinity
+    (here in the last chunk, so that a NaN must survive combining the chunks)."""
+    from nystrom_priors._validation import abs_max
+
+    rng = np.random.default_rng(7)
+    base = rng.normal(size=(4500, 2000)) * 1e3  # views / integers: 2 or more chunks of 2^22
+    A = {"view": base[:, ::2], "int": base.astype(np.int64), "float": base}[kind]
+    if bad is not None:
+        A[-1, -2] = bad
+    got = abs_max(A)
+    if bad is None:
+        assert got == float(np.abs(A).max())
+    elif np.isnan(bad):
+        assert np.isnan(got)
+    else:  # the jitted pass returns NaN for an infinity too: "not finite" is the contract
+        assert not np.isfinite(got)
+
+
 def test_large_input_finiteness_message():
     """Above 2^22 entries the finiteness check takes the jitted pass; the error still counts
     and locates the bad entries."""

@@ -40,7 +40,7 @@ prior's by more than ``_GATE`` standard errors of the paired differences over th
 among those, the smallest mean loss wins. The second split races: it scores only the lam the
 first split already favours over the prior by more than ``_RACE`` standard errors
 (``race``), which skips most of the small lam, whose eigendecompositions are the selection's
-cost, where they could not clear the gate anyway. The model whose lam is scored is the model
+cost, where they would hardly clear the gate. The model whose lam is scored is the model
 that is returned, so the estimate is honest for it.
 
 **Pairs alone, and eq. (12).** ``lam="nka"`` is the paper's eq. (12) along the exact path;
@@ -85,6 +85,20 @@ def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.
     return folds
 
 
+def _improvement(losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(L, z)``: the rows of ``losses`` (n_folds, n_candidates; the prior last) that scored
+    the prior, and each candidate's mean improvement over the prior on them in standard
+    errors of the paired differences (NaN where a row has no loss for the candidate)."""
+    prior = losses.shape[1] - 1
+    L = losses[~np.isnan(losses[:, prior])]
+    if L.shape[0] < 2:  # no standard error from fewer than two folds
+        return L, np.full(losses.shape[1], np.nan)
+    D = L - L[:, [prior]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = -D.mean(axis=0) / (D.std(axis=0, ddof=1) / np.sqrt(L.shape[0]))
+    return L, z
+
+
 def choose(losses: np.ndarray) -> int:
     """Index of the chosen candidate; ``losses`` (n_folds, n_candidates), the prior last.
 
@@ -95,14 +109,10 @@ def choose(losses: np.ndarray) -> int:
     loss for scored nothing and are ignored; a candidate some other fold did not score (raced
     out, ``race``) cannot be chosen."""
     prior = losses.shape[1] - 1
-    L = losses[~np.isnan(losses[:, prior])]
+    L, z = _improvement(losses)
     if L.shape[0] < 2:
         return prior
-    complete = ~np.isnan(L).any(axis=0)
-    D = L - L[:, [prior]]
-    with np.errstate(invalid="ignore"):
-        se = D.std(axis=0, ddof=1) / np.sqrt(L.shape[0])
-        better = np.flatnonzero(complete & (D.mean(axis=0) < -_GATE * se))
+    better = np.flatnonzero(z > _GATE)  # NaN (unscored somewhere) is never above
     if better.size == 0:
         return prior
     return int(better[np.argmin(L.mean(axis=0)[better])])
@@ -114,23 +124,16 @@ def race(losses: np.ndarray) -> np.ndarray:
 
     A candidate stays in the race when the first split already favours it over the prior by
     more than ``_RACE`` standard errors of the paired differences. To be chosen it must beat
-    the prior by ``_GATE`` standard errors over both splits together; one that half the folds
-    do not clearly favour would need the other half to favour it by far more than that, and
-    the candidates dropped are mostly the small lam, whose eigendecompositions are the
-    selection's cost. (On the stored held-out losses of the benchmark's 19 sets x 5 splits
-    the choice was the same as without racing in all 95, for thresholds from -1.5 to 1; at
-    1 the second split skipped 36% of the eigendecompositions, 20-50% per set.)"""
-    prior = losses.shape[1] - 1
-    keep = np.zeros(losses.shape[1], dtype=bool)
-    keep[prior] = True
-    L = losses[~np.isnan(losses[:, prior])]
+    the prior by ``_GATE`` standard errors over both splits together, and one that half the
+    folds barely favour would need the other half to favour it by far more than that; the
+    candidates dropped are mostly the small lam, whose eigendecompositions are the
+    selection's cost (``docs/design/lam_selection.md``, fourth round, has the check on the
+    benchmark's stored losses)."""
+    L, z = _improvement(losses)
     if L.shape[0] < 2:
-        keep[:] = True
-        return keep
-    D = L - L[:, [prior]]
-    with np.errstate(invalid="ignore"):
-        se = D.std(axis=0, ddof=1) / np.sqrt(L.shape[0])
-        keep |= D.mean(axis=0) < -_RACE * se
+        return np.ones(losses.shape[1], dtype=bool)
+    keep = z > _RACE
+    keep[-1] = True
     return keep
 
 
