@@ -8,6 +8,7 @@ held-out classifier), and dense m x m reconstructions of the restricted family.
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -295,8 +296,9 @@ def test_race_keeps_the_prior_and_the_clear_candidates():
 
 
 def test_scoring_any_tasks_gives_the_full_scores_there(rng):
-    """prepare_rounds + score_rounds on a subset of (round, lam) tasks fill exactly those
-    entries, equal to scoring every round at every lam (cv_losses), and leave NaN elsewhere."""
+    """prepare_rounds (in two batches) + score_rounds on a subset of (round, lam) tasks fill
+    exactly those entries, equal to scoring every round at every lam (cv_losses), and leave
+    NaN elsewhere."""
     m, n, c = 10, 45, 3
     Z = rng.normal(size=(m, 2))
     X = rng.normal(size=(n, 2))
@@ -306,7 +308,9 @@ def test_scoring_any_tasks_gives_the_full_scores_there(rng):
     roles = lam_cv.cv_rounds(codes, 5, w.size, rng)
     rel = np.concatenate([10.0 ** np.arange(-10.0, 1.0, 2.0), [np.inf]])
     full = jit.cv_losses(PE, w, codes, c, roles, rel, 0.5)
-    state = jit.prepare_rounds(PE, w, codes, c, roles)
+    state = jit.new_state(roles, w.size, c)
+    for batch in np.array_split(np.arange(roles.shape[0]), [3]):  # in two parallel stages
+        jit.prepare_rounds(state, PE, w, codes, c, roles, batch)
     tasks = [(t, j) for t in range(roles.shape[0]) for j in range(rel.size) if (t + 2 * j) % 3]
     part = np.full_like(full, np.nan)
     task_round, task_lam = (np.array(v, dtype=np.int64) for v in zip(*tasks))
@@ -422,3 +426,17 @@ def test_auto_memory_is_linear_in_the_labels():
     n, m = 12000, 40
     assert grown < 8 * (40 * n * m + 100 * m * m), grown  # a few dozen n x m float64 arrays
     assert grown < 8 * n * n / 8  # an eighth of one l x l float64 array
+
+
+def test_round_means_average_the_scored_rows_only(rng):
+    """Per round and lam, the mean over the rows that were scored (not NaN), and NaN where
+    no row was: numpy's nanmean, without its empty-slice warning."""
+    x = rng.random((4, 6, 30, 5))
+    x[rng.random(x.shape) < 0.4] = np.nan
+    x[:, 2, :, 3] = np.nan  # a round that scored no row at one lam
+    got = lam_cv.round_means(x)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.nanmean(x, axis=2)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert np.isnan(got[:, 2, 3]).all()

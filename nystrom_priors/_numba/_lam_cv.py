@@ -229,20 +229,35 @@ def onestep_y(mu, C, R, lam, lapack):
 
 @njit(cache=True, nogil=True)
 def _full_y(V, s):
-    """``D^-1 P_psd(V) D^-1`` from every eigenpair of V."""
-    L = _eig_factor(V, s)
-    return L @ L.T
+    """``D^-1 P_psd(V) D^-1`` from every eigenpair of V: ``V - Q_- v_- Q_-^T`` or
+    ``Q_+ v_+ Q_+^T``, whichever sums fewer pairs (``2 p^2 min(k, p - k)`` multiply-adds
+    rather than ``2 p^3`` for a product of full factors)."""
+    p = s.size
+    v, Q = np.linalg.eigh(V)
+    neg = np.flatnonzero(v < 0.0)
+    if 2 * neg.size <= p:
+        Qn = Q[:, neg]
+        Y = V - (Qn * v[neg]) @ Qn.T
+    else:
+        pos = np.flatnonzero(v > 0.0)
+        Qp = Q[:, pos]
+        Y = (Qp * v[pos]) @ Qp.T
+    for a in range(p):
+        for b in range(a + 1):
+            Y[a, b] = Y[b, a] = 0.5 * (Y[a, b] + Y[b, a]) / (s[a] * s[b])
+    return Y
 
 
 @njit(cache=True, nogil=True)
 def _round_constants(PE, w, codes, n_classes, train, test):
-    """What a round's scores share across lam: ``(mu, C, R, D, FT, FV, GV, BtB, BtT)``.
+    """What a round's scores share across lam: ``(mu, C, R, D, FT, FV, GV, b, BtT)``.
 
     The training rows lie in range(Vc), ``a_T = F_T Vc^T``, so on the family
     ``S = S0 + Vc (Y - C) Vc^T`` the training kernel is ``F_T (D + Y) F_T^T`` with
     ``D = Vc^T S0 Vc - C`` and the held-out one ``(G_V + F_V Y) F_T^T`` with
-    ``G_V = a_V S0 Vc - F_V C``; ``B = [F_T, 1]`` adds the constant feature, and
-    ``BtB = B^T B``, ``BtT = B^T T`` (T: the +-1 targets of the training rows).
+    ``G_V = a_V S0 Vc - F_V C``; ``B = [F_T, 1]`` adds the constant feature, so
+    ``B^T B = [[M, b], [b^T, l_T]]`` with ``M = F_T^T F_T = diag(mu)`` and ``b = F_T^T 1``
+    (only b is kept), and ``BtT = B^T T`` (T: the +-1 targets of the training rows).
     """
     aT = PE[train]
     aV = PE[test]
@@ -256,44 +271,47 @@ def _round_constants(PE, w, codes, n_classes, train, test):
         for k in range(p):
             S0Vc[i, k] = Vc[i, k] / w[i]
     GV = aV @ S0Vc - FV @ C
-    B = np.ones((lT, p + 1))
-    B[:, :p] = FT
-    BtB = B.T @ B
-    BtT = B.T @ _pm_targets(codes_T, n_classes)
-    return mu, C, R, D, FT, FV, GV, BtB, BtT
+    T = _pm_targets(codes_T, n_classes)
+    BtT = np.empty((p + 1, T.shape[1]))
+    BtT[:p] = FT.T @ T
+    BtT[p] = T.sum(axis=0)
+    return mu, C, R, D, FT, FV, GV, FT.sum(axis=0), BtT
 
 
 @njit(cache=True, nogil=True)
-def _lam_scores(mu, C, R, D, FT, FV, GV, BtB, BtT, rel_lam, alpha, lapack):
+def _lam_scores(mu, C, R, D, FT, FV, GV, b, BtT, rel_lam, alpha, lapack):
     """Ridge scores (held-out (l_V, c), training (l_T, c)) of one round at
     ``lam = rel_lam * mu_max^2`` (the prior where ``rel_lam`` is inf).
 
     With ``Yt = diag(D + Y, 1)`` the ridge classifier's held-out scores are
     ``[G_V + F_V Y, 1] (B^T B Yt + alpha I)^-1 B^T T`` and the training ones
     ``B Yt (B^T B Yt + alpha I)^-1 B^T T`` (push-through identity on ``K = B Yt B^T``), so
-    neither an l_T x l_T kernel nor a factor of Y is formed: a (p + 1)-sized solve."""
+    neither an l_T x l_T kernel nor a factor of Y is formed: a (p + 1)-sized solve. Its
+    matrix needs no product: ``B^T B`` is diagonal but for its last row and column
+    (``_round_constants``)."""
     p = mu.size
     if p > 0 and np.isfinite(rel_lam):
         Y = onestep_y(mu, C, R, rel_lam * mu[-1] * mu[-1], lapack)
     else:  # the prior: Y = C, S = S0
         Y = C
-    Yt = np.zeros((p + 1, p + 1))
-    Yt[p, p] = 1.0
+    Z = D + Y  # the training rows' kernel is F_T Z F_T^T
+    A = np.empty((p + 1, p + 1))  # B^T B diag(Z, 1) + alpha I
+    A[p, :] = 0.0
     for a in range(p):
-        for b in range(p):
-            Yt[a, b] = D[a, b] + Y[a, b]
-    A = BtB @ Yt
-    for a in range(p + 1):
+        for c in range(p):
+            A[a, c] = mu[a] * Z[a, c]
+            A[p, c] += b[a] * Z[a, c]
         A[a, a] += alpha
+        A[a, p] = b[a]
+    A[p, p] = FT.shape[0] + alpha
     coef = np.linalg.solve(A, BtT)
     HV = np.ones((FV.shape[0], p + 1))
     HV[:, :p] = GV + FV @ Y
     SV = HV @ coef
-    YC = Yt @ coef
-    ST = np.empty((FT.shape[0], YC.shape[1]))
-    ST[:] = YC[p]
+    ST = np.empty((FT.shape[0], coef.shape[1]))
+    ST[:] = coef[p]
     if p > 0:
-        ST += FT @ YC[:p]
+        ST += FT @ (Z @ np.ascontiguousarray(coef[:p]))  # solve's result is Fortran-ordered
     return SV, ST
 
 
@@ -302,28 +320,30 @@ def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
     """Ridge scores of the held-out rows ``test`` and of the training rows ``train`` along
     ``rel_lams``: arrays (l_V, n_lams, c) and (l_T, n_lams, c), c = 1 for two classes
     (``_round_constants``, ``_lam_scores``)."""
-    mu, C, R, D, FT, FV, GV, BtB, BtT = _round_constants(PE, w, codes, n_classes, train, test)
+    mu, C, R, D, FT, FV, GV, b, BtT = _round_constants(PE, w, codes, n_classes, train, test)
     c = BtT.shape[1]
     SV = np.empty((test.size, rel_lams.size, c))
     ST = np.empty((train.size, rel_lams.size, c))
     every = np.zeros(0, dtype=np.int64)  # all eigenpairs (np.linalg.eigh)
     for j in range(rel_lams.size):
         SV[:, j, :], ST[:, j, :] = _lam_scores(
-            mu, C, R, D, FT, FV, GV, BtB, BtT, rel_lams[j], alpha, every
+            mu, C, R, D, FT, FV, GV, b, BtT, rel_lams[j], alpha, every
         )
     return SV, ST
 
 
-@njit(cache=True, parallel=True)
-def prepare_rounds(PE, w, codes, n_classes, roles):
-    """Every round's ``_round_constants`` for ``score_rounds``: ``(dims, mu, C, R, D, FT, FV,
-    GV, BtB, BtT)``. ``dims[t] = (p, l_T, l_V)`` (p = -1: the round has no training or no
-    held-out row and scores nothing); each other array is flat, round t's block in its own
-    slot (``_slot``), so that a task reads it back without a copy."""
+@njit(cache=True, nogil=True)
+def new_state(roles, rank, n_classes):
+    """Empty buffers for every round's ``_round_constants``: ``(dims, mu, C, R, D, FT, FV, GV,
+    b, BtT)``, filled by ``prepare_rounds``. ``dims[t] = (p, l_T, l_V)`` (p = -1: the round has
+    no training or no held-out row and scores nothing; -2: not prepared yet); each other array
+    is flat, round t's block in its own slot (``_slot``), so that a task reads it back without
+    a copy. ``rank``: the number of S0's eigen-coordinates (p <= rank)."""
     total, l = roles.shape
     c = 1 if n_classes == 2 else n_classes
     dims = np.zeros((total, 3), dtype=np.int64)
     for t in range(total):
+        dims[t, 0] = -2
         for i in range(l):
             if roles[t, i] == 1:
                 dims[t, 1] += 1
@@ -331,7 +351,7 @@ def prepare_rounds(PE, w, codes, n_classes, roles):
                 dims[t, 2] += 1
     TT = max(1, dims[:, 1].max())
     VV = max(1, dims[:, 2].max())
-    P = min(w.size, TT)
+    P = min(rank, TT)
     MU = np.zeros(total * P)
     CC = np.zeros(total * P * P)
     RR = np.zeros(total * P * P)
@@ -339,15 +359,30 @@ def prepare_rounds(PE, w, codes, n_classes, roles):
     FTs = np.zeros(total * TT * P)
     FVs = np.zeros(total * VV * P)
     GVs = np.zeros(total * VV * P)
-    BtBs = np.zeros(total * (P + 1) * (P + 1))
+    bs = np.zeros(total * P)
     BtTs = np.zeros(total * (P + 1) * c)
-    for t in prange(total):
+    return dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs
+
+
+@njit(cache=True, parallel=True)
+def prepare_rounds(state, PE, w, codes, n_classes, roles, rounds):
+    """Fill ``state`` (``new_state``) with the ``_round_constants`` of the rounds ``rounds``,
+    in parallel, for ``score_rounds``. Preparing some rounds now and others later lets a
+    parallel stage take a round more than it needs where a thread would otherwise idle."""
+    dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs = state
+    total = dims.shape[0]
+    P = MU.size // total
+    TT = FTs.size // (total * P)
+    VV = FVs.size // (total * P)
+    c = BtTs.size // (total * (P + 1))
+    for k in prange(rounds.size):
+        t = rounds[k]
         if dims[t, 1] == 0 or dims[t, 2] == 0:
             dims[t, 0] = -1
             continue
         train = np.flatnonzero(roles[t] == 1)
         test = np.flatnonzero(roles[t] == 2)
-        mu, C, R, D, FT, FV, GV, BtB, BtT = _round_constants(PE, w, codes, n_classes, train, test)
+        mu, C, R, D, FT, FV, GV, b, BtT = _round_constants(PE, w, codes, n_classes, train, test)
         dims[t, 0] = mu.size
         _slot(MU, t, P, mu)
         _slot(CC, t, P * P, C)
@@ -356,9 +391,8 @@ def prepare_rounds(PE, w, codes, n_classes, roles):
         _slot(FTs, t, TT * P, FT)
         _slot(FVs, t, VV * P, FV)
         _slot(GVs, t, VV * P, GV)
-        _slot(BtBs, t, (P + 1) * (P + 1), BtB)
+        _slot(bs, t, P, b)
         _slot(BtTs, t, (P + 1) * c, BtT)
-    return dims, MU, CC, RR, DD, FTs, FVs, GVs, BtBs, BtTs
 
 
 @njit(cache=True, nogil=True)
@@ -382,10 +416,11 @@ def score_rounds(
     the per-sample held-out losses (``_losses``) of round t's model at ``rel_lams[j]``, the
     margins in units of the training rows' RMS margin under the same model, so that a kernel
     which only inflates every score does not look better or worse. ``state`` is
-    ``prepare_rounds``' result; tasks run in parallel, each writes only its own (t, j).
+    ``new_state`` filled by ``prepare_rounds`` for every round a task names; tasks run in
+    parallel, each writes only its own (t, j).
     ``lapack``: ``_lapack.addresses()`` for partial eigendecompositions (``onestep_y``), or
     empty."""
-    dims, MU, CC, RR, DD, FTs, FVs, GVs, BtBs, BtTs = state
+    dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs = state
     total = dims.shape[0]
     P = MU.size // total
     TT = FTs.size // (total * P)
@@ -407,7 +442,7 @@ def score_rounds(
             _unslot(FTs, t, TT * P, lT, p),
             _unslot(FVs, t, VV * P, lV, p),
             _unslot(GVs, t, VV * P, lV, p),
-            _unslot(BtBs, t, (P + 1) * (P + 1), p + 1, p + 1),
+            bs[t * P : t * P + p],
             _unslot(BtTs, t, (P + 1) * c, p + 1, c),
             rel_lams[j],
             alpha,
@@ -422,6 +457,28 @@ def score_rounds(
         _losses(SV, T, codes_V, n_classes, test, out, t, j, scale)
 
 
+@njit(cache=True, nogil=True)
+def round_means(per_sample):
+    """(4, n_rounds, n_lams) means over the scored (non-NaN) rows of the per-sample losses
+    (4, n_rounds, l, n_lams); NaN where a round scored no row at that lam."""
+    q, total, l, n = per_sample.shape
+    out = np.full((q, total, n), np.nan)
+    for a in range(q):
+        for t in range(total):
+            s = np.zeros(n)
+            count = np.zeros(n, dtype=np.int64)
+            for i in range(l):
+                for j in range(n):
+                    x = per_sample[a, t, i, j]
+                    if not np.isnan(x):
+                        s[j] += x
+                        count[j] += 1
+            for j in range(n):
+                if count[j] > 0:
+                    out[a, t, j] = s[j] / count[j]
+    return out
+
+
 @njit(cache=True)
 def cv_losses(PE, w, codes, n_classes, roles, rel_lams, alpha):
     """Held-out losses per sample (4, n_rounds, l, n_lams) of every round at every lam:
@@ -431,7 +488,8 @@ def cv_losses(PE, w, codes, n_classes, roles, rel_lams, alpha):
     ``roles`` (n_rounds, l) marks each labeled row per round: 1 trains the round's model, 2 is
     scored, 0 is left out. A round with no training row scores nothing."""
     total, l = roles.shape
-    state = prepare_rounds(PE, w, codes, n_classes, roles)
+    state = new_state(roles, w.size, n_classes)
+    prepare_rounds(state, PE, w, codes, n_classes, roles, np.arange(total))
     out = np.full((4, total, l, rel_lams.size), np.nan)
     n = rel_lams.size
     task_round = np.empty(total * n, dtype=np.int64)

@@ -171,6 +171,8 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     after the first split (``race``) reports the means of the folds that scored it (all of
     them, the prior too, when the first split leaves no candidate in the race).
     """
+    import numba
+
     from .._numba import _lam_cv as jit
     from .._numba._lapack import addresses
     from .._threads import BLAS_ONE_THREAD as _BLAS
@@ -189,21 +191,28 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     w = np.asarray(w, dtype=np.float64)
     lapack = addresses()  # partial eigendecompositions where few eigenvalues are negative
 
+    state = jit.new_state(roles, w.size, int(n_classes))
+
+    def prepare(rounds: np.ndarray) -> None:
+        jit.prepare_rounds(state, PE, w, codes64, int(n_classes), roles, rounds)
+
     def scores(rounds: np.ndarray, lams: np.ndarray) -> np.ndarray:
-        """Per-sample losses (4, len(rounds), l, n_rel) of the rounds ``roles[rounds]`` at the
-        candidates ``lams`` (NaN at the others)."""
-        sub = roles[rounds]
-        out = np.full((4, sub.shape[0], codes.size, n_rel), np.nan)
-        state = jit.prepare_rounds(PE, w, codes64, int(n_classes), sub)
-        task_round = np.repeat(np.arange(sub.shape[0], dtype=np.int64), lams.size)
-        task_lam = np.tile(lams.astype(np.int64), sub.shape[0])
-        args = (sub, codes64, int(n_classes), rel, _RIDGE_ALPHA, task_round, task_lam, out)
+        """Per-sample losses (4, len(rounds), l, n_rel) of the prepared rounds ``rounds`` at
+        the candidates ``lams`` (NaN at the others)."""
+        out = np.full((4, n_rounds, codes.size, n_rel), np.nan)
+        task_round = np.repeat(rounds.astype(np.int64), lams.size)
+        task_lam = np.tile(lams.astype(np.int64), rounds.size)
+        args = (roles, codes64, int(n_classes), rel, _RIDGE_ALPHA, task_round, task_lam, out)
         jit.score_rounds(state, *args, lapack)
-        return out
+        return out[:, rounds]
 
     every = np.arange(n_rel)
     split = _split_size(roles)
     with _BLAS, numba_threads(work):
+        # the first split's rounds, and as many of the second's as keep every thread busy
+        # (rounds are prepared in parallel, one per thread at a time)
+        ahead = min(n_rounds, split + (-split) % numba.get_num_threads())
+        prepare(np.arange(ahead))
         if split == n_rounds:
             out = scores(np.arange(n_rounds), every)
         else:  # two splits: the second one races (``race``)
@@ -211,6 +220,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
             keep = race(round_means(first)[_CRITERION])
             second = np.full((4, n_rounds - split) + first.shape[2:], np.nan)
             if keep[:-1].any():  # else no candidate is left for the second split to test
+                prepare(np.arange(ahead, n_rounds))
                 second = scores(np.arange(split, n_rounds), np.flatnonzero(keep))
             out = np.concatenate([first, second], axis=1)
     L = round_means(out)
@@ -241,11 +251,9 @@ def _split_size(roles: np.ndarray) -> int:
 def round_means(per_sample: np.ndarray) -> np.ndarray:
     """(4, n_rounds, n_lams) mean held-out losses of each round from ``cv_losses``' per-sample
     losses (4, n_rounds, l, n_lams); NaN where a round scored no row at that lam."""
-    scored = ~np.isnan(per_sample)
-    count = scored.sum(axis=2)
-    total = np.where(scored, per_sample, 0.0).sum(axis=2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    from .._numba._lam_cv import round_means as jitted
+
+    return jitted(np.ascontiguousarray(per_sample, dtype=np.float64))
 
 
 def onestep_model(PE, w, codes, n_classes, rel_lam):
