@@ -440,3 +440,23 @@ def test_round_means_average_the_scored_rows_only(rng):
         want = np.nanmean(x, axis=2)
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert np.isnan(got[:, 2, 3]).all()
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 4])
+def test_balanced_order_evens_the_threads_static_chunks(rng, n_threads):
+    """A permutation of the tasks after which prange's static chunks (contiguous, the first
+    n % T one longer) carry loads within one task's cost of each other, where the given
+    order (rounds x lam, cost growing with lam's index) does not."""
+    for n in (1, 5, 11, 40, 57):
+        cost = rng.random(n)
+        order = lam_cv.balanced_order(cost, n_threads)
+        np.testing.assert_array_equal(np.sort(order), np.arange(n))
+        T = min(n_threads, n)
+        sizes = np.full(T, n // T) + (np.arange(T) < n % T)
+        loads = [chunk.sum() for chunk in np.split(cost[order], np.cumsum(sizes)[:-1])]
+        assert max(loads) - min(loads) <= cost.max() + 1e-12
+    cost = np.tile(np.r_[np.arange(1.0, 8.0), 0.0], 5)  # 5 rounds x (7 lam + the prior)
+    if n_threads == 2:
+        assert cost[:20].sum() + 5 < cost[20:].sum()  # the given order: unequal halves
+        order = lam_cv.balanced_order(cost, 2)
+        assert cost[order][:20].sum() == cost[order][20:].sum()

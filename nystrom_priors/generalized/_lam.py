@@ -202,6 +202,10 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
         out = np.full((4, n_rounds, codes.size, n_rel), np.nan)
         task_round = np.repeat(rounds.astype(np.int64), lams.size)
         task_lam = np.tile(lams.astype(np.int64), rounds.size)
+        # a task's cost grows as lam falls (more negative eigenvalues); the prior's is least
+        cost = np.where(task_lam == n_rel - 1, 0, task_lam + 1)
+        order = balanced_order(cost, numba.get_num_threads())
+        task_round, task_lam = task_round[order], task_lam[order]
         args = (roles, codes64, int(n_classes), rel, _RIDGE_ALPHA, task_round, task_lam, out)
         jit.score_rounds(state, *args, lapack)
         return out[:, rounds]
@@ -235,6 +239,23 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     crit = _nanmean_columns(L[_CRITERION][scored])
     err = _nanmean_columns(L[2][scored])
     return (None if j == n_rel - 1 else float(exps[j])), crit, err
+
+
+def balanced_order(cost: np.ndarray, n_threads: int) -> np.ndarray:
+    """An order of the tasks with estimated costs ``cost`` in which the static schedule of a
+    ``prange`` (contiguous chunks, one per thread, the first ``n % n_threads`` one task
+    longer) gives every thread about the same total cost: the tasks, costliest first, are
+    dealt to the chunks back and forth (0, 1, ..., T - 1, T - 1, ..., 0, ...), a last
+    incomplete round to the first chunks. The tasks' results do not depend on the order."""
+    n = cost.size
+    T = int(max(1, min(n_threads, n)))
+    k = np.arange(n)
+    lap, r = np.divmod(k, T)
+    chunk = np.where(lap % 2 == 0, r, T - 1 - r)
+    chunk[(n // T) * T :] = r[(n // T) * T :]
+    of_task = np.empty(n, dtype=np.int64)
+    of_task[np.argsort(-cost, kind="stable")] = chunk
+    return np.argsort(of_task, kind="stable")
 
 
 def _split_size(roles: np.ndarray) -> int:
