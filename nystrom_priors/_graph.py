@@ -52,12 +52,20 @@ def _as_float(A: Any, dtype: Any, e: int = 0) -> Any:
 
 
 def _sq_norms(A: Any) -> np.ndarray:
-    """``||a_i||^2`` in float64 (CSR: from the stored entries)."""
+    """``||a_i||^2`` in float64 (CSR: from the stored entries; dense: summed in the fixed
+    order of ``_numba/_bcd.py``'s ``_row_sq``, as ``knn_tiles`` sums its queries' norms)."""
     if is_sparse(A):
         from ._csr import row_sq_norms
 
         return row_sq_norms(A)
-    return np.einsum("ij,ij->i", A, A, dtype=np.float64)
+    from ._numba._bcd import sq_norms
+    from ._threads import numba_threads
+
+    A = np.asarray(A)
+    if A.dtype not in (np.float32, np.float64) or not A.flags.c_contiguous:
+        A = np.ascontiguousarray(A, dtype=np.float64)
+    with numba_threads(float(A.size)):
+        return sq_norms(A)
 
 
 class _Cross:
@@ -114,10 +122,13 @@ def _knn_scaled(
     block_rows: int = 2048,
     dtype: Any = np.float64,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """:func:`knn_search` in units of ``2^e``: (indices, distances / 2^e, e). ``dtype`` is
-    that of the cross products (float32 halves their cost; norms and distances stay float64;
-    two CSR operands are summed in float64 anyway). X and Y: dense or canonical CSR."""
-    from ._numba._bcd import knn_select
+    """:func:`knn_search` in units of ``2^e``: (indices, distances / 2^e, e, squared norms of
+    the queries / 4^e). ``dtype`` is that of the cross products (float32 halves their cost;
+    norms and distances stay float64; two CSR operands are summed in float64 anyway). X and
+    Y: dense or canonical CSR."""
+    from ._numba._bcd import knn_select, knn_tiles
+    from ._threads import BLAS_ONE_THREAD as _BLAS
+    from ._threads import numba_threads
 
     X = _as_float(X, dtype)
     self_search = Y is None
@@ -133,17 +144,27 @@ def _knn_scaled(
         X = _as_float(X, dtype, e)
         Yq = X if self_search else _as_float(Yq, dtype, e)
     xn = _sq_norms(X)
-    yn = xn if self_search else _sq_norms(Yq)
-    cross_of = _Cross(X)
     idx = np.empty((Yq.shape[0], k), dtype=np.int64)
     d2 = np.empty((Yq.shape[0], k), dtype=np.float64)
+    if not (is_sparse(X) or is_sparse(Yq)) and _BLAS.available():
+        # tiles of query rows on Numba's threads, one BLAS thread each (``knn_tiles``)
+        from ._rowblocks import _tile_rows
+
+        yn = np.empty(Yq.shape[0])
+        tile = _tile_rows(X.shape[0], X.shape[1], X.dtype.itemsize)
+        work = float(Yq.shape[0]) * X.shape[0] * (X.shape[1] + 4)
+        with _BLAS, numba_threads(work):
+            knn_tiles(Yq, X, xn, self_search, k, idx, d2, yn, tile)
+        return idx, np.sqrt(d2), e, yn
+    yn = xn if self_search else _sq_norms(Yq)
+    cross_of = _Cross(X)
     step = max(1, min(block_rows, (1 << 24) // max(1, X.shape[0])))
     for s in range(0, Yq.shape[0], step):
         cross = cross_of(Yq[s : s + step])
         knn_select(
             cross, yn[s : s + step], xn, s, self_search, k, idx[s : s + step], d2[s : s + step]
         )
-    return idx, np.sqrt(d2), e
+    return idx, np.sqrt(d2), e, yn
 
 
 def _unscaled(value: Any, e: int, what: str) -> Any:
@@ -173,7 +194,7 @@ def knn_search(
     distances : ndarray of shape (n_Y, k), float64 (Euclidean)
     """
     X, Y = (check_array(A, accept_sparse=True) if is_sparse(A) else A for A in (X, Y))
-    idx, dist, e = _knn_scaled(X, Y, int(n_neighbors), block_rows)
+    idx, dist, e, _ = _knn_scaled(X, Y, int(n_neighbors), block_rows)
     return idx, _unscaled(dist, e, "neighbour distances")
 
 
@@ -223,7 +244,7 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
     if k >= n:
         raise ValueError(f"n_neighbors={k} must be < n_samples={n}.")
     kk = max(k, min(10, n - 1)) if (weights == "gaussian" and sigma is None) else k
-    idx, dist, e = _knn_scaled(X, None, kk)
+    idx, dist, e, _ = _knn_scaled(X, None, kk)
     if weights == "gaussian":
         if sigma is None:
             sigma = float(_unscaled(_sigma_from_knn(dist), e, "the Gaussian graph width"))

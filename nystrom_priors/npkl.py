@@ -49,7 +49,6 @@ from ._graph import (
     _exponent,
     _knn_scaled,
     _rows_equal,
-    _sq_norms,
     dense_weights,
     gaussian_graph,
     gaussian_weights,
@@ -570,7 +569,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             same = _rows_equal(Xf, nearest, X, np.arange(X.shape[0]))
         else:
             # float32 queries: float32 cross products (the distances are summed in float64)
-            idx, dist, e = _knn_scaled(Xf, X, self.n_neighbors_, dtype=X.dtype)
+            idx, dist, e, q = _knn_scaled(Xf, X, self.n_neighbors_, dtype=X.dtype)
             if self.weights_ == "gaussian":
                 s = gaussian_weights(dist, self.sigma_, e)
             else:
@@ -580,7 +579,6 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             G = np.einsum("ik,ikr->ir", w, self.embedding_[idx]) / (1.0 + self.delta_)
             # a training sample is among its own k nearest, its computed squared distance at
             # most the cross products' round-off: only rows that close are compared exactly
-            q = np.ldexp(_sq_norms(X), -2 * e)
             near = np.flatnonzero(dist[:, 0] ** 2 <= 8 * (X.shape[1] + 2) * _eps(X) * q)
             match = _rows_equal(Xf, idx[near], X, near[:, None])  # exact equality
             same = np.zeros(X.shape[0], dtype=bool)

@@ -63,6 +63,42 @@ def test_knn_search_matches_kdtree(seed, n, d, k):
     assert np.allclose(np.linalg.norm(X[idx] - X[:, None], axis=2), dist, atol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("self_search", [False, True])
+def test_knn_tiles_match_the_blockwise_selection(dtype, self_search):
+    """The fused driver (cross products per tile of queries on Numba's threads) finds the
+    neighbours the blockwise one finds from a full cross-product block, for any tile height,
+    and its query norms are the bits of ``sq_norms``; a row's norm does not depend on where
+    the row sits."""
+    from nystrom_priors._numba._bcd import knn_select, knn_tiles, sq_norms
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(90, 13)).astype(dtype)
+    X[41] = X[3]  # equal rows: equal norms, bit for bit
+    Y = X if self_search else rng.normal(size=(37, 13)).astype(dtype)
+    k = 6
+    xn = sq_norms(X)
+    assert xn[41] == xn[3]
+    np.testing.assert_allclose(xn, np.einsum("ij,ij->i", X, X, dtype=np.float64), rtol=1e-6)
+    ref_idx = np.empty((Y.shape[0], k), dtype=np.int64)
+    ref_d2 = np.empty((Y.shape[0], k))
+    cross = (Y.astype(np.float64) @ X.T.astype(np.float64)).astype(dtype)
+    knn_select(cross, sq_norms(Y), xn, 0, self_search, k, ref_idx, ref_d2)
+    for tile in (1, 5, Y.shape[0]):
+        idx = np.empty_like(ref_idx)
+        d2 = np.empty_like(ref_d2)
+        yn = np.empty(Y.shape[0])
+        knn_tiles(Y, X, xn, self_search, k, idx, d2, yn, tile)
+        np.testing.assert_array_equal(yn, sq_norms(Y))
+        np.testing.assert_array_equal(idx, ref_idx)
+        # float32 products round differently by BLAS path: distance 0 (the equal rows) is
+        # reproduced to the cross product's round-off, relative to the squared norms
+        eps = np.finfo(dtype).eps
+        np.testing.assert_allclose(d2, ref_d2, rtol=64 * eps, atol=64 * eps * xn.max())
+        if self_search:
+            assert not (idx == np.arange(Y.shape[0])[:, None]).any()
+
+
 def test_knn_graph_is_symmetrised_union():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(40, 3))
