@@ -352,15 +352,17 @@ def new_state(roles, rank, n_classes):
     TT = max(1, dims[:, 1].max())
     VV = max(1, dims[:, 2].max())
     P = min(rank, TT)
-    MU = np.zeros(total * P)
-    CC = np.zeros(total * P * P)
-    RR = np.zeros(total * P * P)
-    DD = np.zeros(total * P * P)
-    FTs = np.zeros(total * TT * P)
-    FVs = np.zeros(total * VV * P)
-    GVs = np.zeros(total * VV * P)
-    bs = np.zeros(total * P)
-    BtTs = np.zeros(total * (P + 1) * c)
+    # uninitialised: a task reads only the part of a slot its round's preparation wrote, and
+    # the first write (in parallel, in prepare_rounds) is where the pages are touched
+    MU = np.empty(total * P)
+    CC = np.empty(total * P * P)
+    RR = np.empty(total * P * P)
+    DD = np.empty(total * P * P)
+    FTs = np.empty(total * TT * P)
+    FVs = np.empty(total * VV * P)
+    GVs = np.empty(total * VV * P)
+    bs = np.empty(total * P)
+    BtTs = np.empty(total * (P + 1) * c)
     return dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs
 
 
