@@ -139,6 +139,8 @@ def _knn_scaled(
             f"n_neighbors={k} must be in [1, {limit}] for {X.shape[0]} samples"
             + (" (a sample is not its own neighbour)." if self_search else ".")
         )
+    if Yq.shape[1] != X.shape[1]:  # the callers validate; never a shape error in the kernel
+        raise ValueError(f"queries have {Yq.shape[1]} features, samples {X.shape[1]}.")
     e = _exponent(X, Yq)
     if e:
         X = _as_float(X, dtype, e)
@@ -193,7 +195,14 @@ def knn_search(
     indices : ndarray of shape (n_Y, k), int64, nearest first
     distances : ndarray of shape (n_Y, k), float64 (Euclidean)
     """
-    X, Y = (check_array(A, accept_sparse=True) if is_sparse(A) else A for A in (X, Y))
+    X = check_array(X, accept_sparse=True)
+    if Y is not None:
+        Y = check_array(Y, name="Y", accept_sparse=True, min_samples=0)
+        if Y.shape[1] != X.shape[1]:
+            raise ValueError(
+                f"Y has {Y.shape[1]} features but X has {X.shape[1]}: the queries must have "
+                "the samples' features."
+            )
     idx, dist, e, _ = _knn_scaled(X, Y, int(n_neighbors), block_rows)
     return idx, _unscaled(dist, e, "neighbour distances")
 

@@ -99,6 +99,20 @@ def test_knn_tiles_match_the_blockwise_selection(dtype, self_search):
             assert not (idx == np.arange(Y.shape[0])[:, None]).any()
 
 
+@pytest.mark.parametrize(
+    "X, Y, match",
+    [
+        (np.ones(6), None, "2-D"),
+        (np.eye(6), np.ones((2, 3)), "Y has 3 features but X has 6"),
+        (np.where(np.eye(6) == 1, np.nan, 0.0), None, "finite"),
+        (np.eye(6), np.full((2, 6), np.inf), "finite"),
+    ],
+)
+def test_knn_search_refuses_bad_input_with_a_clear_message(X, Y, match):
+    with pytest.raises(ValueError, match=match):
+        knn_search(X, Y, 2)
+
+
 def test_knn_graph_is_symmetrised_union():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(40, 3))
