@@ -121,7 +121,7 @@ def _knn_scaled(
     k: int,
     block_rows: int = 2048,
     dtype: Any = np.float64,
-) -> tuple[np.ndarray, np.ndarray, int]:
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """:func:`knn_search` in units of ``2^e``: (indices, distances / 2^e, e, squared norms of
     the queries / 4^e). ``dtype`` is that of the cross products (float32 halves their cost;
     norms and distances stay float64; two CSR operands are summed in float64 anyway). X and
@@ -153,7 +153,11 @@ def _knn_scaled(
         from ._rowblocks import _tile_rows
 
         yn = np.empty(Yq.shape[0])
-        tile = _tile_rows(X.shape[0], X.shape[1], X.dtype.itemsize)
+        # a function of the shapes only (results must not depend on the thread count); each
+        # thread holds a tile x n block: at most 2^21 values (16 MiB) once n is large
+        n = X.shape[0]
+        tile = min(_tile_rows(n, X.shape[1], X.dtype.itemsize), block_rows, (1 << 21) // n)
+        tile = max(1, tile)
         work = float(Yq.shape[0]) * X.shape[0] * (X.shape[1] + 4)
         with _BLAS, numba_threads(work):
             knn_tiles(Yq, X, xn, self_search, k, idx, d2, yn, tile)
@@ -185,8 +189,10 @@ def knn_search(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact k nearest neighbours of the rows of Y among the rows of X (Euclidean).
 
-    Blockwise: the cross products by BLAS, the selection in a parallel Numba kernel (ties to
-    the smaller index, so results do not depend on threads). With ``Y=None`` the neighbours of
+    Blockwise: the cross products of at most ``block_rows`` query rows at a time by BLAS, then
+    the selection while they are in cache (ties to the smaller index, so results do not depend
+    on threads). Beyond inputs and outputs, memory is one block per thread of at most about
+    2^21 values (one row of n_X values when X has more rows). With ``Y=None`` the neighbours of
     X's own rows, excluding each row itself. Any finite scale works (module docstring). X and
     Y may be ``scipy.sparse`` matrices (converted to CSR, never densified).
 

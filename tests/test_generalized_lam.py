@@ -460,3 +460,34 @@ def test_balanced_order_evens_the_threads_static_chunks(rng, n_threads):
         assert cost[:20].sum() + 5 < cost[20:].sum()  # the given order: unequal halves
         order = lam_cv.balanced_order(cost, 2)
         assert cost[order][:20].sum() == cost[order][20:].sum()
+
+
+@pytest.mark.parametrize("kept", [[1, 3], []])
+def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(rng, kept, monkeypatch):
+    """select_lam's two stages (rounds prepared ahead, tasks dealt by cost, the second split
+    scoring only what ``race`` keeps) give each candidate the mean loss that scoring every
+    round at every lam (``cv_losses``) gives over the rounds that should score it: both
+    splits for the prior and the kept lam, the first split for the others."""
+    m, n, c = 14, 70, 3
+    Z = rng.normal(size=(m, 3))
+    X = rng.normal(size=(n, 3))
+    U0, w, _ = _prior(Z, 3.0)
+    PE = np.ascontiguousarray(extrapolate(X, Z, width=3.0) @ U0)
+    codes = rng.integers(c, size=n).astype(np.int64)
+    exps = np.arange(0.0, -12.5, -2.0)
+    keep = np.zeros(exps.size + 1, dtype=bool)
+    keep[kept] = True
+    keep[-1] = True
+    monkeypatch.setattr(lam_cv, "race", lambda losses: keep.copy())
+    _, crit, _ = lam_cv.select_lam(PE, w, codes, c, exps, np.random.default_rng(5), 5)
+    roles = lam_cv.cv_rounds(codes, 5, w.size, np.random.default_rng(5))
+    rel = np.concatenate([10.0**exps, [np.inf]])
+    L = lam_cv.round_means(jit.cv_losses(PE, w, codes, c, roles, rel, 0.5))[3]
+    split = roles.shape[0] // 2
+    L[split:, ~keep] = np.nan  # raced out: scored by the first split only
+    if not keep[:-1].any():
+        L[split:] = np.nan  # nothing left to test: no second split at all
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.nanmean(L, axis=0)
+    np.testing.assert_allclose(crit, want, rtol=1e-9, atol=1e-12)

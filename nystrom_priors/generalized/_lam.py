@@ -192,23 +192,26 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     lapack = addresses()  # partial eigendecompositions where few eigenvalues are negative
 
     state = jit.new_state(roles, w.size, int(n_classes))
+    # a task's cost grows as lam falls (more negative eigenvalues); the prior's is least
+    cost = np.empty(n_rel)
+    cost[np.argsort(-rel, kind="stable")] = np.arange(n_rel)
 
     def prepare(rounds: np.ndarray) -> None:
         jit.prepare_rounds(state, PE, w, codes64, int(n_classes), roles, rounds)
 
     def scores(rounds: np.ndarray, lams: np.ndarray) -> np.ndarray:
-        """Per-sample losses (4, len(rounds), l, n_rel) of the prepared rounds ``rounds`` at
-        the candidates ``lams`` (NaN at the others)."""
+        """Per-sample losses (4, len(rounds), l, n_rel) of the prepared, consecutive rounds
+        ``rounds`` at the candidates ``lams`` (NaN at the others)."""
+        if (state[0][rounds, 0] == -2).any():  # score_rounds would skip them: NaN losses
+            raise RuntimeError("lam selection: a CV round was scored before it was prepared.")
         out = np.full((4, n_rounds, codes.size, n_rel), np.nan)
         task_round = np.repeat(rounds.astype(np.int64), lams.size)
         task_lam = np.tile(lams.astype(np.int64), rounds.size)
-        # a task's cost grows as lam falls (more negative eigenvalues); the prior's is least
-        cost = np.where(task_lam == n_rel - 1, 0, task_lam + 1)
-        order = balanced_order(cost, numba.get_num_threads())
+        order = balanced_order(cost[task_lam], numba.get_num_threads())
         task_round, task_lam = task_round[order], task_lam[order]
         args = (roles, codes64, int(n_classes), rel, _RIDGE_ALPHA, task_round, task_lam, out)
         jit.score_rounds(state, *args, lapack)
-        return out[:, rounds]
+        return out[:, rounds[0] : rounds[-1] + 1]  # consecutive rounds: a view
 
     every = np.arange(n_rel)
     split = _split_size(roles)
