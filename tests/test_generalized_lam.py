@@ -28,6 +28,16 @@ def _prior(Z, width):
     return U0, w, (U0 / w) @ U0.T
 
 
+def _cv_problem(rng, m, n, c, d):
+    """(PE, w, codes): n labeled rows of c random classes in the eigen-coordinates of a
+    Gaussian prior on m landmarks (width d), as select_lam and cv_losses take them."""
+    Z = rng.normal(size=(m, d))
+    X = rng.normal(size=(n, d))
+    U0, w, _ = _prior(Z, float(d))
+    PE = np.ascontiguousarray(extrapolate(X, Z, width=float(d)) @ U0)
+    return PE, w, rng.integers(c, size=n).astype(np.int64)
+
+
 def _labeled_problem(rng, m=12, l=8, c=3, d=3):
     Z = rng.normal(size=(m, d))
     X = rng.normal(size=(l, d))
@@ -299,12 +309,8 @@ def test_scoring_any_tasks_gives_the_full_scores_there(rng):
     """prepare_rounds (in two batches) + score_rounds on a subset of (round, lam) tasks fill
     exactly those entries, equal to scoring every round at every lam (cv_losses), and leave
     NaN elsewhere."""
-    m, n, c = 10, 45, 3
-    Z = rng.normal(size=(m, 2))
-    X = rng.normal(size=(n, 2))
-    U0, w, _ = _prior(Z, 2.0)
-    PE = np.ascontiguousarray(extrapolate(X, Z, width=2.0) @ U0)
-    codes = rng.integers(c, size=n).astype(np.int64)
+    c = 3
+    PE, w, codes = _cv_problem(rng, m=10, n=45, c=c, d=2)
     roles = lam_cv.cv_rounds(codes, 5, w.size, rng)
     rel = np.concatenate([10.0 ** np.arange(-10.0, 1.0, 2.0), [np.inf]])
     full = jit.cv_losses(PE, w, codes, c, roles, rel, 0.5)
@@ -468,12 +474,8 @@ def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(rng, kept, monk
     scoring only what ``race`` keeps) give each candidate the mean loss that scoring every
     round at every lam (``cv_losses``) gives over the rounds that should score it: both
     splits for the prior and the kept lam, the first split for the others."""
-    m, n, c = 14, 70, 3
-    Z = rng.normal(size=(m, 3))
-    X = rng.normal(size=(n, 3))
-    U0, w, _ = _prior(Z, 3.0)
-    PE = np.ascontiguousarray(extrapolate(X, Z, width=3.0) @ U0)
-    codes = rng.integers(c, size=n).astype(np.int64)
+    c = 3
+    PE, w, codes = _cv_problem(rng, m=14, n=70, c=c, d=3)
     exps = np.arange(0.0, -12.5, -2.0)
     keep = np.zeros(exps.size + 1, dtype=bool)
     keep[kept] = True

@@ -372,11 +372,7 @@ def prepare_rounds(state, PE, w, codes, n_classes, roles, rounds):
     in parallel, for ``score_rounds``. Preparing some rounds now and others later lets a
     parallel stage take a round more than it needs where a thread would otherwise idle."""
     dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs = state
-    total = dims.shape[0]
-    P = MU.size // total
-    TT = FTs.size // (total * P)
-    VV = FVs.size // (total * P)
-    c = BtTs.size // (total * (P + 1))
+    P, TT, VV, c = _slot_sizes(state)
     for k in prange(rounds.size):
         t = rounds[k]
         if dims[t, 1] == 0 or dims[t, 2] == 0:
@@ -395,6 +391,16 @@ def prepare_rounds(state, PE, w, codes, n_classes, roles, rounds):
         _slot(GVs, t, VV * P, GV)
         _slot(bs, t, P, b)
         _slot(BtTs, t, (P + 1) * c, BtT)
+
+
+@njit(cache=True, nogil=True)
+def _slot_sizes(state):
+    """``(P, TT, VV, c)`` of a ``new_state``: the largest rank, training and held-out counts
+    its slots hold, and the number of score columns."""
+    dims, MU, FTs, FVs, BtTs = state[0], state[1], state[5], state[6], state[9]
+    total = dims.shape[0]
+    P = MU.size // total
+    return P, FTs.size // (total * P), FVs.size // (total * P), BtTs.size // (total * (P + 1))
 
 
 @njit(cache=True, nogil=True)
@@ -423,11 +429,7 @@ def score_rounds(
     ``lapack``: ``_lapack.addresses()`` for partial eigendecompositions (``onestep_y``), or
     empty."""
     dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs = state
-    total = dims.shape[0]
-    P = MU.size // total
-    TT = FTs.size // (total * P)
-    VV = FVs.size // (total * P)
-    c = BtTs.size // (total * (P + 1))
+    P, TT, VV, c = _slot_sizes(state)
     for k in prange(task_round.size):
         t = task_round[k]
         j = task_lam[k]
