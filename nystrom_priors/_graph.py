@@ -52,8 +52,9 @@ def _as_float(A: Any, dtype: Any, e: int = 0) -> Any:
 
 
 def _sq_norms(A: Any) -> np.ndarray:
-    """``||a_i||^2`` in float64 (CSR: from the stored entries; dense: summed in the fixed
-    order of ``_numba/_bcd.py``'s ``_row_sq``, as ``knn_tiles`` sums its queries' norms)."""
+    """``||a_i||^2`` in float64 of an ``_as_float`` array (CSR: from the stored entries;
+    dense: summed in the fixed order of ``_numba/_bcd.py``'s ``_row_sq``, as ``knn_tiles``
+    sums its queries' norms)."""
     if is_sparse(A):
         from ._csr import row_sq_norms
 
@@ -61,9 +62,6 @@ def _sq_norms(A: Any) -> np.ndarray:
     from ._numba._bcd import sq_norms
     from ._threads import numba_threads
 
-    A = np.asarray(A)
-    if A.dtype not in (np.float32, np.float64) or not A.flags.c_contiguous:
-        A = np.ascontiguousarray(A, dtype=np.float64)
     with numba_threads(float(A.size)):
         return sq_norms(A)
 
@@ -139,8 +137,11 @@ def _knn_scaled(
             f"n_neighbors={k} must be in [1, {limit}] for {X.shape[0]} samples"
             + (" (a sample is not its own neighbour)." if self_search else ".")
         )
-    if Yq.shape[1] != X.shape[1]:  # the callers validate; never a shape error in the kernel
-        raise ValueError(f"queries have {Yq.shape[1]} features, samples {X.shape[1]}.")
+    if Yq.shape[1] != X.shape[1]:  # never a shape error inside the parallel kernel
+        raise ValueError(
+            f"Y has {Yq.shape[1]} features but X has {X.shape[1]}: the queries must have the "
+            "samples' features."
+        )
     e = _exponent(X, Yq)
     if e:
         X = _as_float(X, dtype, e)
@@ -204,11 +205,6 @@ def knn_search(
     X = check_array(X, accept_sparse=True)
     if Y is not None:
         Y = check_array(Y, name="Y", accept_sparse=True, min_samples=0)
-        if Y.shape[1] != X.shape[1]:
-            raise ValueError(
-                f"Y has {Y.shape[1]} features but X has {X.shape[1]}: the queries must have "
-                "the samples' features."
-            )
     idx, dist, e, _ = _knn_scaled(X, Y, int(n_neighbors), block_rows)
     return idx, _unscaled(dist, e, "neighbour distances")
 

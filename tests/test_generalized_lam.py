@@ -328,6 +328,9 @@ def test_scoring_any_tasks_gives_the_full_scores_there(rng):
     assert not np.isnan(full[:, done]).all()
     np.testing.assert_array_equal(part[:, done], full[:, done])  # same arithmetic, same bits
     assert np.isnan(part[:, ~done]).all()
+    fresh = jit.new_state(roles, w.size, c)  # nothing prepared: refused, not left NaN
+    with pytest.raises(ValueError, match="did not fill"):
+        jit.score_rounds(fresh, roles, codes, c, rel, 0.5, task_round, task_lam, part, every)
 
 
 def test_stratified_folds_balance_classes(rng):

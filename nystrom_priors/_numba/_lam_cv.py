@@ -220,11 +220,17 @@ def onestep_y(mu, C, R, lam, lapack):
                     return _full_y(V, s)
                 Qv = Q * np.minimum(v, 0.0)
                 V -= Qv @ Q.T
-            for a in range(p):
-                for b in range(a + 1):
-                    V[a, b] = V[b, a] = 0.5 * (V[a, b] + V[b, a]) / (s[a] * s[b])
-            return V
+            return _unscaled_sym(V, s)
     return _full_y(V, s)
+
+
+@njit(cache=True, nogil=True)
+def _unscaled_sym(Y, s):
+    """``D^-1 Y D^-1`` (D = diag(s)) with Y's two triangles averaged, in place."""
+    for a in range(s.size):
+        for b in range(a + 1):
+            Y[a, b] = Y[b, a] = 0.5 * (Y[a, b] + Y[b, a]) / (s[a] * s[b])
+    return Y
 
 
 @njit(cache=True, nogil=True)
@@ -242,10 +248,7 @@ def _full_y(V, s):
         pos = np.flatnonzero(v > 0.0)
         Qp = Q[:, pos]
         Y = (Qp * v[pos]) @ Qp.T
-    for a in range(p):
-        for b in range(a + 1):
-            Y[a, b] = Y[b, a] = 0.5 * (Y[a, b] + Y[b, a]) / (s[a] * s[b])
-    return Y
+    return _unscaled_sym(Y, s)
 
 
 @njit(cache=True, nogil=True)
@@ -430,6 +433,9 @@ def score_rounds(
     empty."""
     dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs = state
     P, TT, VV, c = _slot_sizes(state)
+    for k in range(task_round.size):  # a skipped round would leave NaN: a different choice
+        if dims[task_round[k], 0] == -2:
+            raise ValueError("score_rounds: a task names a round prepare_rounds did not fill")
     for k in prange(task_round.size):
         t = task_round[k]
         j = task_lam[k]

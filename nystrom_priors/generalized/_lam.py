@@ -199,37 +199,30 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     def prepare(rounds: np.ndarray) -> None:
         jit.prepare_rounds(state, PE, w, codes64, int(n_classes), roles, rounds)
 
-    def scores(rounds: np.ndarray, lams: np.ndarray) -> np.ndarray:
-        """Per-sample losses (4, len(rounds), l, n_rel) of the prepared, consecutive rounds
-        ``rounds`` at the candidates ``lams`` (NaN at the others)."""
-        if (state[0][rounds, 0] == -2).any():  # score_rounds would skip them: NaN losses
-            raise RuntimeError("lam selection: a CV round was scored before it was prepared.")
-        out = np.full((4, n_rounds, codes.size, n_rel), np.nan)
+    # per-sample losses (4, n_rounds, l, n_rel); NaN where a (round, lam) was not scored
+    out = np.full((4, n_rounds, codes.size, n_rel), np.nan)
+
+    def score(rounds: np.ndarray, lams: np.ndarray) -> None:
+        """Fill ``out`` for the prepared rounds ``rounds`` at the candidates ``lams``."""
         task_round = np.repeat(rounds.astype(np.int64), lams.size)
         task_lam = np.tile(lams.astype(np.int64), rounds.size)
         order = balanced_order(cost[task_lam], numba.get_num_threads())
         task_round, task_lam = task_round[order], task_lam[order]
         args = (roles, codes64, int(n_classes), rel, _RIDGE_ALPHA, task_round, task_lam, out)
         jit.score_rounds(state, *args, lapack)
-        return out[:, rounds[0] : rounds[-1] + 1]  # consecutive rounds: a view
 
-    every = np.arange(n_rel)
     split = _split_size(roles)
     with _BLAS, numba_threads(work):
         # the first split's rounds, and as many of the second's as keep every thread busy
         # (rounds are prepared in parallel, one per thread at a time)
         ahead = min(n_rounds, split + (-split) % numba.get_num_threads())
         prepare(np.arange(ahead))
-        if split == n_rounds:
-            out = scores(np.arange(n_rounds), every)
-        else:  # two splits: the second one races (``race``)
-            first = scores(np.arange(split), every)
-            keep = race(round_means(first)[_CRITERION])
-            second = np.full((4, n_rounds - split) + first.shape[2:], np.nan)
+        score(np.arange(split), np.arange(n_rel))
+        if split < n_rounds:  # two splits: the second one races (``race``)
+            keep = race(round_means(out[:, :split])[_CRITERION])
             if keep[:-1].any():  # else no candidate is left for the second split to test
                 prepare(np.arange(ahead, n_rounds))
-                second = scores(np.arange(split, n_rounds), np.flatnonzero(keep))
-            out = np.concatenate([first, second], axis=1)
+                score(np.arange(split, n_rounds), np.flatnonzero(keep))
     L = round_means(out)
     scored = ~np.isnan(L[_CRITERION][:, -1])
     if not scored.any():  # e.g. one labeled sample (with pairs): NaN means, "empty slice"
