@@ -357,15 +357,20 @@ def new_state(roles, rank, n_classes):
     P = min(rank, TT)
     # uninitialised: a task reads only the part of a slot its round's preparation wrote, and
     # the first write (in parallel, in prepare_rounds) is where the pages are touched
-    MU = np.empty(total * P)
-    CC = np.empty(total * P * P)
-    RR = np.empty(total * P * P)
-    DD = np.empty(total * P * P)
-    FTs = np.empty(total * TT * P)
-    FVs = np.empty(total * VV * P)
-    GVs = np.empty(total * VV * P)
-    bs = np.empty(total * P)
-    BtTs = np.empty(total * (P + 1) * c)
+    sizes = (P, P * P, P * P, P * P, TT * P, VV * P, VV * P, P, (P + 1) * c)
+    ends = np.cumsum(np.array(sizes)) * total
+    # one block, not nine: freed, it leaves the allocator a free run it keeps for the next
+    # fit, where nine smaller ones were returned to the system and faulted in again
+    buf = np.empty(ends[-1])
+    MU = buf[: ends[0]]
+    CC = buf[ends[0] : ends[1]]
+    RR = buf[ends[1] : ends[2]]
+    DD = buf[ends[2] : ends[3]]
+    FTs = buf[ends[3] : ends[4]]
+    FVs = buf[ends[4] : ends[5]]
+    GVs = buf[ends[5] : ends[6]]
+    bs = buf[ends[6] : ends[7]]
+    BtTs = buf[ends[7] :]
     return dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs
 
 
