@@ -29,8 +29,8 @@ labeled rows. Where the PSD constraint is inactive (large lam) it is J's exact o
 lam is chosen among ``mu_max^2 * 10^e`` and ``inf`` (the prior, plain Nystrom) by the held-out
 loss of a ridge classifier on the same model, refitted on stratified folds: a ramp on each
 held-out row's margin in units of the training rows' RMS margin (bounded and blind to the
-scale of the scores, which small lam inflates). A lam must beat the prior by three standard
-errors of the paired fold differences, so the prior is kept unless the labels clearly say
+scale of the scores, which small lam inflates). A lam must beat the prior in a one-sided paired
+t-test over the folds at the 1% level, so the prior is kept unless the labels clearly say
 otherwise. The whole choice costs O(folds * grid * p^3) on top of the landmarks (a fold trains
 on at most 120 directions), never an l x l or n x l array. ``scripts/bench_generalized.py``
 compares it with the best fixed lam on 19 public data sets.

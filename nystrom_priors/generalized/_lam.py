@@ -36,8 +36,9 @@ hinge) then charges the confidently wrong rows quadratically and ranks lam by th
 scores rather than by how the held-out rows fall relative to the training rows. Bounded, one
 wrong row costs at most 2, like a smoothed 0/1 error with less variance. The prior (lam = inf,
 plain Nystrom) is a candidate. A lam is chosen only if its mean held-out loss beats the
-prior's by more than ``_GATE`` standard errors of the paired differences over the folds;
-among those, the smallest mean loss wins. The second split races: it scores only the lam the
+prior's in a one-sided paired t-test over the folds at level ``_GATE_LEVEL`` (1%: 2.82
+standard errors of the paired differences over ten folds); among those, the smallest mean
+loss wins. The second split races: it scores only the lam the
 first split already favours over the prior by more than ``_RACE`` standard errors
 (``race``), which skips most of the small lam, whose eigendecompositions are the selection's
 cost, where they would hardly clear the gate. The model whose lam is scored is the model
@@ -60,8 +61,8 @@ from ._solver import _solve_path
 _RIDGE_ALPHA = 0.5
 # held-out loss that ranks lam: 0 squared loss, 1 squared hinge, 2 0/1 error, 3 scaled ramp
 _CRITERION = 3
-# a lam must beat the prior by this many standard errors of the paired fold differences
-_GATE = 3.0
+# a lam must beat the prior in a one-sided paired t-test over the folds at this level
+_GATE_LEVEL = 0.01
 # ... and, to be scored by the second split, by this many over the first split's folds
 _RACE = 1.0
 # up to this many labels two independent fold splits are averaged, one above
@@ -102,17 +103,22 @@ def _improvement(losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def choose(losses: np.ndarray) -> int:
     """Index of the chosen candidate; ``losses`` (n_folds, n_candidates), the prior last.
 
-    The candidate with the smallest mean held-out loss among those whose mean improvement
-    over the prior exceeds ``_GATE`` standard errors of the paired differences; the prior when
-    none does (or fewer than two folds could be scored). Paired, because the folds' shared
-    variation (which rows are held out) cancels in the differences. Folds the prior has no
-    loss for scored nothing and are ignored; a candidate some other fold did not score (raced
-    out, ``race``) cannot be chosen."""
+    The candidate with the smallest mean held-out loss among those that beat the prior in a
+    one-sided paired t-test at level ``_GATE_LEVEL``: their mean improvement exceeds
+    ``t_{n-1}(1 - level)`` standard errors of the paired differences over the n folds (2.82
+    for ten, 3.75 for five); the prior when none does (or fewer than two folds could be
+    scored). Paired, because the folds' shared variation (which rows are held out) cancels in
+    the differences; a t quantile, because the standard error itself comes from n folds.
+    Folds the prior has no loss for scored nothing and are ignored; a candidate some other
+    fold did not score (raced out, ``race``) cannot be chosen."""
     prior = losses.shape[1] - 1
     L, z = _improvement(losses)
     if L.shape[0] < 2:
         return prior
-    better = np.flatnonzero(z > _GATE)  # NaN (unscored somewhere) is never above
+    from scipy.special import stdtrit
+
+    gate = float(stdtrit(L.shape[0] - 1, 1.0 - _GATE_LEVEL))
+    better = np.flatnonzero(z > gate)  # NaN (unscored somewhere) is never above
     if better.size == 0:
         return prior
     return int(better[np.argmin(L.mean(axis=0)[better])])
@@ -124,7 +130,7 @@ def race(losses: np.ndarray) -> np.ndarray:
 
     A candidate stays in the race when the first split already favours it over the prior by
     more than ``_RACE`` standard errors of the paired differences. To be chosen it must beat
-    the prior by ``_GATE`` standard errors over both splits together, and one that half the
+    the prior by 2.8 standard errors over both splits together (``choose``), and one that half the
     folds barely favour would need the other half to favour it by far more than that; the
     candidates dropped are mostly the small lam, whose eigendecompositions are the
     selection's cost (``docs/design/lam_selection.md``, fourth round, has the check on the

@@ -6,9 +6,10 @@ splits the default uses (same folds as ``study_gate.py``), on the full grid e = 
 and the prior last. ``analyse_margin_loss.py`` scores losses and rules on them with the
 downstream errors saved by ``study_gate.py``.
 
-Run:  python scripts/research/study_margin_loss.py OUT
+Run:  python scripts/research/study_margin_loss.py OUT [--sets NAME ...]
 """
 
+import argparse
 import os
 import sys
 import warnings
@@ -51,13 +52,16 @@ def one(name, X, y, split, out):
     np.savez(os.path.join(out, f"{name}_{split}.npz"), SV=SV, ST=ST, codes=codes, exps=full)
 
 
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
+ap = argparse.ArgumentParser()
+ap.add_argument("out")
+ap.add_argument("--sets", nargs="*", default=SETS)
+args = ap.parse_args()
+os.makedirs(args.out, exist_ok=True)
 warnings.simplefilter("ignore")
-for name in SETS:
+for name in args.sets:
     X, y = load(name)
     X = scale01(X)
     _, y = np.unique(y, return_inverse=True)
     for s in range(5):
-        one(name, X, y, s, out)
+        one(name, X, y, s, args.out)
     print(name, flush=True)
