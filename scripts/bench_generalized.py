@@ -26,7 +26,8 @@ default - Nystrom over all sets.
 ``--mnist`` adds the MNIST-sized timing row (70,000 x 784 Gaussian blobs, m = 1000);
 ``--many-labels 1000`` the time ratios with 1,000 labels on the sets of 5,000-10,000 rows.
 
-Run:  python scripts/bench_generalized.py [--sets NAME ...] [--splits 5] [--mnist] [--out FILE]
+Run:  python scripts/bench_generalized.py [--sets NAME ... | --more-sets] [--splits 5]
+      [--mnist] [--many-labels 1000] [--out FILE]
 """
 
 from __future__ import annotations
@@ -295,6 +296,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write the markdown table here")
     args = ap.parse_args(argv)
     if args.more_sets:
+        if args.sets != SETS:
+            ap.error("--more-sets and --sets name two different lists; pass one of them")
         args.sets = MORE_SETS
     _warm_up()
     lines = [

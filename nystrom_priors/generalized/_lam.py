@@ -130,7 +130,8 @@ def race(losses: np.ndarray) -> np.ndarray:
 
     A candidate stays in the race when the first split already favours it over the prior by
     more than ``_RACE`` standard errors of the paired differences. To be chosen it must beat
-    the prior by 2.8 standard errors over both splits together (``choose``), and one that half the
+    the prior by ``t_{n-1}(0.99)`` standard errors over both splits together (``choose``;
+    2.82 over the default ten rounds), and one that half the
     folds barely favour would need the other half to favour it by far more than that; the
     candidates dropped are mostly the small lam, whose eigendecompositions are the
     selection's cost (``docs/design/lam_selection.md``, fourth round, has the check on the
