@@ -59,19 +59,37 @@ def _select_row(cross, yn, xn, skip, k, out_idx, out_d2):
 def _row_sq(A, i):
     """``||a_i||^2`` in float64, summed in a fixed order (eight interleaved partial sums,
     then pairwise): the same row gives the same bits wherever it is computed, so a query
-    equal to a training sample is at distance 0 up to its cross product's round-off alone."""
+    equal to a training sample is at distance 0 up to its cross product's round-off alone.
+    The partial sums are scalars, not an array: this runs once per query row."""
     d = A.shape[1]
-    acc = np.zeros(8)
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
     c = 0
     while c + 8 <= d:
-        for u in range(8):
-            v = np.float64(A[i, c + u])
-            acc[u] += v * v
+        s0 += np.float64(A[i, c]) * np.float64(A[i, c])
+        s1 += np.float64(A[i, c + 1]) * np.float64(A[i, c + 1])
+        s2 += np.float64(A[i, c + 2]) * np.float64(A[i, c + 2])
+        s3 += np.float64(A[i, c + 3]) * np.float64(A[i, c + 3])
+        s4 += np.float64(A[i, c + 4]) * np.float64(A[i, c + 4])
+        s5 += np.float64(A[i, c + 5]) * np.float64(A[i, c + 5])
+        s6 += np.float64(A[i, c + 6]) * np.float64(A[i, c + 6])
+        s7 += np.float64(A[i, c + 7]) * np.float64(A[i, c + 7])
         c += 8
-    for u in range(d - c):
-        v = np.float64(A[i, c + u])
-        acc[u] += v * v
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+    r = d - c  # the tail goes to the first r partial sums, as in the blocks
+    if r > 0:
+        s0 += np.float64(A[i, c]) * np.float64(A[i, c])
+    if r > 1:
+        s1 += np.float64(A[i, c + 1]) * np.float64(A[i, c + 1])
+    if r > 2:
+        s2 += np.float64(A[i, c + 2]) * np.float64(A[i, c + 2])
+    if r > 3:
+        s3 += np.float64(A[i, c + 3]) * np.float64(A[i, c + 3])
+    if r > 4:
+        s4 += np.float64(A[i, c + 4]) * np.float64(A[i, c + 4])
+    if r > 5:
+        s5 += np.float64(A[i, c + 5]) * np.float64(A[i, c + 5])
+    if r > 6:
+        s6 += np.float64(A[i, c + 6]) * np.float64(A[i, c + 6])
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 
 
 @njit(parallel=True, cache=True, nogil=True)

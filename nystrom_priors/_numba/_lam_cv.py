@@ -355,12 +355,12 @@ def new_state(roles, rank, n_classes):
     TT = max(1, dims[:, 1].max())
     VV = max(1, dims[:, 2].max())
     P = min(rank, TT)
-    # uninitialised: a task reads only the part of a slot its round's preparation wrote, and
-    # the first write (in parallel, in prepare_rounds) is where the pages are touched
     sizes = (P, P * P, P * P, P * P, TT * P, VV * P, VV * P, P, (P + 1) * c)
     ends = np.cumsum(np.array(sizes)) * total
     # one block, not nine: freed, it leaves the allocator a free run it keeps for the next
     # fit, where nine smaller ones were returned to the system and faulted in again
+    # (docs/design/performance.md). Uninitialised: a task reads only the part of a slot its
+    # round's preparation wrote.
     buf = np.empty(ends[-1])
     MU = buf[: ends[0]]
     CC = buf[ends[0] : ends[1]]
