@@ -79,6 +79,18 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
         raise FileNotFoundError(
             errno.ENOENT, f"cannot save to {given!r}: directory {directory!r} does not exist"
         )
+    # the rename would put a regular file in place of a device, FIFO or socket (as root, even
+    # /dev/null): refuse anything there that is not a regular file, before writing
+    try:
+        kind = os.stat(path).st_mode
+    except FileNotFoundError:
+        kind = None
+    if kind is not None and not stat.S_ISREG(kind):
+        raise ValueError(
+            f"cannot save to {given!r}: it exists and is not a regular file (a device, FIFO "
+            "or socket), which saving would replace; pass the path of a regular file or of a "
+            "new one."
+        )
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for _ in range(100):
         tmp = os.path.join(directory, f".{base}.{os.urandom(6).hex()}{_TEMP_SUFFIX}")

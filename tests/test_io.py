@@ -504,6 +504,21 @@ def test_save_keeps_permissions_and_refuses_a_directory(tmp_path, models):
     assert _listing(tmp_path) == ["dir.npz", "model.npz"]
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+def test_save_refuses_to_replace_a_fifo_or_a_link_to_one(tmp_path, models):
+    """A FIFO (like a device, or /dev/null as root) at the path would be replaced by a regular
+    file: save refuses, and leaves it and the directory as they were."""
+    fifo = tmp_path / "pipe.npz"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.npz"
+    link.symlink_to(fifo)
+    for path in (fifo, link):
+        with pytest.raises(ValueError, match="not a regular file"):
+            save(models["Nystrom"], path)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert _listing(tmp_path) == ["link.npz", "pipe.npz"]
+
+
 def test_save_through_a_symbolic_link_replaces_its_target(tmp_path, models):
     target = tmp_path / "real.npz"
     save(models["Nystrom"], target)
