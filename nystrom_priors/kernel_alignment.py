@@ -3,9 +3,11 @@
 ``rho(K1, K2) = <K1c, K2c>_F / (||K1c||_F ||K2c||_F)``, with ``Kc = H K H``,
 ``H = I - 11^T/n`` when ``centered`` (the uncentred alignment uses K itself).
 
-For factored kernels ``K = G G^T`` the n x n matrices are never formed:
-``<G1 G1^T, G2 G2^T>_F = ||G1^T G2||_F^2`` and ``H G G^T H = (HG)(HG)^T``, where ``HG`` subtracts
-the column means of G; the cost is O(n r1 r2).
+For factored kernels ``K = G G^T`` (G of shape (n, r)), ``H G G^T H = (HG)(HG)^T``, where
+``HG`` subtracts the column means of G, and the Frobenius products are taken either in feature
+space, ``<G1 G1^T, G2 G2^T>_F = ||G1^T G2||_F^2`` (r x r matrices, when the samples outnumber
+the features), or with the n x n kernels themselves when n is the smaller: memory is of order
+``min(n^2, (r1 + r2)^2)``.
 """
 
 from __future__ import annotations
@@ -50,10 +52,28 @@ def _dense(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None = No
 
 
 def _factored(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None = None) -> float:
-    """Alignment of ``A A^T`` and ``B B^T`` from validated float64 factors."""
+    """Alignment of ``K1 = A A^T`` and ``K2 = B B^T`` from validated float64 factors.
+
+    ``A`` is (n, r1) and ``B`` is (n, r2). The three Frobenius products the alignment needs
+    can be taken in sample space or in feature space,
+
+        <K1, K2>_F = sum(K1 * K2) = ||A^T B||_F^2,   ||K1||_F^2 = ||A^T A||_F^2,  etc.,
+
+    with n x n matrices (2 n^2 floats, O(n^2 (r1 + r2)) time) or r x r ones
+    (r1 r2 + r1^2 + r2^2 floats, O(n (r1 + r2)^2) time). The smaller is used, so that a few
+    samples with very wide factors (or many samples with narrow ones) stay cheap.
+    """
     if centered:
+        # H A A^T H = (H A)(H A)^T: centring the kernel subtracts the column means of A
         A = A - A.mean(axis=0)
         B = B - B.mean(axis=0)
+    n, r1, r2 = A.shape[0], A.shape[1], B.shape[1]
+    if 2 * n * n < r1 * r2 + r1 * r1 + r2 * r2:
+        K1 = A @ A.T
+        K2 = B @ B.T
+        return _ratio(
+            float(np.vdot(K1, K2)), float(np.vdot(K1, K1)), float(np.vdot(K2, K2)), zero=zero
+        )
     AtB = A.T @ B
     AtA = A.T @ A
     BtB = B.T @ B
@@ -95,7 +115,11 @@ def alignment(K1: Any, K2: Any, *, centered: bool = True) -> float:
 
 
 def factored_alignment(G1: Any, G2: Any, *, centered: bool = True) -> float:
-    """Alignment of ``G1 G1^T`` and ``G2 G2^T`` without forming n x n matrices.
+    """Alignment of ``G1 G1^T`` and ``G2 G2^T`` from the factors.
+
+    The n x n kernels are formed only when they are smaller than the factor products
+    ``G1^T G2``, ``G1^T G1``, ``G2^T G2`` (n below about the factor widths), so memory is of
+    order ``min(n^2, r1 r2 + r1^2 + r2^2)`` on top of the centred copies of the factors.
 
     Parameters
     ----------

@@ -122,3 +122,122 @@ def test_scores_accept_strings_and_integral_float_pairs():
     assert pair_accuracy(["a", "a", "b"], ["x", "x", "y"]) == 1.0
     assert pair_accuracy([0, 1, 1], [0, 1, 0], np.array([[1.0, 2.0]])) == 0.0
     assert normalized_mutual_info(np.array(["a", "b"]), [1, 2]) == 1.0
+
+
+# ----- the scores use only the nonzero cells of the contingency table -------------------------
+
+
+def _dense_scores(a, b, method):
+    """NMI and Rand index from the full ka x kb contingency table (the textbook definitions,
+    written independently of the library's sparse cells)."""
+    _, ia = np.unique(a, return_inverse=True)
+    _, ib = np.unique(b, return_inverse=True)
+    C = np.zeros((ia.max() + 1, ib.max() + 1))
+    np.add.at(C, (ia.ravel(), ib.ravel()), 1)
+    n = C.sum()
+    P, pa, pb = C / n, C.sum(1) / n, C.sum(0) / n
+    ha, hb = -np.sum(pa * np.log(pa)), -np.sum(pb * np.log(pb))
+    nz = C > 0
+    mi = np.sum(P[nz] * np.log(P[nz] / np.outer(pa, pb)[nz]))
+    den = (ha + hb) / 2 if method == "arithmetic" else np.sqrt(ha * hb)
+    nmi = 1.0 if ha == hb == 0.0 else (0.0 if den <= 0 else min(max(mi / den, 0.0), 1.0))
+
+    def pairs(x):
+        return np.sum(x * (x - 1) / 2)
+
+    total = n * (n - 1) / 2
+    rand = (total - pairs(C.sum(1)) - pairs(C.sum(0)) + 2 * pairs(C)) / total if n > 1 else None
+    return nmi, rand
+
+
+# scikit-learn warns that float labels look continuous; here they are class names
+@pytest.mark.filterwarnings("ignore:Clustering metrics expects discrete values")
+@given(
+    n=st.integers(1, 300),
+    ka=st.integers(1, 400),
+    kb=st.integers(1, 400),
+    seed=st.integers(0, 2**32 - 1),
+    types=st.sampled_from(["int", "str", "float", "mixed"]),
+    method=st.sampled_from(["arithmetic", "geometric"]),
+)
+def test_scores_match_dense_table_and_sklearn(n, ka, kb, seed, types, method):
+    """Random labelings, from a single class to more classes than samples, with labels of
+    different types (the two labelings need not share a type)."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, ka, size=n), rng.integers(-kb, 0, size=n)
+    if types == "str":
+        a, b = a.astype(str), b.astype(str)
+    elif types == "float":
+        a, b = a * 0.5, b * 1.5
+    elif types == "mixed":
+        a, b = np.char.add("c", a.astype(str)), b * 0.25
+    nmi_ref, rand_ref = _dense_scores(a, b, method)
+    nmi = normalized_mutual_info(a, b, average_method=method)
+    assert nmi == pytest.approx(nmi_ref, rel=1e-13, abs=1e-15)
+    assert nmi == pytest.approx(
+        metrics.normalized_mutual_info_score(a, b, average_method=method), abs=1e-12
+    )
+    if n > 1:
+        rand = pair_accuracy(a, b)
+        assert rand == pytest.approx(rand_ref, rel=1e-13, abs=1e-15)
+        (tn, fp), (fn, tp) = metrics.pair_confusion_matrix(a, b)  # ordered pairs
+        assert rand == pytest.approx((tn + tp) / (tn + fp + fn + tp), abs=1e-12)
+
+
+def test_scores_edge_cases():
+    one = np.zeros(5, dtype=int)
+    many = np.arange(5)
+    # a single group in both: identical labelings
+    assert normalized_mutual_info(one, one) == 1.0
+    assert normalized_mutual_info([7], ["x"]) == 1.0
+    assert pair_accuracy(one, one) == 1.0
+    # one group against singletons: no information shared, no pair agrees
+    for method in ("arithmetic", "geometric"):
+        assert normalized_mutual_info(one, many, average_method=method) == 0.0
+        assert normalized_mutual_info(many, one, average_method=method) == 0.0
+    assert pair_accuracy(one, many) == 0.0
+    with pytest.raises(ValueError, match="empty"):
+        normalized_mutual_info([], [])
+    with pytest.raises(ValueError, match="empty"):
+        pair_accuracy(np.array([], dtype=str), np.array([], dtype=str))
+    with pytest.raises(ValueError, match="at least two samples"):
+        pair_accuracy([1], [1])
+
+
+def test_scores_of_many_classes_take_linear_memory():
+    """n = 40,000 singleton classes: a dense contingency table would hold n^2 counts
+    (12 GiB); the nonzero cells are n."""
+    import tracemalloc
+
+    n = 40_000
+    a = np.arange(n)
+    b = a // 2  # pairs of samples
+    c = np.random.default_rng(0).permutation(n).astype(str)  # singletons, other labels
+    tracemalloc.start()
+    try:
+        got = (
+            normalized_mutual_info(a, a),
+            normalized_mutual_info(a, b),
+            normalized_mutual_info(c, a, average_method="geometric"),
+            pair_accuracy(a, a),
+            pair_accuracy(a, b),
+            pair_accuracy(b, b),
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2**20, f"peak {peak / 2**20:.1f} MiB"
+    # b is a function of a, so I(a; b) = H(b) = log(n/2) and H(a) = log n; of the n(n-1)/2
+    # pairs only the n/2 inside a group of b are together in b and apart in a
+    total = n * (n - 1) / 2
+    expected = (
+        1.0,
+        2 * np.log(n / 2) / (np.log(n) + np.log(n / 2)),
+        1.0,
+        1.0,
+        (total - n / 2) / total,
+        1.0,
+    )
+    assert got == pytest.approx(expected, rel=1e-12)
+    assert got[1] == pytest.approx(metrics.normalized_mutual_info_score(a, b), rel=1e-12)
+    assert got[4] == pytest.approx(metrics.rand_score(a, b), rel=1e-12)

@@ -53,3 +53,67 @@ def test_public_function_is_not_shadowed_by_a_submodule(rng):
     G = rng.normal(size=(10, 2))
     assert callable(npr.alignment) and not isinstance(npr.alignment, type(npr))
     assert npr.alignment(G @ G.T, G @ G.T) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("centered", [True, False])
+@pytest.mark.parametrize(
+    "n, r1, r2",
+    [
+        (5, 40, 300),  # fewer samples than features: n x n kernels
+        (12, 1, 60),
+        (3, 2, 9),
+        (60, 10, 3),  # more samples than features: r x r products
+        (30, 30, 30),
+        (8, 3, 3),
+    ],
+)
+def test_factored_matches_dense_for_all_shapes(rng, n, r1, r2, centered):
+    G1 = rng.normal(size=(n, r1)) + rng.normal(size=r1)
+    G2 = rng.normal(size=(n, r2)) * rng.uniform(0.1, 3, size=r2)
+    K1, K2 = G1 @ G1.T, G2 @ G2.T
+    ref = _explicit(K1, K2, centered)
+    assert alignment(K1, K2, centered=centered) == pytest.approx(ref, rel=1e-12)
+    assert factored_alignment(G1, G2, centered=centered) == pytest.approx(ref, rel=1e-12)
+    assert factored_alignment(G2, G1, centered=centered) == pytest.approx(ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("centered", [True, False])
+@pytest.mark.parametrize(
+    "n, r1, r2",
+    [
+        (2, 10**5, 10**5),  # the r x r products would take 3 * 80 GB
+        (3, 10**5, 7),
+        (4000, 3, 2),  # the n x n kernels would take 2 * 128 MB
+    ],
+)
+def test_factored_memory_is_the_smaller_of_kernels_and_factor_products(rng, n, r1, r2, centered):
+    import tracemalloc
+
+    G1 = rng.normal(size=(n, r1)) + 0.5
+    G2 = rng.normal(size=(n, r2))
+    # beyond the inputs, a few copies of the factors (scaling, centring)
+    budget = 6 * (G1.nbytes + G2.nbytes) + 2**20
+    tracemalloc.start()
+    try:
+        got = factored_alignment(G1, G2, centered=centered)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < budget, f"peak {peak / 2**20:.1f} MiB, budget {budget / 2**20:.1f} MiB"
+    if n < 100:
+        ref = _explicit(G1 @ G1.T, G2 @ G2.T, centered)
+    else:
+        # the explicit 4000 x 4000 kernels (and H) would take most of a GB: use the identity
+        # <A A^T, B B^T>_F = ||A^T B||_F^2 with the centring written out, in extended precision
+        A = G1 - G1.mean(0) if centered else G1
+        B = G2 - G2.mean(0) if centered else G2
+        AtB, AtA, BtB = (np.longdouble(X.T) @ np.longdouble(Y) for X, Y in ((A, B), (A, A), (B, B)))
+        ref = float(np.sum(AtB**2) / np.sqrt(np.sum(AtA**2) * np.sum(BtB**2)))
+    assert got == pytest.approx(ref, rel=1e-12)
+
+
+def test_factored_ones_uncentred_is_one():
+    G = np.ones((2, 10**5))
+    assert factored_alignment(G, G, centered=False) == pytest.approx(1.0, rel=1e-15)
+    with pytest.raises(ValueError, match="zero Frobenius norm"):
+        factored_alignment(G, G)  # zero after centring
