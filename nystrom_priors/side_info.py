@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_random_state, check_scalar
+from ._validation import check_random_state, check_scalar, is_sparse
 
 __all__ = [
     "Labels",
@@ -34,6 +34,8 @@ __all__ = [
     "check_pairs_agree_with_labels",
     "labels_to_pairs",
 ]
+
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,11 @@ class Labels:
         return Y
 
 
+def _given(v: Any) -> Any:
+    """A value as the user gave it, as a plain Python number (no ``np.int64(...)`` repr)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
 def _as_label_array(y: Any) -> np.ndarray:
     """``y`` as a numpy array, without importing pandas.
 
@@ -74,6 +81,12 @@ def _as_label_array(y: Any) -> np.ndarray:
     mixing strings and numbers becomes an object array (``np.asarray`` would turn the marker
     ``-1`` into the string ``'-1'``).
     """
+    if is_sparse(y):
+        raise TypeError(
+            "y must be a dense 1-D array of class labels (one per sample, -1 for unlabeled), "
+            f"got a sparse matrix of type {type(y).__name__} and shape {y.shape}; sparse "
+            "labels are not accepted: pass a dense array, e.g. y.toarray().ravel()."
+        )
     if type(y).__module__.startswith("pandas") and hasattr(y, "to_numpy"):
         dtype = getattr(y, "dtype", None)
         return y.to_numpy() if isinstance(dtype, np.dtype) else y.to_numpy(dtype=object)
@@ -143,6 +156,13 @@ def _labeled_values(values: np.ndarray) -> np.ndarray:
     kind = next(iter(kinds))
     if kind == "number":
         if all(isinstance(v, numbers.Integral) for v in values):
+            big = next((v for v in values if not _INT64_MIN <= v <= _INT64_MAX), None)
+            if big is not None:  # Python ints; int64 would raise a bare OverflowError
+                raise ValueError(
+                    f"y holds the integer label {_given(big)!r}, outside the int64 range "
+                    f"[{_INT64_MIN}, {_INT64_MAX}]; use smaller integers or strings as class "
+                    "labels."
+                )
             return values.astype(np.int64)
         return values.astype(np.float64)
     if kind == "str":
@@ -260,6 +280,81 @@ def all_unlabeled(y: Any, n_samples: int) -> bool:
         return False
 
 
+def _pair_rows(
+    pairs: Any, n_samples: int, *, name: str, empty: str, allow_self: bool, signs: str
+) -> np.ndarray:
+    """Index rows ``[i, j, sign]`` as an (k, 3) int64 array, checked before any cast.
+
+    Shape, dtype, the range of ``i`` and ``j``, self pairs (unless ``allow_self``) and the
+    signs (+-1, described by ``signs``) are checked on the values as given: casting first
+    would wrap an uint64 ``2**64 - 1`` to the sign -1 or a float ``inf`` to ``-2**63``.
+    Messages show the offending row as given.
+    """
+    form = f"{name} must be an integer array of shape (k, 3) with rows [i, j, +1 or -1]"
+    if is_sparse(pairs):
+        raise TypeError(
+            f"{form}, a dense array; got a sparse matrix of type {type(pairs).__name__} and "
+            f"shape {pairs.shape}. Sparse {name} are not accepted: pass a dense array, e.g. "
+            f"{name}.toarray()."
+        )
+    try:
+        arr = np.asarray(pairs)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"{form}; got a ragged sequence ({exc}).") from None
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise ValueError(f"{form}, got shape {arr.shape}.")
+    if arr.shape[0] == 0:
+        raise ValueError(empty)
+
+    def row(k: int) -> list:
+        return [_given(v) for v in arr[k].tolist()]
+
+    kind = arr.dtype.kind
+    if kind == "f":
+        finite = np.isfinite(arr).all(axis=1)
+        if not finite.all():
+            k = int(np.flatnonzero(~finite)[0])
+            raise ValueError(
+                f"{name}[{k}] = {row(k)} is not finite; indices must be integers in "
+                f"[0, {n_samples - 1}] and signs {signs}."
+            )
+        fractional = (arr != np.round(arr)).any(axis=1)
+        if fractional.any():
+            k = int(np.flatnonzero(fractional)[0])
+            raise TypeError(
+                f"{name} must hold integers, got dtype {arr.dtype} with a fractional value "
+                f"in {name}[{k}] = {row(k)}."
+            )
+    elif kind == "O":
+        # Python integers beyond the int64 range (numpy keeps them as objects): compared
+        # exactly below; anything else is refused
+        if not all(
+            isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+            for v in arr.flat
+        ):
+            raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}.")
+    elif kind not in "iu":
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}.")
+    idx, s = arr[:, :2], arr[:, 2]
+    bad = ((idx < 0) | (idx >= n_samples)).any(axis=1)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name}[{k}] = {row(k)} references a sample out of range; indices must be "
+            f"in [0, {n_samples - 1}]."
+        )
+    if not allow_self:
+        same = idx[:, 0] == idx[:, 1]
+        if same.any():
+            k = int(np.flatnonzero(same)[0])
+            raise ValueError(f"{name}[{k}] = {row(k)} pairs a sample with itself.")
+    ok = (s == 1) | (s == -1)
+    if not ok.all():
+        k = int(np.flatnonzero(~ok)[0])
+        raise ValueError(f"{name}[{k}] = {row(k)} has sign {row(k)[2]}; use {signs}.")
+    return arr.astype(np.int64)  # every value is now in [-1, n_samples): exact
+
+
 def check_pairs(
     pairs: Any, n_samples: int, *, name: str = "pairs", return_index: bool = False
 ) -> Any:
@@ -267,37 +362,20 @@ def check_pairs(
 
     Duplicated constraints are removed with a warning; a pair given both as must-link and as
     cannot-link, a self pair, an index out of range or a sign other than +-1 raise
-    ``ValueError``. With ``return_index`` also return the rows of the input that were kept
-    (the first of each duplicate), so per-pair data can follow the pairs.
+    ``ValueError``; so do a non-finite value and (``TypeError``) a non-integer dtype or a sparse
+    matrix. Values are checked as given, before the cast to int64 (an uint64 ``2**64 - 1`` is
+    refused, never read as -1). With ``return_index`` also return the rows of the input that
+    were kept (the first of each duplicate), so per-pair data can follow the pairs.
     """
-    arr = np.asarray(pairs)
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        raise ValueError(
-            f"{name} must be an integer array of shape (k, 3) with rows [i, j, +1 or -1], got "
-            f"shape {arr.shape}."
-        )
-    if arr.shape[0] == 0:
-        raise ValueError(f"{name} is empty; give at least one constraint.")
-    if arr.dtype.kind not in "iuf" or (arr.dtype.kind == "f" and not np.all(arr == np.round(arr))):
-        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}.")
-    arr = arr.astype(np.int64)
+    arr = _pair_rows(
+        pairs,
+        n_samples,
+        name=name,
+        empty=f"{name} is empty; give at least one constraint.",
+        allow_self=False,
+        signs="+1 (must-link) or -1 (cannot-link)",
+    )
     i, j, s = arr[:, 0], arr[:, 1], arr[:, 2]
-    bad = (i < 0) | (i >= n_samples) | (j < 0) | (j >= n_samples)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"{name}[{k}] = {arr[k].tolist()} references a sample out of range; indices must be "
-            f"in [0, {n_samples - 1}]."
-        )
-    if (i == j).any():
-        k = int(np.flatnonzero(i == j)[0])
-        raise ValueError(f"{name}[{k}] = {arr[k].tolist()} pairs a sample with itself.")
-    if not np.isin(s, (-1, 1)).all():
-        k = int(np.flatnonzero(~np.isin(s, (-1, 1)))[0])
-        raise ValueError(
-            f"{name}[{k}] = {arr[k].tolist()} has sign {s[k]}; use +1 (must-link) or -1 "
-            "(cannot-link)."
-        )
     lo, hi = np.minimum(i, j), np.maximum(i, j)
     canon = np.stack([lo, hi, s], axis=1)
     uniq, first = np.unique(canon, axis=0, return_index=True)

@@ -169,3 +169,230 @@ def test_pairs_repeating_label_pairs_are_merged_silently():
             init="linear", gamma=1.0, max_iter=5, n_constraints=7000, random_state=0
         ).fit(X, y, pairs=pairs)
     assert np.unique(model.pairs_[:, :2], axis=0).shape[0] == model.pairs_.shape[0]
+
+
+# ----- index, sign and bound values are checked as given, before any cast ---------------------
+
+_RNG = np.random.default_rng(5)
+_X = _RNG.normal(size=(40, 4))
+_PAIRS = np.array([[0, 1, 1], [2, 3, -1], [4, 5, 1], [6, 7, -1], [8, 9, 1]])
+_LEARNERS = {
+    "LogDet": lambda: npr.LogDetKernelLearner(init="linear", max_iter=5),
+    "VonNeumann": lambda: npr.VonNeumannKernelLearner(init="linear", max_iter=5),
+    "BCDNPKL": lambda: npr.BCDNPKL(max_iter=5),
+    "GeneralizedNystrom": lambda: npr.GeneralizedNystrom(n_landmarks=10, lam=1.0),
+}
+
+
+def _rows(p):
+    return p.shape[0] if hasattr(p, "shape") else len(p)
+
+
+def _pair_users():
+    """Every public path that reads index pairs: fit(pairs=) of each learner,
+    distance_bounds, and LogDet's similarity_pairs (its own checker)."""
+    users = {
+        name: (lambda p, _m=make: _m().fit(_X, pairs=p), "pairs")
+        for name, make in _LEARNERS.items()
+    }
+    users["distance_bounds"] = (
+        lambda p: npr.distance_bounds(_X, p, rule="relative"),
+        "pairs",
+    )
+    users["similarity_pairs"] = (
+        lambda p: npr.LogDetKernelLearner(init="linear", max_iter=5).fit(
+            _X, pairs=_PAIRS, similarity_pairs=p, similarity_bounds=np.ones(_rows(p))
+        ),
+        "similarity_pairs",
+    )
+    return users
+
+
+PAIR_USERS = _pair_users()
+
+
+@pytest.mark.parametrize("user", PAIR_USERS)
+def test_uint64_sign_is_not_wrapped_to_minus_one(user):
+    call, name = PAIR_USERS[user]
+    pairs = np.array([[0, 1, 1], [2, 3, 2**64 - 1]], dtype=np.uint64)
+    with pytest.raises(
+        ValueError,
+        match=rf"{name}\[1\] = \[2, 3, 18446744073709551615\] has sign 18446744073709551615; "
+        r"use \+1 .* or -1",
+    ):
+        call(pairs)
+
+
+@pytest.mark.parametrize("user", PAIR_USERS)
+def test_uint64_index_is_reported_as_given(user):
+    call, name = PAIR_USERS[user]
+    pairs = np.array([[0, 2**64 - 1, 1], [2, 3, 1]], dtype=np.uint64)
+    with pytest.raises(
+        ValueError,
+        match=rf"{name}\[0\] = \[0, 18446744073709551615, 1\] references a sample out of "
+        r"range; indices must be in \[0, 39\]",
+    ):
+        call(pairs)
+
+
+@pytest.mark.parametrize("user", PAIR_USERS)
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_non_finite_index_is_reported_as_given(user, bad):
+    call, name = PAIR_USERS[user]
+    pairs = np.array([[0, 1, 1], [2, bad, -1]])
+    with pytest.raises(
+        ValueError, match=rf"{name}\[1\] = \[2.0, {bad!r}, -1.0\] is not finite"
+    ) as info:
+        call(pairs)
+    assert "9223372036854775808" not in str(info.value)
+
+
+@pytest.mark.parametrize("user", PAIR_USERS)
+def test_python_int_beyond_int64_is_reported_as_given(user):
+    call, name = PAIR_USERS[user]
+    big = 2**70  # numpy keeps it as an object array
+    with pytest.raises(ValueError, match=rf"{name}\[1\] = \[2, 3, {big}\] has sign {big}"):
+        call([[0, 1, 1], [2, 3, big]])
+
+
+@pytest.mark.parametrize("user", PAIR_USERS)
+@pytest.mark.parametrize(
+    "to_sparse",
+    [
+        pytest.param(lambda a: __import__("scipy.sparse").sparse.csr_matrix(a), id="csr_matrix"),
+        pytest.param(lambda a: __import__("scipy.sparse").sparse.coo_array(a), id="coo_array"),
+    ],
+)
+def test_sparse_pairs_are_refused_by_name(user, to_sparse):
+    call, name = PAIR_USERS[user]
+    sparse_pairs = to_sparse(_PAIRS)
+    kind = type(sparse_pairs).__name__
+    with pytest.raises(
+        TypeError,
+        match=rf"{name} must be an integer array .*a dense array; got a sparse matrix of type "
+        rf"{kind} and shape \(5, 3\)\. Sparse {name} are not accepted: .*\.toarray\(\)",
+    ):
+        call(sparse_pairs)
+
+
+def test_valid_pairs_of_any_integer_dtype_are_read_alike():
+    from nystrom_priors.side_info import check_pairs
+
+    pairs = np.array([[3, 1, 1], [2, 4, 1], [0, 5, 1]])
+    expected = check_pairs(pairs, 6)
+    for given in (
+        pairs.astype(np.uint64),
+        pairs.astype(np.uint8),
+        pairs.astype(np.int32),
+        pairs.astype(np.float64),
+        pairs.astype(object),
+        pairs.tolist(),
+    ):
+        got = check_pairs(given, 6)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_fractional_and_ragged_pairs_name_the_row():
+    from nystrom_priors.side_info import check_pairs
+
+    with pytest.raises(
+        TypeError,
+        match=r"pairs must hold integers, got dtype float64 .*"
+        r"pairs\[1\] = \[2.0, 3.5, 1.0\]",
+    ):
+        check_pairs(np.array([[0, 1, 1], [2, 3.5, 1]]), 6)
+    with pytest.raises(
+        ValueError,
+        match=r"pairs must be an integer array of shape \(k, 3\).*"
+        "got a ragged sequence",
+    ):
+        check_pairs([[0, 1, 1], [2, 3]], 6)
+
+
+@pytest.mark.parametrize(
+    "bounds, shown",
+    [
+        (["a"] * 5, r"bounds\[0\] = 'a' \(str"),
+        ([1.0, 2.0, "a", 1.0, 1.0], r"bounds\[2\] = 'a' \(str"),  # numpy turns all to strings
+        (["1.5"] * 5, r"bounds\[0\] = '1.5' \(str"),  # not parsed silently
+        (np.ones(5) + 1j, r"bounds\[0\] = \(1\+1j\) \(complex"),  # not truncated silently
+        (np.ones(5, dtype=bool), r"bounds\[0\] = True \(bool"),
+        ([1.0, None, 1.0, 1.0, 1.0], r"bounds\[1\] = None \(NoneType"),
+    ],
+)
+def test_non_numeric_bounds_name_the_parameter(bounds, shown):
+    with pytest.raises(
+        TypeError,
+        match=r"^bounds must hold real numbers \(int or float\), one "
+        r"bound per pair; got " + shown,
+    ):
+        npr.LogDetKernelLearner(init="linear", max_iter=5).fit(_X, pairs=_PAIRS, bounds=bounds)
+
+
+def test_non_numeric_similarity_bounds_name_the_parameter():
+    with pytest.raises(
+        TypeError,
+        match=r"similarity_bounds must hold real numbers .*"
+        r"similarity_bounds\[0\] = 'a'",
+    ):
+        npr.LogDetKernelLearner(init="linear", max_iter=5).fit(
+            _X, pairs=_PAIRS, similarity_pairs=[[0, 1, 1]], similarity_bounds=["a"]
+        )
+
+
+def test_sparse_bounds_are_refused_by_name():
+    from scipy import sparse
+
+    with pytest.raises(
+        TypeError,
+        match=r"bounds must be an array of shape \(5,\) .*a dense "
+        r"array of real numbers; got a sparse matrix of type csr_matrix",
+    ):
+        npr.LogDetKernelLearner(init="linear", max_iter=5).fit(
+            _X, pairs=_PAIRS, bounds=sparse.csr_matrix(np.ones((1, 5)))
+        )
+
+
+@pytest.mark.filterwarnings("ignore::nystrom_priors.ConvergenceWarning")
+def test_numeric_bounds_of_any_numeric_dtype_are_accepted():
+    fits = [
+        npr.LogDetKernelLearner(init="linear", gamma=1.0, max_iter=5).fit(
+            _X, pairs=_PAIRS, bounds=b
+        )
+        for b in (np.full(5, 2.0), np.full(5, 2), [2, 2.0, 2, 2.0, 2], np.full(5, 2.0, object))
+    ]
+    for model in fits[1:]:
+        np.testing.assert_array_equal(model.bounds_, fits[0].bounds_)
+
+
+@pytest.mark.parametrize("learner", _LEARNERS)
+@pytest.mark.parametrize("shape", [(1, 40), (40, 1)])
+def test_sparse_labels_are_refused_by_name(learner, shape):
+    from scipy import sparse
+
+    y = sparse.csr_matrix((np.arange(40) % 3).reshape(shape))
+    with pytest.raises(
+        TypeError,
+        match=rf"y must be a dense 1-D array of class labels .*got a sparse matrix of type "
+        rf"csr_matrix and shape \({shape[0]}, {shape[1]}\); sparse labels are not accepted: "
+        r".*y\.toarray\(\)\.ravel\(\)",
+    ):
+        _LEARNERS[learner]().fit(_X, y)
+
+
+def test_sparse_labels_are_refused_by_labels_to_pairs():
+    from scipy import sparse
+
+    with pytest.raises(TypeError, match=r"y must be a dense 1-D array .*sparse matrix"):
+        labels_to_pairs(sparse.csr_matrix(np.array([[0, 1, 1, 0]])))
+
+
+def test_integer_label_beyond_int64_is_refused_by_value():
+    y = np.array([2**70] * 20 + [1] * 19 + [-1], dtype=object)
+    with pytest.raises(
+        ValueError,
+        match=r"y holds the integer label 1180591620717411303424, "
+        r"outside the int64 range",
+    ):
+        _LEARNERS["GeneralizedNystrom"]().fit(_X, y)

@@ -27,16 +27,18 @@ principal directions when ``rank < d``) the learner is kernelised ITML: the lear
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any
 
 import numpy as np
 
 from .._base import BaseEstimator, FactorTransformMixin
-from .._validation import check_option, check_scalar
+from .._validation import check_option, check_scalar, is_sparse
 from ..exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
 from ..nystrom import _LandmarkKernelMixin
 from ..side_info import (
+    _pair_rows,
     check_labels,
     check_pairs,
     check_pairs_agree_with_labels,
@@ -82,38 +84,55 @@ def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
 
 
 def _check_similarity_pairs(pairs: Any, n: int) -> np.ndarray:
-    arr = np.asarray(pairs)
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        raise ValueError(
-            "similarity_pairs must be an integer array of shape (k, 3) with rows [i, j, +1 or "
-            f"-1], got shape {arr.shape}."
-        )
-    if arr.shape[0] == 0:
-        raise ValueError("similarity_pairs is empty; give at least one constraint or None.")
-    if arr.dtype.kind not in "iuf" or (arr.dtype.kind == "f" and not np.all(arr == np.round(arr))):
-        raise TypeError(f"similarity_pairs must hold integers, got dtype {arr.dtype}.")
-    arr = arr.astype(np.int64)
-    bad = (arr[:, :2] < 0).any(axis=1) | (arr[:, :2] >= n).any(axis=1)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"similarity_pairs[{k}] = {arr[k].tolist()} references a sample out of range; "
-            f"indices must be in [0, {n - 1}]."
-        )
-    if not np.isin(arr[:, 2], (-1, 1)).all():
-        k = int(np.flatnonzero(~np.isin(arr[:, 2], (-1, 1)))[0])
-        raise ValueError(
-            f"similarity_pairs[{k}] = {arr[k].tolist()} has sign {arr[k, 2]}; use +1 "
-            "(K_ij >= bound) or -1 (K_ij <= bound)."
-        )
+    """Similarity constraints ``[i, j, +-1]`` as int64 with ``i <= j`` (``i == j`` bounds a
+    diagonal entry); values are checked as given, before the cast (see ``_pair_rows``)."""
+    arr = _pair_rows(
+        pairs,
+        n,
+        name="similarity_pairs",
+        empty="similarity_pairs is empty; give at least one constraint or None.",
+        allow_self=True,
+        signs="+1 (K_ij >= bound) or -1 (K_ij <= bound)",
+    )
     return np.concatenate([np.sort(arr[:, :2], axis=1), arr[:, 2:]], axis=1)
 
 
 def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarray:
-    b = np.asarray(bounds, dtype=np.float64) if bounds is not None else None
-    if b is None or b.shape != (k,):
-        got = "None" if b is None else f"shape {b.shape}"
-        raise ValueError(f"{name} must be an array of shape ({k},) (one per pair), got {got}.")
+    """``bounds`` as a float64 array of shape (k,): real numbers (not strings, booleans or
+    complex numbers, which a cast would parse or truncate), finite, and > 0 if ``positive``."""
+    form = f"{name} must be an array of shape ({k},) (one per pair)"
+    if bounds is None:
+        raise ValueError(f"{form}, got None.")
+    if is_sparse(bounds):
+        raise TypeError(
+            f"{form}, a dense array of real numbers; got a sparse matrix of type "
+            f"{type(bounds).__name__} and shape {bounds.shape}: pass a dense array."
+        )
+    try:
+        raw = np.asarray(bounds)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"{form}, got a ragged sequence ({exc}).") from None
+    if raw.shape != (k,):
+        raise ValueError(f"{form}, got shape {raw.shape}.")
+    if raw.dtype.kind not in "iuf":
+        # the entries as given (a list mixing numbers and strings becomes all strings)
+        given = np.asarray(bounds, dtype=object).reshape(-1)
+        bad = next(
+            (
+                t
+                for t, v in enumerate(given)
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real)
+            ),
+            None,
+        )
+        if bad is not None:
+            v = given[bad]
+            v = v.item() if isinstance(v, np.generic) else v
+            raise TypeError(
+                f"{name} must hold real numbers (int or float), one bound per pair; got "
+                f"{name}[{bad}] = {v!r} ({type(v).__name__}, array dtype {raw.dtype})."
+            )
+    b = raw.astype(np.float64)
     if not np.all(np.isfinite(b)):
         k0 = int(np.flatnonzero(~np.isfinite(b))[0])
         raise ValueError(f"{name} must be finite, got {name}[{k0}] = {float(b[k0])!r}.")
@@ -279,16 +298,13 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             blocks.append(lp)
             bound_blocks.append(None)
         if pairs is not None:
-            user = np.asarray(pairs)
-            if bounds is not None:
-                braw = np.asarray(bounds, dtype=np.float64)
-                k_raw = user.shape[0] if user.ndim == 2 else -1
-                _check_bounds(braw, k_raw, "bounds", positive=True)
-            checked, kept = check_pairs(user, n, return_index=True)
+            checked, kept = check_pairs(pairs, n, return_index=True)
+            if bounds is not None:  # one per given row, duplicates included
+                braw = _check_bounds(bounds, np.shape(pairs)[0], "bounds", positive=True)
             if y is not None:  # against the labels, not the pairs drawn from them
                 check_pairs_agree_with_labels(checked, kept, check_labels(y, n), n)
             blocks.append(checked)
-            bound_blocks.append(None if bounds is None else np.asarray(bounds, float)[kept])
+            bound_blocks.append(None if bounds is None else braw[kept])
         elif bounds is not None:
             raise ValueError("bounds were given without pairs.")
         if not blocks and sim_pairs is None:
