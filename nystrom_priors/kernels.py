@@ -70,6 +70,20 @@ class KernelSpec:
     degree: int = 3
     coef0: float = 1.0
 
+    def __post_init__(self) -> None:
+        # a spec built directly (not by make_kernel) gets the same checks: a NaN, zero or
+        # negative gamma would give NaN, a division by zero or a kernel that is not PSD deep
+        # inside the computation
+        name = _canonical_name(self.name)
+        object.__setattr__(self, "name", name)
+        if name in ("rbf", "laplacian", "poly"):
+            g = check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=False)
+            object.__setattr__(self, "gamma", float(g))
+        if name == "poly":
+            deg = check_scalar(self.degree, "degree", kind="int", lo=1, hi=64)
+            object.__setattr__(self, "degree", int(deg))
+            object.__setattr__(self, "coef0", float(check_scalar(self.coef0, "coef0")))
+
     @property
     def code(self) -> int:
         return KERNEL_CODES[self.name]

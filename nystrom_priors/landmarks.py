@@ -318,6 +318,13 @@ def select_landmarks(
     m = _check_n_landmarks(n_landmarks, n)
     max_iter = int(check_scalar(max_iter, "max_iter", kind="int", lo=0))
     rng = check_random_state(random_state)
+    # checked whatever the method: a value a method ignores is still a mistake to report
+    if sample_size is not None:
+        check_scalar(sample_size, "sample_size", kind="int", lo=1)
+    from .kernels import KernelSpec, _canonical_name
+
+    if not isinstance(kernel, KernelSpec):
+        _canonical_name(kernel)
     if method == "uniform":
         idx = np.sort(rng.choice(n, size=m, replace=False))
         return src.take(idx)

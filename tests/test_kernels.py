@@ -19,7 +19,7 @@ from nystrom_priors import (
     make_kernel,
     mean_squared_distance,
 )
-from nystrom_priors.kernels import mean_l1_distance
+from nystrom_priors.kernels import KernelSpec, mean_l1_distance
 
 KERNELS = ["rbf", "laplacian", "linear", "poly", "cosine"]
 PATHS = ["fused", "blas", "twophase"]
@@ -393,3 +393,33 @@ def test_mean_squared_distance_is_exactly_equivariant_to_the_scale(exponent):
     assert mean_squared_distance(np.ldexp(X, exponent)) == np.ldexp(b, 2 * exponent)
     assert mean_squared_distance(np.ldexp(X, 1015)) == np.inf
     assert mean_squared_distance(np.ldexp(X, -1060)) == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(name="rbf", gamma=float("nan")), ValueError, "gamma must be a number"),
+        (dict(name="rbf", gamma=float("inf")), ValueError, "gamma must be finite"),
+        (dict(name="rbf", gamma=-1.0), ValueError, r"gamma must be in \(0, inf\)"),
+        (dict(name="laplacian", gamma=0.0), ValueError, r"gamma must be in \(0, inf\)"),
+        (dict(name="poly", gamma=1.0, degree=2.5), TypeError, "degree must be an integer"),
+        (dict(name="poly", gamma=1.0, degree="2"), TypeError, "degree must be an integer"),
+        (dict(name="poly", gamma=1.0, coef0=float("nan")), ValueError, "coef0"),
+        (dict(name="bogus", gamma=1.0), ValueError, "Unknown kernel 'bogus'"),
+    ],
+)
+def test_a_kernel_spec_built_directly_is_validated(kwargs, error, match):
+    # built without make_kernel, a spec used to reach the computation: NaN kernels, a
+    # non-PSD "rbf" for gamma < 0, ZeroDivisionError / LinAlgError inside Nystrom.fit
+    with pytest.raises(error, match=match):
+        KernelSpec(**kwargs)
+
+
+def test_a_kernel_spec_accepts_the_aliases_and_equals_make_kernels(rng):
+    spec = KernelSpec("Gaussian", gamma=0.5)
+    assert spec == make_kernel("rbf", gamma=0.5) and spec.code == make_kernel("rbf", gamma=1).code
+    X = rng.normal(size=(30, 4))
+    assert np.array_equal(extrapolate(X, X[:5], kernel=spec), extrapolate(X, X[:5], gamma=0.5))
+    poly = KernelSpec("polynomial", gamma=0.25, degree=np.int64(2), coef0=np.float32(0.5))
+    assert poly == make_kernel("poly", gamma=0.25, degree=2, coef0=0.5)
+    assert type(poly.degree) is int and type(poly.coef0) is float

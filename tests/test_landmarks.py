@@ -263,3 +263,15 @@ def test_seeding_batches_keep_the_potential_of_plain_kmeanspp(monkeypatch):
     a, b = pots[1], pots[2**30]
     se = np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
     assert abs(a.mean() - b.mean()) < 4 * se
+
+
+@pytest.mark.parametrize("method", ["uniform", "kmeans", "kmeans++"])
+def test_parameters_a_method_ignores_are_still_checked(method):
+    # the kernel and the sample size of another method were silently accepted
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    with pytest.raises(ValueError, match="Unknown kernel 'bogus'"):
+        select_landmarks(X, 5, method=method, kernel="bogus")
+    with pytest.raises(ValueError, match=r"sample_size must be in \[1, inf\), got 0"):
+        select_landmarks(X, 5, method=method, sample_size=0)
+    a = select_landmarks(X, 5, method=method, kernel="gaussian", random_state=0)
+    assert np.array_equal(a, select_landmarks(X, 5, method=method, random_state=0))
