@@ -104,7 +104,7 @@ def run(args, max_iter, tol, certify, verbose, gap):
     dual = args[-1]
     obj[0] = objective(*args[:-1])
     state = np.zeros(1, dtype=np.int64)
-    n, converged, threshold, value = 0, False, tol, np.inf
+    n, converged, threshold, value, stalled = 0, False, tol, np.inf, False
     with Progress(verbose, max_iter, "BCDNPKL sweeps", "sweep") as progress:
         while n < max_iter and not converged:
             if n + 1 == obj.size:  # full: room for twice as many sweeps, up to max_iter
@@ -120,6 +120,7 @@ def run(args, max_iter, tol, certify, verbose, gap):
                 converged = value <= tol
                 # stalled at round-off without a certificate: give up rather than spin
                 if not converged and threshold < 1e-15:
+                    stalled = True
                     break
                 threshold *= 0.1
             else:
@@ -130,9 +131,15 @@ def run(args, max_iter, tol, certify, verbose, gap):
     if not converged:
         what = "relative duality gap" if certify else "relative objective decrease"
         last = value if certify else abs(obj[n - 1] - obj[n]) / abs(obj[n])
+        why = (
+            f"stalled at round-off after {n} sweeps (relative duality gap {last:.3g}, "
+            f"tol={tol}): more sweeps cannot lower it; increase tol"
+            if stalled
+            else f"did not converge in max_iter={max_iter} sweeps (last {what} {last:.3g}, "
+            f"tol={tol}); increase max_iter or tol"
+        )
         warnings.warn(
-            f"BCDNPKL did not converge in max_iter={max_iter} sweeps (last {what} "
-            f"{last:.3g}, tol={tol}); increase max_iter or tol.",
+            f"BCDNPKL {why}.",
             ConvergenceWarning,
             stacklevel=3,
         )

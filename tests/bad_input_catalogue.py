@@ -316,7 +316,7 @@ _BAD_SCALARS = [
     ("LogDetKernelLearner", "gamma", float("nan"), r"gamma must be a number, got NaN"),
     ("LogDetKernelLearner", "tol", float("nan"), r"tol must be a number, got NaN"),
     ("LogDetKernelLearner", "max_iter", 0, r"max_iter must be in \[1, inf\), got 0"),
-    ("BCDNPKL", "C", -1.0, r"C must be in \(0, inf\), got -1.0"),
+    ("BCDNPKL", "C", -1.0, r"C must be in \[1e-300, 1e\+300\], got -1.0"),
     ("BCDNPKL", "C", float("nan"), r"C must be a number, got NaN"),
     ("BCDNPKL", "loss", "l1", r"loss must be one of .*got 'l1'"),
     ("BCDNPKL", "n_neighbors", 40, r"n_neighbors=40 must be < n_samples=40"),

@@ -459,6 +459,38 @@ def test_large_rank_warns_naming_it():
     )
 
 
+def test_a_rank_above_the_constrained_samples_is_capped_with_a_warning():
+    """Z = V V^T on the constrained samples has rank <= their number whatever r: a larger
+    rank is capped (a huge one must not be allocated), with the same kernel as at the cap."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 4))
+    y = np.arange(40) % 3
+    with pytest.warns(UserWarning, match=r"rank=1000000000 exceeds the 40 constrained"):
+        huge = BCDNPKL(rank=10**9, random_state=0).fit(X, y)
+    capped = BCDNPKL(rank=40, random_state=0).fit(X, y)
+    assert huge.rank_ == capped.rank_ == 40
+    assert np.array_equal(huge.embedding_, capped.embedding_)
+
+
+@pytest.mark.parametrize("C", [1e308, 1e307, 5e-324, 1e-310])
+def test_C_outside_float64s_working_range_is_refused(C):
+    # 1e307 and up overflowed the certificate (its eigh saw inf); 5e-324 left the default
+    # delta = C / 2 at 0 (a message about a delta nobody passed). 1e300 is certified
+    # (test_extremes)
+    X = np.random.default_rng(5).normal(size=(30, 3))
+    with pytest.raises(ValueError, match=r"C must be in \[1e-300, 1e\+300\]"):
+        BCDNPKL(C=C).fit(X, np.arange(30) % 2)
+
+
+def test_a_stalled_run_says_more_sweeps_do_not_help():
+    # a negligible loss weight: the optimum is Z ~ 0 and the relative gap cannot shrink; BCD
+    # gives up long before max_iter, and the warning must not advise raising max_iter
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    with pytest.warns(ConvergenceWarning, match="stalled at round-off.*increase tol") as rec:
+        m = BCDNPKL(C=1e-100, max_iter=100000, random_state=0).fit(X, np.arange(40) % 3)
+    assert m.n_iter_ < 100000 and not any("max_iter" in str(w.message) for w in rec)
+
+
 def test_moderate_settings_do_not_warn():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(500, 2))
