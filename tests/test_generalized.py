@@ -645,11 +645,14 @@ def test_lam_far_outside_the_data_scale(rng, solver):
     if solver == "auto":
         fit_kw["y"] = y
     kw = dict(n_landmarks=20, solver=solver, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        huge = GeneralizedNystrom(lam=1e300, **kw).fit(X, **fit_kw)
-    np.testing.assert_array_equal(huge.S_, psd._sym(huge.S0_))  # fit symmetrises S
-    assert huge.n_iter_ == 0 and huge.converged_ and 0.0 <= huge.certificate_ < 1e-200
+    # up to float64's top, where 2 lam overflowed in the certificate (NaN: the solvers ran and
+    # raised LinAlgError or ZeroDivisionError)
+    for lam in (1e300, 1e308, np.finfo(np.float64).max):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            huge = GeneralizedNystrom(lam=lam, **kw).fit(X, **fit_kw)
+        np.testing.assert_array_equal(huge.S_, psd._sym(huge.S0_))  # fit symmetrises S
+        assert huge.n_iter_ == 0 and huge.converged_ and 0.0 <= huge.certificate_ < 1e-200
     floor = solve._LAM_RANGE * huge.lam_scale_
     for lam in (1e-300, floor / 10.0):
         with pytest.warns(UserWarning, match=r"below mu_max\^2 \* eps = .*Solving at lam="):
@@ -661,6 +664,11 @@ def test_lam_far_outside_the_data_scale(rng, solver):
         ValueError, match=r"lam_grid exponents must be in \[-15.65, 15.65\].*got -20 to 0"
     ):
         GeneralizedNystrom(lam="nka", lam_grid=[-20, 0], **kw).fit(X, **fit_kw)
+    # a grid's length is bounded before anything is allocated for it (10**6 exponents: a
+    # 3 GiB loss array after a minute)
+    with pytest.raises(ValueError, match="lam_grid has 1000000 exponents; at most 100"):
+        GeneralizedNystrom(lam_grid=np.linspace(-5, 5, 10**6), **kw).fit(X, **fit_kw)
+    GeneralizedNystrom(lam_grid=np.linspace(-5, 5, 100), max_iter=50, **kw)._check_params()
 
 
 def test_gradient_matches_finite_differences(rng):

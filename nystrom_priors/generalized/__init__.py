@@ -101,6 +101,8 @@ from ._solver import _LAM_RANGE, _solve_lam
 __all__ = ["GeneralizedNystrom"]
 
 _SOLVERS = ("auto", "onestep", "newton", "apg", "pgd")
+# lam_grid's length: its 31 decades at a third of a decade, far finer than the folds resolve
+_MAX_GRID = 100
 
 
 def _floored(lam: float, scale: float) -> float:
@@ -161,7 +163,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         certificate meets ``tol``.
     lam_grid : array-like of float, optional
         Exponents e of the grid ``mu_max^2 * 10^e``; default ``-12, -10, ..., 0``. Within
-        ``|e| <= -log10(eps) = 15.65``.
+        ``|e| <= -log10(eps) = 15.65``, at most ``_MAX_GRID`` (100) of them: every exponent
+        costs a solve per cross-validation round and a held-out loss per labeled sample.
     solver : {"auto", "onestep", "newton", "apg", "pgd"}, default="auto"
         ``"onestep"``: the closed-form one-step model (labels only); the others solve J
         exactly: the dual semismooth Newton-CG, the preconditioned accelerated projected
@@ -311,6 +314,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             raise ValueError(
                 "lam_grid must be a non-empty 1-D array of finite exponents, got "
                 f"{self.lam_grid!r}."
+            )
+        if grid.size > _MAX_GRID:
+            raise ValueError(
+                f"lam_grid has {grid.size} exponents; at most {_MAX_GRID} are accepted (each "
+                "costs a solve per cross-validation round and a held-out loss per labeled "
+                "sample; the default has 7). Pass a coarser grid."
             )
         e_max = -np.log10(_LAM_RANGE)
         if np.abs(grid).max() > e_max:

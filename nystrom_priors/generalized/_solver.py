@@ -134,9 +134,10 @@ def _rescale_dual(R, factor: float):
 def _prior_gap(prob: _Problem, lam: float) -> float:
     """Certified relative gap of S = S0: J is 2 lam-strongly convex and grad J(S0) is the data
     term's gradient alone, so ``J(S0) - min J <= ||grad J(S0)||^2 / (4 lam)`` (the unconstrained
-    minimum bounds the PSD one). No solver coordinates are formed: finite at any lam."""
-    g = prob.grad(prob.S0, lam)
-    J0 = prob.objective(prob.S0, lam)
+    minimum bounds the PSD one). No solver coordinates are formed, and the lam term, 0 at S0,
+    is not multiplied out (2 lam overflows near float64's top): finite at any lam."""
+    g = prob.grad(prob.S0, 0.0)
+    J0 = prob.loss(prob.S0)
     return float(np.sum(g * g)) / (4.0 * lam) / max(J0, 1e-300)
 
 
