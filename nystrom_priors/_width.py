@@ -26,8 +26,9 @@ def mean_squared_distance(X: Any) -> float:
     ----------
     X : array-like or scipy.sparse matrix of shape (n_samples, n_features), n_samples >= 2
         Sparse input (any format; converted to CSR) is never densified: with the column
-        means ``mu``, ``sum_i ||x_i - mu||^2 = n ||mu||^2 + sum_p ((v_p - mu_k)^2 - mu_k^2)``
-        over the stored entries ``v_p`` (column ``k``), O(nnz + d).
+        means ``mu`` and ``z_k`` implicit zeros in column k,
+        ``sum_i ||x_i - mu||^2 = sum_p (v_p - mu_k)^2 + sum_k z_k mu_k^2`` over the stored
+        entries ``v_p`` (column ``k``), O(nnz + d).
 
     Returns
     -------
@@ -67,8 +68,10 @@ def _mean_squared_distance_csr(X: Any) -> float:
     e = _binary_exponent(float(np.abs(data).max(initial=0.0)))
     v = np.ldexp(data.astype(np.float64), -e)
     mean = np.bincount(X.indices, weights=v, minlength=d) / n
-    mu = mean[X.indices]
-    total = n * float(mean @ mean) + float(((v - mu) ** 2 - mu * mu).sum())
+    implicit = n - np.bincount(X.indices, minlength=d)  # the zeros of each column
+    # two sums of squares, no difference of large terms: with an offset column the expanded
+    # form n ||mu||^2 + sum((v - mu)^2 - mu^2) cancelled to nothing (or to a false spread)
+    total = float(((v - mean[X.indices]) ** 2).sum()) + float(implicit @ (mean * mean))
     if total <= _roundoff(n, d) and _csr_rows_identical(X):
         return 0.0  # identical rows: the rounding of their mean is no distance
     with np.errstate(over="ignore"):

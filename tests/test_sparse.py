@@ -103,6 +103,20 @@ def test_widths_equal_dense(rng):
     assert npr.mean_squared_distance(X) == pytest.approx(D2.sum() / (n * (n - 1)), rel=1e-12)
 
 
+@pytest.mark.parametrize("offset", [1e8, 1e17])
+def test_width_of_offset_columns_equals_dense(rng, offset):
+    # every entry stored, far from 0: the expanded sum n ||mu||^2 + sum((v - mu)^2 - mu^2)
+    # cancelled (13.1 for 8.3 at 1e8; 1.5e19 for identical rows at 1e17, where dense says 0)
+    X = rng.normal(size=(40, 4)) + offset
+    if offset > 1e16:
+        X[:] = X[0]
+    dense = npr.mean_squared_distance(X)
+    assert npr.mean_squared_distance(sp.csr_matrix(X)) == pytest.approx(dense, rel=1e-9, abs=0)
+    if offset < 1e16:  # the pairwise definition, on the exactly representable differences
+        D2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+        assert dense == pytest.approx(D2.sum() / (40 * 39), rel=1e-6)
+
+
 def test_sparse_input_is_never_densified(rng, monkeypatch):
     from nystrom_priors import landmarks
 
