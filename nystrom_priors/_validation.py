@@ -101,6 +101,12 @@ def check_array(
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as exc:
+            # pandas' nullable columns (Int64, boolean, ...) hold pd.NA: say it is missing data
+            if any(v is None or type(v).__name__ == "NAType" for v in arr.ravel()):
+                raise ValueError(
+                    f"{name} has missing values (pd.NA or None), which a kernel cannot "
+                    "evaluate; impute them or drop those samples first."
+                ) from None
             raise TypeError(
                 f"{name} has dtype object and could not be converted to float64: {exc}"
             ) from None

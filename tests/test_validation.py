@@ -103,3 +103,13 @@ def test_random_state_forms():
 def test_check_scalar(value, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         check_scalar(value, "p", **kwargs)
+
+
+def test_pandas_missing_values_are_named_as_such():
+    # a nullable Int64 column with pd.NA used to fail as "dtype object ... NAType"
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": pd.array([1, 2, None, 4] * 10, dtype="Int64"), "b": np.arange(40.0)})
+    with pytest.raises(ValueError, match=r"X has missing values \(pd.NA or None\)"):
+        Nystrom(n_landmarks=5).fit(df)
+    full = df.fillna(0)
+    assert Nystrom(n_landmarks=5, random_state=0).fit(full).transform(full).shape == (40, 5)
