@@ -34,10 +34,11 @@ from typing import Any
 import numpy as np
 
 from .._base import BaseEstimator, FactorTransformMixin
-from .._validation import check_option, check_scalar, is_sparse
+from .._validation import check_option, check_scalar
 from ..exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
 from ..nystrom import _LandmarkKernelMixin
 from ..side_info import (
+    _dense,
     _pair_rows,
     check_labels,
     check_pairs,
@@ -103,15 +104,7 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
     form = f"{name} must be an array of shape ({k},) (one per pair)"
     if bounds is None:
         raise ValueError(f"{form}, got None.")
-    if is_sparse(bounds):
-        raise TypeError(
-            f"{form}, a dense array of real numbers; got a sparse matrix of type "
-            f"{type(bounds).__name__} and shape {bounds.shape}: pass a dense array."
-        )
-    try:
-        raw = np.asarray(bounds)
-    except ValueError as exc:  # ragged nested lists
-        raise ValueError(f"{form}, got a ragged sequence ({exc}).") from None
+    raw = _dense(bounds, name, f"{form}, a dense array of real numbers")
     if raw.shape != (k,):
         raise ValueError(f"{form}, got shape {raw.shape}.")
     if raw.dtype.kind not in "iuf":
