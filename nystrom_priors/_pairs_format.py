@@ -30,7 +30,10 @@ def is_point_pairs(X: Any) -> bool:
     """Whether ``X`` is 3-D (metric-learn's point pairs) rather than a 2-D sample matrix."""
     ndim = getattr(X, "ndim", None)
     if ndim is None and isinstance(X, (list, tuple)):
-        ndim = np.ndim(X)
+        try:
+            ndim = np.ndim(X)
+        except ValueError:  # ragged: no array at all; the caller's own check names it
+            return False
     return ndim == 3
 
 

@@ -310,6 +310,13 @@ def test_fractional_and_ragged_pairs_name_the_row():
         check_pairs([[0, 1, 1], [2, 3]], 6)
 
 
+@pytest.mark.parametrize("name", sorted(_LEARNERS))
+def test_a_ragged_pairs_list_reaches_the_pairs_check_in_fit(name):
+    # fit's test for metric-learn's 3-D point pairs took the ragged list to numpy first
+    with pytest.raises(ValueError, match=r"pairs must be an integer array .*ragged sequence"):
+        _LEARNERS[name]().fit(_X, pairs=[[0, 1, 1], [2, 3]])
+
+
 @pytest.mark.parametrize(
     "bounds, shown",
     [
