@@ -131,13 +131,24 @@ def run(args, max_iter, tol, certify, verbose, gap):
     if not converged:
         what = "relative duality gap" if certify else "relative objective decrease"
         last = value if certify else abs(obj[n - 1] - obj[n]) / abs(obj[n])
-        why = (
-            f"stalled at round-off after {n} sweeps (relative duality gap {last:.3g}, "
-            f"tol={tol}): more sweeps cannot lower it; increase tol"
-            if stalled
-            else f"did not converge in max_iter={max_iter} sweeps (last {what} {last:.3g}, "
-            f"tol={tol}); increase max_iter or tol"
-        )
+        if stalled and not last < 1.0:
+            # a relative gap of 1 or more certifies nothing: with a tiny C (and the default
+            # delta = C / 2) the loss is negligible against the graph term at round-off
+            why = (
+                f"stalled at round-off after {n} sweeps with no usable certificate (relative "
+                f"duality gap {last:.3g}): the loss weight C is too small against the graph "
+                "term; use a larger C (or delta)"
+            )
+        elif stalled:
+            why = (
+                f"stalled at round-off after {n} sweeps (relative duality gap {last:.3g}, "
+                f"tol={tol}): more sweeps cannot lower it; increase tol"
+            )
+        else:
+            why = (
+                f"did not converge in max_iter={max_iter} sweeps (last {what} {last:.3g}, "
+                f"tol={tol}); increase max_iter or tol"
+            )
         warnings.warn(
             f"BCDNPKL {why}.",
             ConvergenceWarning,

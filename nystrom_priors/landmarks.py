@@ -321,9 +321,11 @@ def select_landmarks(
     # checked whatever the method: a value a method ignores is still a mistake to report
     if sample_size is not None:
         check_scalar(sample_size, "sample_size", kind="int", lo=1)
-    from .kernels import KernelSpec, _canonical_name
+    from .kernels import KernelSpec, _canonical_name, make_kernel
 
-    if not isinstance(kernel, KernelSpec):
+    if width is not None or gamma is not None:  # the kernel with them, as rpcholesky builds it
+        make_kernel(kernel, width=width, gamma=gamma)
+    elif not isinstance(kernel, KernelSpec):
         _canonical_name(kernel)
     if method == "uniform":
         idx = np.sort(rng.choice(n, size=m, replace=False))

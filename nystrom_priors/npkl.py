@@ -232,8 +232,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         fail and ``save`` refuses to write one."""
         from ._progress import check_verbose
 
-        # above, the certificate's products overflow (C = 1e307: inf in its eigh); below, the
-        # default delta = C / 2 reaches float64's underflow
+        # a conservative range: the certificate's products overflow from about C = 1e307 (inf
+        # in its eigh) and the default delta = C / 2 underflows to 0 at C = 5e-324
         C = float(check_scalar(self.C, "C", lo=_C_RANGE[0], hi=_C_RANGE[1]))
         loss = _LOSSES.get(self.loss) if isinstance(self.loss, str) else None
         if loss is None:
@@ -343,7 +343,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
                     f"rank={r} exceeds the {L.size} constrained samples, the largest rank the "
                     f"learned kernel can have; rank {L.size} is used.",
                     UserWarning,
-                    stacklevel=2,
+                    stacklevel=4,  # past fit's two wrappers (_base) to the caller
                 )
             r = int(L.size)
         origin = "given" if self.rank is not None else f"from the {P.shape[0]} pairs"

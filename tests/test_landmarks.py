@@ -273,5 +273,9 @@ def test_parameters_a_method_ignores_are_still_checked(method):
         select_landmarks(X, 5, method=method, kernel="bogus")
     with pytest.raises(ValueError, match=r"sample_size must be in \[1, inf\), got 0"):
         select_landmarks(X, 5, method=method, sample_size=0)
+    with pytest.raises(ValueError, match=r"width must be in \(0, inf\), got -1.0"):
+        select_landmarks(X, 5, method=method, width=-1.0)
+    with pytest.raises(ValueError, match="gamma does not apply to the 'linear' kernel"):
+        select_landmarks(X, 5, method=method, kernel="linear", gamma=2.0)
     a = select_landmarks(X, 5, method=method, kernel="gaussian", random_state=0)
     assert np.array_equal(a, select_landmarks(X, 5, method=method, random_state=0))

@@ -348,6 +348,24 @@ def test_non_numeric_similarity_bounds_name_the_parameter():
         )
 
 
+def test_bounds_beyond_float64_and_decimal_bounds():
+    # a Python int beyond float64 raised a bare OverflowError; Decimal converts exactly
+    from decimal import Decimal
+
+    with pytest.raises(
+        ValueError, match=r"bounds must be finite in float64, got bounds\[1\] = 1000"
+    ):
+        npr.LogDetKernelLearner(init="linear", max_iter=5).fit(
+            _X, pairs=_PAIRS, bounds=[1.0, 10**400, 1.0, 1.0, 1.0]
+        )
+    given = [Decimal("1.5"), 2.0, 3, 4.0, 5.0]
+    a = npr.LogDetKernelLearner(init="linear", max_iter=5).fit(_X, pairs=_PAIRS, bounds=given)
+    b = npr.LogDetKernelLearner(init="linear", max_iter=5).fit(
+        _X, pairs=_PAIRS, bounds=[1.5, 2.0, 3.0, 4.0, 5.0]
+    )
+    assert np.array_equal(a.bounds_, b.bounds_)
+
+
 def test_sparse_bounds_are_refused_by_name():
     from scipy import sparse
 

@@ -114,7 +114,10 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
             (
                 t
                 for t, v in enumerate(given)
-                if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real)
+                # Real numbers and other non-complex numbers (Decimal, Fraction); not bool
+                if isinstance(v, (bool, np.bool_))
+                or not isinstance(v, numbers.Number)
+                or (isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real))
             ),
             None,
         )
@@ -125,7 +128,15 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
                 f"{name} must hold real numbers (int or float), one bound per pair; got "
                 f"{name}[{bad}] = {v!r} ({type(v).__name__}, array dtype {raw.dtype})."
             )
-    b = raw.astype(np.float64)
+    try:
+        b = raw.astype(np.float64)
+    except OverflowError:  # Python ints beyond float64 (object arrays only)
+        given = np.asarray(bounds, dtype=object).reshape(-1)
+        top = float(np.finfo(np.float64).max)  # a Python float: compared with ints exactly
+        k0 = next(t for t, v in enumerate(given) if abs(v) > top)
+        raise ValueError(
+            f"{name} must be finite in float64, got {name}[{k0}] = {given[k0]!r}."
+        ) from None
     if not np.all(np.isfinite(b)):
         k0 = int(np.flatnonzero(~np.isfinite(b))[0])
         raise ValueError(f"{name} must be finite, got {name}[{k0}] = {float(b[k0])!r}.")
