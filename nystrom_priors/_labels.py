@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import is_sparse
+from ._validation import is_missing, is_sparse
 
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
@@ -78,7 +78,7 @@ def _as_label_array(y: Any) -> np.ndarray:
 
 def _is_marker(v: Any) -> bool:
     """Whether one entry of an object array marks an unlabeled sample: None, NaN, pd.NA, -1."""
-    if v is None or type(v).__name__ in ("NAType", "NaTType"):
+    if is_missing(v):
         return True
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
         return False

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_array
+from ._validation import check_array, dense_array
 
 __all__ = ["is_point_pairs", "point_pairs", "pair_sides"]
 
@@ -40,12 +40,7 @@ def is_point_pairs(X: Any) -> bool:
 def pair_sides(pairs: Any, name: str = "pairs") -> tuple[np.ndarray, np.ndarray]:
     """Validated sides ``(A, B)``, each (k, d), of point pairs of shape (k, 2, d)."""
     what = f"{name} must be point pairs of shape (n_pairs, 2, n_features) (metric-learn's format)"
-    if hasattr(pairs, "tocsr"):
-        raise TypeError(f"{what}, a dense array; got a sparse matrix of shape {pairs.shape}.")
-    try:
-        arr = np.asarray(pairs) if not isinstance(pairs, np.ndarray) else pairs
-    except ValueError as exc:  # ragged nested lists
-        raise ValueError(f"{what}; got a ragged sequence ({exc}).") from None
+    arr = dense_array(pairs, name, f"{what}, a dense array")
     if arr.ndim != 3 or arr.shape[1] != 2:
         raise ValueError(f"{what}, got shape {arr.shape}.")
     if arr.shape[0] == 0:

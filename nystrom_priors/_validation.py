@@ -102,7 +102,7 @@ def check_array(
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as exc:
             # pandas' nullable columns (Int64, boolean, ...) hold pd.NA: say it is missing data
-            if any(v is None or type(v).__name__ == "NAType" for v in arr.ravel()):
+            if any(is_missing(v) for v in arr.ravel()):
                 raise ValueError(
                     f"{name} has missing values (pd.NA or None), which a kernel cannot "
                     "evaluate; impute them or drop those samples first."
@@ -177,6 +177,26 @@ def nonfinite_error(name: str, arr: np.ndarray) -> ValueError:
 def is_sparse(X: Any) -> bool:
     """Whether ``X`` is a ``scipy.sparse`` matrix or array (without importing scipy)."""
     return not isinstance(X, np.ndarray) and all(hasattr(X, a) for a in ("tocsr", "nnz", "format"))
+
+
+def dense_array(x: Any, name: str, form: str) -> np.ndarray:
+    """``np.asarray(x)``, refusing a scipy sparse matrix and a ragged sequence with messages
+    that start with ``form`` (what ``name`` must be)."""
+    if is_sparse(x):
+        raise TypeError(
+            f"{form}; got a sparse matrix of type {type(x).__name__} and shape {x.shape}. "
+            f"Sparse {name} are not accepted: pass a dense array, e.g. {name}.toarray()."
+        )
+    try:
+        return np.asarray(x)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"{form}; got a ragged sequence ({exc}).") from None
+
+
+def is_missing(v: Any) -> bool:
+    """Whether one entry of an object array is a missing value: None, pandas' NA or NaT
+    (detected by type name, without importing pandas)."""
+    return v is None or type(v).__name__ in ("NAType", "NaTType")
 
 
 def check_csr(

@@ -227,12 +227,8 @@ def make_kernel(
         if gamma is None:
             if X is None:
                 raise ValueError("The 'poly' kernel needs gamma when no data are given.")
-            g = 1.0 / X.shape[1]
-        else:
-            g = check_scalar(gamma, "gamma", lo=0.0, lo_closed=False)
-        deg = check_scalar(degree, "degree", kind="int", lo=1, hi=64)
-        c0 = check_scalar(coef0, "coef0")
-        return KernelSpec("poly", gamma=float(g), degree=int(deg), coef0=float(c0))
+            gamma = 1.0 / X.shape[1]
+        return KernelSpec("poly", gamma=gamma, degree=degree, coef0=coef0)  # it checks them
     if gamma is not None:
         raise ValueError(f"gamma does not apply to the {name!r} kernel, got gamma={gamma!r}.")
     return KernelSpec(name)

@@ -30,7 +30,7 @@ from ._labels import (
     check_labels,
     fitted_classes,
 )
-from ._validation import check_random_state, check_scalar, is_sparse
+from ._validation import check_random_state, check_scalar, dense_array
 
 __all__ = [
     "Labels",
@@ -41,20 +41,6 @@ __all__ = [
     "check_pairs_agree_with_labels",
     "labels_to_pairs",
 ]
-
-
-def _dense(x: Any, name: str, form: str) -> np.ndarray:
-    """``np.asarray(x)``, refusing a scipy sparse matrix and a ragged sequence with messages
-    that start with ``form`` (what ``name`` must be)."""
-    if is_sparse(x):
-        raise TypeError(
-            f"{form}; got a sparse matrix of type {type(x).__name__} and shape {x.shape}. "
-            f"Sparse {name} are not accepted: pass a dense array, e.g. {name}.toarray()."
-        )
-    try:
-        return np.asarray(x)
-    except ValueError as exc:  # ragged nested lists
-        raise ValueError(f"{form}; got a ragged sequence ({exc}).") from None
 
 
 def _pair_rows(
@@ -68,7 +54,7 @@ def _pair_rows(
     Messages show the offending row as given.
     """
     form = f"{name} must be an integer array of shape (k, 3) with rows [i, j, +1 or -1]"
-    arr = _dense(pairs, name, f"{form}, a dense array")
+    arr = dense_array(pairs, name, f"{form}, a dense array")
     if arr.ndim != 2 or arr.shape[1] != 3:
         raise ValueError(f"{form}, got shape {arr.shape}.")
     if arr.shape[0] == 0:

@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from .._base import BaseEstimator, FactorTransformMixin
-from .._validation import check_option, check_scalar
+from .._labels import _given
+from .._validation import check_option, check_scalar, dense_array
 from ..exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
 from ..nystrom import _LandmarkKernelMixin
 from ..side_info import (
-    _dense,
     _pair_rows,
     check_labels,
     check_pairs,
@@ -104,12 +104,12 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
     form = f"{name} must be an array of shape ({k},) (one per pair)"
     if bounds is None:
         raise ValueError(f"{form}, got None.")
-    raw = _dense(bounds, name, f"{form}, a dense array of real numbers")
+    raw = dense_array(bounds, name, f"{form}, a dense array of real numbers")
     if raw.shape != (k,):
         raise ValueError(f"{form}, got shape {raw.shape}.")
-    if raw.dtype.kind not in "iuf":
-        # the entries as given (a list mixing numbers and strings becomes all strings)
-        given = np.asarray(bounds, dtype=object).reshape(-1)
+    # the entries as given (a list mixing numbers and strings becomes all strings)
+    given = None if raw.dtype.kind in "iuf" else np.asarray(bounds, dtype=object).reshape(-1)
+    if given is not None:
         bad = next(
             (
                 t
@@ -122,8 +122,7 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
             None,
         )
         if bad is not None:
-            v = given[bad]
-            v = v.item() if isinstance(v, np.generic) else v
+            v = _given(given[bad])
             raise TypeError(
                 f"{name} must hold real numbers (int or float), one bound per pair; got "
                 f"{name}[{bad}] = {v!r} ({type(v).__name__}, array dtype {raw.dtype})."
@@ -131,7 +130,6 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
     try:
         b = raw.astype(np.float64)
     except OverflowError:  # Python ints beyond float64 (object arrays only)
-        given = np.asarray(bounds, dtype=object).reshape(-1)
         top = float(np.finfo(np.float64).max)  # a Python float: compared with ints exactly
         k0 = next(t for t, v in enumerate(given) if abs(v) > top)
         raise ValueError(
