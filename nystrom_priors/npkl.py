@@ -13,7 +13,8 @@ max(1 - f, 0)^2.
 **Boundary kernel (Prop. 1).** With L the constrained samples and U the rest, the optimum is
 ``Z = Q Z_BD Q^T`` with ``Q = [I; -Delta_UU^{-1} Delta_UL]`` and Z_BD the solution of the same
 problem on L with the Schur complement ``Dt = Delta_LL - Delta_LU Delta_UU^{-1} Delta_UL``. We
-factorise ``Delta_UU`` once (sparse LU) and never form its inverse: Dt is the sparse
+solve with ``Delta_UU`` (conjugate gradients, whose iteration count delta bounds, or a sparse
+LU for small delta) and never form its inverse: Dt is the sparse
 ``Delta_LL`` plus a dense block on the "frontier" (the L samples with a U neighbour), and Q is
 only ever applied to r vectors.
 
@@ -319,7 +320,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         self._warn_components(S, P)
 
         L = np.unique(P[:, :2])
-        system = _BoundarySystem(Delta, L)
+        system = _BoundarySystem(Delta, L, delta=delta)
         pos = np.searchsorted(L, P[:, :2])
         # constraint adjacency in CSR (both directions)
         a = np.concatenate([pos[:, 0], pos[:, 1]])

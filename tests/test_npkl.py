@@ -131,14 +131,18 @@ def test_knn_graph_is_symmetrised_union():
     assert sigma == pytest.approx(0.5 * np.sort(D + np.diag(np.full(40, np.inf)), 1)[:, :10].mean())
 
 
+@pytest.mark.parametrize("solver", ["lu", "cg"])
 @given(seed=st.integers(0, 10_000), l=st.integers(2, 30))
-def test_schur_complement_identity(seed, l):
+def test_schur_complement_identity(solver, seed, l):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(50, 2))
     S, _ = knn_graph(X, 5)
     Delta, _ = normalized_laplacian(S, 0.5)
     L = np.sort(rng.choice(50, l, replace=False))
-    Dt, system = boundary_kernel(Delta, L)
+    # with delta, Delta_UU is solved by conjugate gradients; without, by a sparse LU
+    Dt, system = boundary_kernel(Delta, L, delta=0.5 if solver == "cg" else None)
+    if system.U.size and system.Wt.shape[1] == 0:  # not the dense low-rank form (|U| < |F|)
+        assert (type(system._solve).__name__ == "_CGSolver") == (solver == "cg")
     Dd = Delta.toarray()
     U = np.setdiff1d(np.arange(50), L)
     ref = Dd[np.ix_(L, L)] - Dd[np.ix_(L, U)] @ np.linalg.solve(Dd[np.ix_(U, U)], Dd[np.ix_(U, L)])
@@ -147,6 +151,44 @@ def test_schur_complement_identity(seed, l):
     V = rng.normal(size=(l, 3))
     G = system.extend(V)
     assert np.sum(Dd * (G @ G.T)) == pytest.approx(np.sum(ref * (V @ V.T)), rel=1e-10)
+
+
+@pytest.mark.parametrize("delta", [0.05, 0.5, 4.0])
+def test_cg_meets_its_iteration_bound(delta):
+    """CG on Delta_UU reaches its tolerance within the bound that selects it (no fallback)."""
+    from nystrom_priors._boundary import _CG_RTOL, _cg_iterations, _CGSolver
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 6))
+    S, _ = knn_graph(X, 7)
+    Delta, _ = normalized_laplacian(S, delta)
+    U = np.sort(rng.choice(400, 360, replace=False))
+    A = Delta.tocsr()[U][:, U]
+    solver = _CGSolver(A, delta)
+    solver.max_iter = _cg_iterations(delta)  # the bound itself, without the slack
+    B = rng.normal(size=(360, 5))
+    Xs = solver(B)
+    assert solver._direct is None
+    res = np.linalg.norm(B - A @ Xs, axis=0) / np.linalg.norm(B, axis=0)
+    assert res.max() <= _CG_RTOL
+    assert np.allclose(Xs, np.linalg.solve(A.toarray(), B), rtol=0, atol=1e-10)
+    # one column alone gives that column of the block (converged columns are frozen)
+    assert np.allclose(solver(B[:, 2]), Xs[:, 2], rtol=0, atol=1e-13)
+
+
+def test_cg_falls_back_to_a_factorisation():
+    from nystrom_priors._boundary import _CGSolver
+
+    rng = np.random.default_rng(4)
+    S, _ = knn_graph(rng.normal(size=(200, 3)), 5)
+    Delta, _ = normalized_laplacian(S, 0.5)
+    A = Delta.tocsr()[20:][:, 20:]
+    solver = _CGSolver(A, 0.5)
+    solver.max_iter = 2  # far too few: CG cannot converge
+    B = rng.normal(size=(180, 3))
+    Xs = solver(B)
+    assert solver._direct is not None
+    assert np.allclose(A @ Xs, B, rtol=0, atol=1e-12)
 
 
 def test_lowrank_and_dense_schur_representations_agree():
@@ -170,7 +212,9 @@ def test_lowrank_and_dense_schur_representations_agree():
 
     orig = mod._BoundarySystem.__init__
     try:
-        mod._BoundarySystem.__init__ = lambda self, D, L_: orig(self, D, L_, lowrank_limit=0)
+        mod._BoundarySystem.__init__ = lambda self, D, L_, **kw: orig(
+            self, D, L_, lowrank_limit=0, **kw
+        )
         with pytest.warns(ConvergenceWarning, match="max_iter=1000"):
             m2 = BCDNPKL(random_state=0, tol=1e-12).fit(X, pairs=pairs)
     finally:
