@@ -18,14 +18,19 @@ def atomic_fit(fit: Callable) -> Callable:
     On any exception -- a refusal, or ``KeyboardInterrupt`` from Ctrl-C in the middle of a
     long fit -- the instance's attributes are restored: a half-fitted model (say, landmarks
     and an initial projection but no learned factor) never passes for a fitted one, and a
-    model fitted before keeps its fitted state.
+    model fitted before keeps its fitted state. A successful fit records X's column names
+    (``feature_names_in_``, scikit-learn's convention) when X is a DataFrame.
     """
 
     @functools.wraps(fit)
     def wrapper(self, *args: Any, **kwargs: Any) -> Any:
+        from ._feature_names import record_feature_names
+
         saved = dict(self.__dict__)
         try:
-            return fit(self, *args, **kwargs)
+            out = fit(self, *args, **kwargs)
+            record_feature_names(self, args[0] if args else kwargs.get("X"))
+            return out
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
@@ -207,8 +212,9 @@ def _finite_products(GA: np.ndarray, GB: np.ndarray, owner: str) -> np.ndarray:
 
 
 def _transform_block(block: np.ndarray, model: Any) -> np.ndarray:
-    """Worker side of the dask path: one row block through the ordinary transform."""
-    return model._transform_array(block)
+    """Worker side of the dask path: one row block through the ordinary transform (the
+    dask array's column names, none, were checked once by ``transform``)."""
+    return model._transform_array(block, names=False)
 
 
 class FactorTransformMixin:
@@ -257,8 +263,8 @@ class FactorTransformMixin:
     def _pair_rows(self, pairs: Any) -> tuple[Any, Any]:
         from ._pairs_format import pair_sides
 
-        A, B = pair_sides(pairs)
-        GA, GB = self._transform_array(A), self._transform_array(B)
+        A, B = pair_sides(pairs)  # point pairs: arrays without column names
+        GA, GB = self._transform_array(A, names=False), self._transform_array(B, names=False)
         return np.asarray(GA, dtype=np.float64), np.asarray(GB, dtype=np.float64)
 
     def pair_score(self, pairs: Any) -> np.ndarray:
@@ -294,10 +300,16 @@ class FactorTransformMixin:
         GA, GB = self._pair_rows(pairs)
         return np.linalg.norm(GA - GB, axis=1)
 
-    def _check_X(self, X: Any, name: str = "X") -> np.ndarray:
+    def _check_X(self, X: Any, name: str = "X", names: bool = True) -> np.ndarray:
+        """X validated for a fitted model; ``names``: compare its column names with
+        ``feature_names_in_`` (off for arrays the library builds itself: pair sides, dask
+        blocks)."""
+        from ._feature_names import check_feature_names
         from ._validation import check_array, check_is_fitted, check_n_features
 
         check_is_fitted(self, ("projection_",))
+        if names:
+            check_feature_names(self, X)
         X = check_array(X, name=name, accept_sparse=True)
         check_n_features(X, self.n_features_in_, name=name, estimator=type(self).__name__)
         return X
@@ -344,7 +356,10 @@ class FactorTransformMixin:
     def _dask_transform(self, X: Any) -> Any:
         import dask
 
+        from ._feature_names import check_feature_names
+
         self._check_fitted_for_transform()
+        check_feature_names(self, X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got a dask array with shape {X.shape}.")
         if X.shape[1] != self.n_features_in_:
@@ -365,9 +380,12 @@ class FactorTransformMixin:
             meta=np.empty((0, 0), dtype=dtype),
         )
 
-    def _transform_array(self, X: Any) -> Any:
+    def _transform_array(self, X: Any, names: bool = True) -> Any:
         """``transform(X)`` as an array (ndarray or dask), whatever ``set_output`` says: the
-        internal uses (kernel blocks, pair scores, dask blocks) compute with it."""
+        internal uses (kernel blocks, pair scores, dask blocks) compute with it. ``names``:
+        check X's column names (see ``_check_X``)."""
+        if not names and not is_dask_array(X):
+            return self._transform_validated(self._check_X(X, names=False))
         G = self.transform(X)
         return G.to_numpy() if type(G).__module__.startswith("pandas") else G
 

@@ -278,6 +278,14 @@ def _classes(f: _Fields) -> None:
         f.array("classes_", (None,), kinds="biufU")
 
 
+def _feature_names(f: _Fields) -> None:
+    """``feature_names_in_``: optional (a model fitted on a DataFrame with string column
+    names), one string per feature."""
+    if "feature_names_in_" in f.attrs:
+        d = f.integer("n_features_in_", lo=1)
+        f.array("feature_names_in_", (d,), "n_features_in_", kinds="U")
+
+
 def _bregman(f: _Fields, von_neumann: bool) -> None:
     d = f.integer("n_features_in_", lo=1)
     _classes(f)
@@ -484,7 +492,8 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
         target = {"param": params, "attr": attrs}.get(kind)
         if target is None or not field:
             raise InvalidModel(f"{where}: field {key!r}: unknown entry.")
-        text_ok = key == "attr:classes_" and value.dtype.kind == "U"  # string class labels
+        # string class labels and column names
+        text_ok = key in ("attr:classes_", "attr:feature_names_in_") and value.dtype.kind == "U"
         if value.dtype.kind not in "biuf" and not text_ok:
             raise InvalidModel(f"{where}: field {key!r}: dtype {value.dtype} is not numeric.")
         if field in target:
@@ -516,6 +525,7 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
     fields = _Fields(where, dict(attrs), params)
     try:
         _SCHEMAS[name](fields)
+        _feature_names(fields)
     except InvalidModel:
         raise
     except (KeyError, TypeError, ValueError) as exc:  # a parameter an older rule reads

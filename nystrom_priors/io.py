@@ -208,6 +208,8 @@ def save(model: Any, path: str | os.PathLike) -> None:
     for key, value in vars(model).items():
         if not key.endswith("_") or key.startswith("_"):
             continue
+        if key == "feature_names_in_":
+            value = np.asarray(value, dtype=str)  # scikit-learn's object array of str
         if isinstance(value, np.ndarray):
             if value.dtype.kind == "O":
                 raise TypeError(f"cannot save object array attribute {key!r}")
@@ -304,7 +306,7 @@ def load(path: str | os.PathLike) -> Any:
     cls, params, attrs = validate(repr(path), meta, entries)
     model = cls(**params)
     for key, value in attrs.items():
-        setattr(model, key, value)
+        setattr(model, key, value.astype(object) if key == "feature_names_in_" else value)
     if isinstance(getattr(model, "landmarks_", None), np.ndarray):
         model.landmarks_.flags.writeable = False  # as fit leaves it
     return model

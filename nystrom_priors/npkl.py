@@ -45,6 +45,7 @@ import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin, side_info_fit
 from ._boundary import _BoundarySystem, _warn_quadratic, boundary_kernel
+from ._feature_names import check_feature_names
 from ._graph import (
     _WEIGHTS,
     _as_float,
@@ -168,6 +169,10 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     delta_, sigma_, rank_ : float, float or None, int
     graph_type_, n_neighbors_, weights_ : str, int, str
         The graph's settings at fit time; ``transform`` extends over this graph.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
+        Column names of X in ``fit``, when X is a DataFrame whose column names are all
+        strings (absent otherwise); later calls refuse a frame whose names differ.
     objective_path_ : ndarray of shape (``n_iter_ + 1``,)
         Objective of eq. 1 at the start and after every sweep.
     objective_ : float
@@ -429,8 +434,10 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     def _check_fitted_for_transform(self) -> None:
         check_is_fitted(self, ("embedding_",))
 
-    def _check_X(self, X: Any, name: str = "X") -> np.ndarray:
+    def _check_X(self, X: Any, name: str = "X", names: bool = True) -> np.ndarray:
         check_is_fitted(self, ("embedding_",))
+        if names:
+            check_feature_names(self, X)
         X = check_array(X, name=name, accept_sparse=True)
         check_n_features(X, self.n_features_in_, name=name, estimator=type(self).__name__)
         return X

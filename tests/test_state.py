@@ -235,3 +235,30 @@ def test_iter_transform_refuses_out_aliasing_x(data):
     blocks = [Xv[s : s + 20] for s in range(0, X.shape[0], 20)]
     with pytest.raises(ValueError, match="out shares memory with the X block at row 0"):
         list(model.iter_transform(blocks, out=out))
+
+
+# ----- a failed refit ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(LANDMARK_LEARNERS))
+def test_a_refit_failing_after_the_landmarks_keeps_the_previous_fit(data, name, monkeypatch):
+    """A refit that fails once new landmarks are chosen (an error or Ctrl-C in the learning
+    step) leaves the model as it was: the old landmarks with the old projection."""
+    X, y = data
+    make, side = LANDMARK_LEARNERS[name]
+    model = _fit(make, side, X, y)
+    before = {k: copy.deepcopy(v) for k, v in vars(model).items()}
+    G = model.transform(X)
+
+    def fail(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    # the step right after _fit_landmarks in every landmark learner
+    monkeypatch.setattr(type(model), "_fit_prior", fail)
+    model.set_params(n_landmarks=7)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(lambda: model, side, X[::-1].copy(), y[::-1].copy())
+    monkeypatch.undo()
+    assert sorted(vars(model)) == sorted(before)
+    np.testing.assert_array_equal(model.landmarks_, before["landmarks_"])
+    np.testing.assert_array_equal(model.transform(X), G)

@@ -49,7 +49,8 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
     projection_ : ndarray of shape (m or d, r)
         ``P0_ @ basis_ @ W_ @ diag(sqrt(spectrum_))``.
     pairs_, bounds_, dual_, n_iter_, converged_, infeasible_, dual_change_path_,
-    violation_path_, dual_norm_path_, max_violation_ : as LogDetKernelLearner
+    violation_path_, dual_norm_path_, max_violation_, n_features_in_, feature_names_in_ : as
+        LogDetKernelLearner
     evaluations_path_ : ndarray of shape (``n_iter_``,)
         Evaluations of the projection-parameter equation per sweep.
 

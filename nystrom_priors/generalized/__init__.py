@@ -88,7 +88,7 @@ from typing import Any
 
 import numpy as np
 
-from .._base import BaseEstimator, FactorTransformMixin, point_pairs_fit
+from .._base import BaseEstimator, FactorTransformMixin, side_info_fit
 from .._threads import blas_threads
 from .._validation import check_option, check_random_state, check_scalar
 from ..exceptions import ConvergenceWarning
@@ -187,7 +187,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
 
     Attributes
     ----------
-    landmarks_, width_, gamma_, n_features_in_
+    landmarks_, width_, gamma_, n_features_in_, feature_names_in_
         As in :class:`Nystrom`.
     S0_ : ndarray of shape (m, m)
         The prior ``W^+``.
@@ -333,7 +333,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         )
 
     # ----- fitting ---------------------------------------------------------------------------
-    @point_pairs_fit
+    @side_info_fit
     def fit(self, X: Any, y: Any = None, *, pairs: Any = None) -> GeneralizedNystrom:
         """Learn S from labels ``y`` (-1 = unlabeled) and/or ``pairs`` ([i, j, +-1] rows).
 

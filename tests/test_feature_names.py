@@ -1,0 +1,140 @@
+"""``feature_names_in_`` follows scikit-learn's convention, with scikit-learn as the oracle.
+
+For every learner and every scenario (names at fit and at the later call: the same, renamed,
+reordered, present on one side only, mixed types), the outcome -- accepted, a warning, a
+``ValueError`` or a ``TypeError`` -- is that of scikit-learn's ``StandardScaler`` on the same
+frames.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import nystrom_priors as npr
+
+pd = pytest.importorskip("pandas")
+preprocessing = pytest.importorskip("sklearn.preprocessing")
+
+LEARNERS = {
+    "Nystrom": lambda: npr.Nystrom(n_landmarks=6, random_state=0),
+    "GeneralizedNystrom": lambda: npr.GeneralizedNystrom(n_landmarks=6, random_state=0),
+    "LogDetKernelLearner": lambda: npr.LogDetKernelLearner(
+        n_landmarks=6, gamma=1.0, random_state=0
+    ),
+    "VonNeumannKernelLearner": lambda: npr.VonNeumannKernelLearner(n_landmarks=6, random_state=0),
+    "BCDNPKL": lambda: npr.BCDNPKL(max_iter=20, random_state=0),
+}
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(40, 4)) + (np.arange(40) % 2)[:, None]
+Y = np.arange(40) % 2
+
+
+def frame(columns):
+    return pd.DataFrame(X, columns=columns)
+
+
+FIT_INPUTS = {
+    "names": lambda: frame(list("abcd")),
+    "array": lambda: X,
+    "int names": lambda: frame([0, 1, 2, 3]),
+}
+CALL_INPUTS = {
+    "same": lambda: frame(list("abcd")),
+    "renamed": lambda: frame(list("abce")),
+    "reordered": lambda: frame(list("bacd")),
+    "array": lambda: X,
+    "int names": lambda: frame([0, 1, 2, 3]),
+}
+
+
+def outcome(fn):
+    """'ok', 'warn', or the exception's type name, of calling fn."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            fn()
+        except (ValueError, TypeError) as exc:
+            return type(exc).__name__, str(exc)
+    names = [w for w in caught if "feature names" in str(w.message)]
+    return ("warn" if names else "ok"), " ".join(str(w.message) for w in names)
+
+
+@pytest.mark.parametrize("fit_in", sorted(FIT_INPUTS))
+@pytest.mark.parametrize("call_in", sorted(CALL_INPUTS))
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_outcome_matches_scikit_learn(name, fit_in, call_in):
+    ref = preprocessing.StandardScaler().fit(FIT_INPUTS[fit_in]())
+    expected, _ = outcome(lambda: ref.transform(CALL_INPUTS[call_in]()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LEARNERS[name]().fit(FIT_INPUTS[fit_in](), Y)
+    if fit_in == "names":
+        assert model.feature_names_in_.tolist() == list("abcd")
+        assert model.feature_names_in_.dtype == object
+    else:
+        assert not hasattr(model, "feature_names_in_")
+    got, message = outcome(lambda: model.transform(CALL_INPUTS[call_in]()))
+    assert got == expected, message
+    if call_in == "renamed" and fit_in == "names":
+        assert "'e'" in message and "'d'" in message
+    if call_in == "reordered" and fit_in == "names":
+        assert "same order" in message
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_mixed_names_are_refused_and_the_previous_fit_kept(name):
+    with pytest.raises(TypeError):
+        preprocessing.StandardScaler().fit(frame(["a", 1, "c", "d"]))  # the oracle refuses too
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LEARNERS[name]().fit(frame(list("abcd")), Y)
+        before = model.transform(X)
+        with pytest.raises(TypeError, match="string names"):
+            model.fit(frame(["a", 1, "c", "d"]), Y)
+        assert model.feature_names_in_.tolist() == list("abcd")
+        np.testing.assert_array_equal(model.transform(X), before)
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_refit_on_an_array_forgets_the_names(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LEARNERS[name]().fit(frame(list("abcd")), Y)
+        assert hasattr(model, "feature_names_in_")
+        model.fit(X, Y)
+    assert not hasattr(model, "feature_names_in_")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.transform(X)  # no warning: neither side has names
+
+
+def test_kernel_and_iter_transform_check_the_names_too():
+    model = npr.Nystrom(n_landmarks=6, random_state=0).fit(frame(list("abcd")))
+    with pytest.raises(ValueError, match="unseen at fit time"):
+        model.kernel(frame(list("abce")))
+    with pytest.raises(ValueError, match="unseen at fit time"):
+        list(model.iter_transform([frame(list("abce"))]))
+
+
+@pytest.mark.parametrize("output", ["default", "pandas"])
+def test_the_warning_points_at_the_callers_line(output):
+    model = npr.Nystrom(n_landmarks=6, random_state=0).fit(frame(list("abcd")))
+    model.set_output(transform=output)  # pandas: one more wrapper between user and check
+    with pytest.warns(UserWarning, match="does not have valid feature names") as record:
+        model.transform(X)
+    assert record[0].filename == __file__
+
+
+def test_names_survive_save_and_load(tmp_path):
+    model = npr.GeneralizedNystrom(n_landmarks=6, random_state=0).fit(frame(list("abcd")), Y)
+    path = tmp_path / "m.npz"
+    npr.save(model, path)
+    back = npr.load(path)
+    assert back.feature_names_in_.dtype == object
+    assert back.feature_names_in_.tolist() == list("abcd")
+    with pytest.raises(ValueError, match="unseen at fit time"):
+        back.transform(frame(list("abce")))
