@@ -88,6 +88,16 @@ def _is_marker(v: Any) -> bool:
 def _unlabeled_mask(arr: np.ndarray) -> np.ndarray:
     """Boolean mask of the unlabeled entries of a 1-D label array (see :func:`check_labels`)."""
     kind = arr.dtype.kind
+    if kind == "u":
+        # -1 cast to an unsigned dtype wraps to its maximum: as ambiguous as the string '-1'
+        wrapped = np.flatnonzero(arr == np.iinfo(arr.dtype).max)
+        if wrapped.size:
+            raise ValueError(
+                f"y[{wrapped[0]}] = {int(arr[wrapped[0]])} is the largest {arr.dtype}, which "
+                "is what the unlabeled marker -1 becomes when cast to an unsigned dtype: "
+                "ambiguous between a class and an unlabeled sample. Pass y in a signed "
+                "integer dtype (with -1 for unlabeled samples)."
+            )
     if kind in "biu":
         return arr == -1
     if kind == "f":

@@ -136,11 +136,19 @@ def test_check_labels_markers_and_types():
             r"labels of type complex, which cannot be sorted",
         ),
         (np.array([1.5, 2.0, -1.0]), ValueError, r"Unknown label type: continuous.*y\[0\] = 1.5"),
+        # -1 wrapped by a cast to an unsigned dtype
+        (np.array([0, 1, -1]).astype(np.uint64), ValueError, r"y\[2\] = 18446744073709551615"),
+        (np.array([0, 1, -1]).astype(np.uint8), ValueError, r"y\[2\] = 255 is the largest uint8"),
     ],
 )
 def test_check_labels_refuses_ambiguous_or_mixed(y, exc, match):
     with pytest.raises(exc, match=match):
         check_labels(y, 3)
+
+
+def test_unsigned_labels_below_the_dtype_maximum_are_classes():
+    lab = check_labels(np.array([0, 254, 7], dtype=np.uint8), 3)
+    assert lab.classes.tolist() == [0, 7, 254] and lab.index.tolist() == [0, 1, 2]
 
 
 def test_all_unlabeled_markers_of_any_kind_give_the_prior_warning():
