@@ -103,9 +103,16 @@ def check_array(
         except (TypeError, ValueError) as exc:
             # pandas' nullable columns (Int64, boolean, ...) hold pd.NA: say it is missing data
             if any(is_missing(v) for v in arr.ravel()):
+                other = next((v for v in arr.ravel() if not is_missing(v) and not _real(v)), None)
+                also = (
+                    ""
+                    if other is None
+                    else f" It also holds values that are not numbers (e.g. {other!r}): "
+                    "encode or drop those features."
+                )
                 raise ValueError(
                     f"{name} has missing values (pd.NA or None), which a kernel cannot "
-                    "evaluate; impute them or drop those samples first."
+                    f"evaluate; impute them or drop those samples first.{also}"
                 ) from None
             raise TypeError(
                 f"{name} has dtype object and could not be converted to float64: {exc}"
@@ -160,6 +167,15 @@ def check_array(
     if not allow_nonfinite and not _all_finite(out):
         raise nonfinite_error(name, out)
     return out
+
+
+def _real(v: Any) -> bool:
+    """Whether one object converts to a float as ``astype(np.float64)`` would convert it."""
+    try:
+        np.float64(v)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def nonfinite_error(name: str, arr: np.ndarray) -> ValueError:

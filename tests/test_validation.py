@@ -113,3 +113,7 @@ def test_pandas_missing_values_are_named_as_such():
         Nystrom(n_landmarks=5).fit(df)
     full = df.fillna(0)
     assert Nystrom(n_landmarks=5, random_state=0).fit(full).transform(full).shape == (40, 5)
+    # missing values and a string: the message names both problems
+    df["c"] = ["red"] + [1.0] * 39
+    with pytest.raises(ValueError, match=r"missing values.*not numbers \(e.g. 'red'\)"):
+        Nystrom(n_landmarks=5).fit(df)
