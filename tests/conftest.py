@@ -123,6 +123,21 @@ def rbf_blocking_bound(X, Z, gamma, E):
     return E64 * np.expm1(gamma * dd) * (1.0 + eps) + 2.0 * eps * E64
 
 
+def poly_blocking_bound(X, Z, gamma, coef0, degree, E):
+    """Elementwise bound on |E1 - E2| for two evaluations of ``(gamma <x, z> + coef0)^degree``
+    in different row blockings: the cross terms (a GEMM whose summation order may change with
+    the tile height) differ by at most twice :func:`gemm_error_bound`, so the bases t differ
+    by ``dt = gamma * that`` plus their own rounding (``2 eps |t|``), and the powers by
+    ``degree (|t| + dt)^(degree - 1) dt`` (mean value theorem) plus the rounding of the
+    ``degree`` products in either evaluation."""
+    eps = float(np.finfo(np.asarray(E).dtype).eps)
+    cross = np.asarray(X, dtype=np.float64) @ np.asarray(Z, dtype=np.float64).T
+    t = np.abs(gamma * cross + coef0)
+    dt = gamma * 2.0 * gemm_error_bound(X, np.asarray(Z).T) + 2.0 * eps * t
+    dE = degree * (t + dt) ** (degree - 1) * dt
+    return dE + 2.0 * degree * eps * np.abs(np.asarray(E, dtype=np.float64))
+
+
 def triple_product_error_bound(A, B, C):
     """Bound on the float64 round-off of ``A @ B @ C``: ``(k1 + k2) eps |A| |B| |C|``."""
     A, B, C = (np.abs(np.asarray(M, dtype=np.float64)) for M in (A, B, C))

@@ -8,7 +8,12 @@ on block size or thread count; streamed blocks concatenate to transform.
 import numba
 import numpy as np
 import pytest
-from conftest import gemm_error_bound, rbf_blocking_bound, triple_product_error_bound
+from conftest import (
+    gemm_error_bound,
+    poly_blocking_bound,
+    rbf_blocking_bound,
+    triple_product_error_bound,
+)
 from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -120,9 +125,11 @@ def test_E_independent_of_blocks_and_threads(X, kernel, m, block, threads):
     np.testing.assert_array_equal(again, ref)
     blocked = extrapolate(X, Z, block_rows=block, **kw)
     tol = 8 * np.finfo(X.dtype).eps * max(1.0, float(np.abs(ref).max()))
-    np.testing.assert_allclose(blocked, ref, rtol=0, atol=tol)
+    if kernel == "poly":  # the power amplifies the cross term's round-off
+        tol = np.maximum(tol, poly_blocking_bound(X, Z, kw["gamma"], 1.0, 3, ref))
+    np.testing.assert_array_less(np.abs(blocked - ref), tol * (1 + 1e-12) + 1e-300)
     streamed = np.vstack([b for _, b in iter_extrapolate(X, Z, block_rows=block, **kw)])
-    np.testing.assert_allclose(streamed, ref, rtol=0, atol=tol)
+    np.testing.assert_array_less(np.abs(streamed - ref), tol * (1 + 1e-12) + 1e-300)
 
 
 def _outlier_data():
