@@ -15,7 +15,7 @@ import numpy as np
 
 from ._threads import BLAS_ONE_THREAD as _BLAS
 from ._threads import numba_threads
-from ._validation import abs_max
+from ._validation import abs_max, nonfinite_error
 from ._width import _binary_exponent
 
 # Without threadpoolctl (no per-thread BLAS), below this many features the cross term is
@@ -167,7 +167,12 @@ class _Prepared:
         new.Zs = np.ldexp(self.Zs, -e).astype(self.dtype)
         new._ZsT = None
         new.shift = np.ldexp(self.shift, -e)
-        new.zaux = np.ldexp(self.zaux, -2 * e) if spec.name == "rbf" else self.zaux
+        if spec.name == "rbf":
+            # from the scaled landmarks, not 2^-2e times the old norms: those may have
+            # overflowed (|z - c| beyond 1e154 in float64), and inf stays inf; where they did
+            # not, both give the same bits (powers of two commute with the rounding)
+            Zc = new.Zs.astype(np.float64, copy=False)
+            new.zaux = np.einsum("ij,ij->i", Zc, Zc)
         new.z_absmax = float(np.ldexp(self.z_absmax, -e))
         return np.ldexp(X, -e).astype(X.dtype, copy=False), new, float(np.ldexp(x_absmax, -e))
 
@@ -219,46 +224,83 @@ class _Prepared:
 
             compute_csr(self, X, out, tile)
             return
-        Xs, prep, amax = self._scaled(X, abs_max(X) if x_absmax is None else x_absmax)
+        if x_absmax is None and self._fused_bound(path):
+            # no pass over X before E: the rows' centred norms, computed with E, bound max |x|
+            bound = self._absmax_bound(self._compute(X, out, tile, path))
+            if bound is not None and self._scaled(X, bound)[1] is self:
+                self._check_finite(X, out, "k(X, Z)", bound, shown=(X, self))
+                return
+            # a non-finite or huge row: the exact guards decide (and E is computed again)
+        if x_absmax is None:
+            x_absmax = abs_max(X)
+            if not np.isfinite(x_absmax):
+                raise nonfinite_error("X", X)
+        Xs, prep, amax = self._scaled(X, x_absmax)
         prep._compute(Xs, out, tile, path)
         prep._check_finite(Xs, out, "k(X, Z)", amax, shown=(X, self))
 
-    def _compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
+    def _fused_bound(self, path: str | None) -> bool:
+        """Whether E's own pass yields a bound on max |x| (the Gaussian kernel on the
+        per-thread BLAS path, whose centring pass sums ``||x - c||^2``)."""
+        return self.spec.name == "rbf" and self._path(path) == "blas"
+
+    def _absmax_bound(self, xaux: np.ndarray | None) -> float | None:
+        """``max |x| <= max ||x - c|| + max |c|`` from the rows' centred squared norms; None
+        when they are not all finite (a NaN or infinite x, or squares beyond float64)."""
+        if xaux is None or xaux.size == 0:
+            return None
+        top = float(xaux.max())
+        if not np.isfinite(top):
+            return None
+        return float(np.sqrt(top)) + float(np.abs(self.shift).max(initial=0.0))
+
+    def _compute(
+        self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None
+    ) -> np.ndarray | None:
+        """Fill ``out``; returns the rows' ``xaux`` on the BLAS path (see ``_tile_kernel``)."""
         n = X.shape[0]
         if n == 0:
-            return
+            return None
         if tile is None:
             tile = _even_tiles(n, _tile_rows(self.m, self.d, X.dtype.itemsize))
         # the element-wise map costs about as much as 16 multiply-adds per entry
         with numba_threads(float(n) * self.m * (self.d + 16)):
-            self._dispatch(X, out, tile, path)
+            return self._dispatch(X, out, tile, path)
 
-    def _dispatch(self, X: np.ndarray, out: np.ndarray, tile: int, path: str | None) -> None:
+    def _path(self, path: str | None) -> str:
+        """The extrapolation path: the one given, else the fastest available."""
+        if self.spec.name == "laplacian":
+            return "l1"
+        if path is not None:
+            return path
+        if _BLAS.available():
+            return "blas"
+        if self.d <= FUSED_MAX_FEATURES:
+            return "fused"
+        return "gemm" if self.spec.name == "linear" else "twophase"
+
+    def _dispatch(
+        self, X: np.ndarray, out: np.ndarray, tile: int, path: str | None
+    ) -> np.ndarray | None:
         from ._numba import _extrapolate as kx
 
         spec = self.spec
         n = X.shape[0]
         args = (spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree))
-        if spec.name == "laplacian":
+        path = self._path(path)
+        if path == "l1":
             kx.extrapolate_l1(X, self.ZsT, float(spec.gamma), out, tile)
-            return
-        if path is None:
-            if _BLAS.available():
-                path = "blas"
-            elif self.d <= FUSED_MAX_FEATURES:
-                path = "fused"
-            elif spec.name == "linear":
-                path = "gemm"
-            else:
-                path = "twophase"
+            return None
         if path == "fused":
             kx.extrapolate_fused(X, self.ZsT, self.zaux, self.shift, *args, out, tile)
         elif path == "gemm" or (path == "twophase" and spec.name == "linear"):
             np.matmul(X, self.Zs.T, out=out)
         elif path == "blas":
+            xaux = np.empty(n)
             with _BLAS:
                 ZsT = self._ZsT_if(spec.name == "laplacian")
-                kx.extrapolate_blas(X, self.Zs, ZsT, self.zaux, self.shift, *args, out, tile)
+                kx.extrapolate_blas(X, self.Zs, ZsT, self.zaux, self.shift, *args, out, xaux, tile)
+            return xaux
         elif path == "twophase":
             # multi-threaded GEMM on large chunks, then the jitted element-wise pass
             chunk = max(tile, (1 << 22) // max(1, self.m))
@@ -278,6 +320,7 @@ class _Prepared:
                 kx.finish_rows(Eb, xaux, self.zaux, *args, tile)
         else:
             raise ValueError(f"unknown extrapolation path {path!r}")
+        return None
 
     def project(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> bool:
         """Fill ``out`` (n, r) with ``k(X, Z) @ P`` tile by tile, if per-thread BLAS is possible.
@@ -289,29 +332,43 @@ class _Prepared:
             return False
         if not isinstance(X, np.ndarray):  # CSR: block by block through compute
             return False
+        what = "k(X, Z) @ projection"
+        if self.spec.name == "rbf":
+            # no pass over X before the tiles: their centred norms bound max |x| (see compute)
+            bound = self._absmax_bound(self._project_tiles(X, P, out))
+            if bound is not None and self._scaled(X, bound)[1] is self:
+                self._check_finite(X, out, what, bound, shown=(X, self))
+                return True
+        Xs, prep, amax = self._scaled(X, abs_max(X))
+        prep._project_tiles(Xs, P, out)
+        prep._check_finite(Xs, out, what, amax, shown=(X, self))
+        return True
+
+    def _project_tiles(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out = k(X, Z) @ P`` by ``project_blas``; returns the rows' ``xaux``."""
         from ._numba import _extrapolate as kx
 
-        Xs, prep, amax = self._scaled(X, abs_max(X))
-        spec = prep.spec
+        spec = self.spec
         # about 8 MiB of E per tile (each tile's GEMM repacks the m x r projection), at most
         # 1024 rows: each thread allocates its tile anew, and larger buffers cost page faults
         itemsize = X.dtype.itemsize
         tile = int(max(8, min(1024, (8 << 20) // max(1, self.m * itemsize))))
         work = float(X.shape[0]) * self.m * (self.d + 16 + P.shape[1])
+        xaux = np.empty(X.shape[0])
         with _BLAS, numba_threads(work):
             kx.project_blas(
-                Xs,
-                prep.Zs,
-                prep._ZsT_if(spec.name == "laplacian"),
-                prep.zaux,
-                prep.shift,
+                X,
+                self.Zs,
+                self._ZsT_if(spec.name == "laplacian"),
+                self.zaux,
+                self.shift,
                 spec.code,
                 float(spec.gamma),
                 float(spec.coef0),
                 int(spec.degree),
                 P,
                 out,
+                xaux,
                 tile,
             )
-        prep._check_finite(Xs, out, "k(X, Z) @ projection", amax, shown=(X, self))
-        return True
+        return xaux

@@ -368,13 +368,21 @@ def extrapolate(
     ((2, 1), 0.367879)
     """
     sparse = is_sparse(X)
-    # dense X: finiteness and max |x| (for the overflow guards) come from one pass
     X = check_array(X, accept_sparse=True, allow_nonfinite=not sparse)
-    x_absmax = None if sparse else abs_max(X)
-    if x_absmax is not None and not np.isfinite(x_absmax):
-        raise nonfinite_error("X", X)
-    Z = check_array(Z, name="Z")
-    prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype, sparse=sparse)
+    try:
+        Z = check_array(Z, name="Z")
+        prep = _prepare(X, Z, kernel, width, gamma, degree, coef0, X.dtype, sparse=sparse)
+    except ValueError:
+        if not sparse and not np.isfinite(abs_max(X)):  # X's own problem is reported first
+            raise nonfinite_error("X", X) from None
+        raise
+    # dense X: finiteness and max |x| (for the overflow guards) come from one pass over X, or
+    # from E's own pass where that yields them (``compute``, the Gaussian kernel)
+    x_absmax = None
+    if not sparse and not prep._fused_bound(_rowblocks._FORCE_PATH):
+        x_absmax = abs_max(X)
+        if not np.isfinite(x_absmax):
+            raise nonfinite_error("X", X)
     tile = _check_block_rows(block_rows)
     shape = (X.shape[0], prep.m)
     if out is None:

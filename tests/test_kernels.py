@@ -144,6 +144,37 @@ def test_large_input_finiteness_message():
         Nystrom(5, random_state=0).fit(X)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("form", ["width", "spec"])
+def test_nonfinite_x_is_reported_after_a_fused_pass(rng, bad, form):
+    """The Gaussian kernel on the BLAS path reads max |x| off E's own pass (the rows'
+    centred norms): a non-finite row found there still gets the finiteness message, and so
+    do Nystrom's transform (the same idea, tile by tile) and a given ``out``."""
+    X = rng.normal(size=(300, 40))
+    Z = X[:20].copy()
+    X[250, 7] = bad
+    out = np.empty((300, 20))
+    kw = dict(width=80.0) if form == "width" else dict(kernel=make_kernel("rbf", width=80.0))
+    with pytest.raises(ValueError, match=r"first at index \(250, 7\)"):
+        extrapolate(X, Z, out=out, **kw)
+    model = Nystrom(landmarks=Z, width=80.0).fit(X[:200])
+    with pytest.raises(ValueError, match=r"first at index \(250, 7\)"):
+        model.transform(X)
+
+
+@pytest.mark.parametrize("scale", [1e150, 1.2e154])
+def test_huge_rows_take_the_exact_guards(rng, scale):
+    """At 1.2e154 the squared norms overflow float64: the bound from E's pass is not
+    finite, so the exact pass decides the scaling (at 1e150 the bound suffices). Either way
+    E equals E of the data divided by the scale (the width divided by its square). The
+    landmarks' squared norms overflowed too, and were scaled as inf: E came out all zeros."""
+    X = rng.normal(size=(200, 4)) * 3.0
+    Z = X[:15].copy()
+    ref = extrapolate(X, Z, width=1.0)
+    got = extrapolate(X * scale, Z * scale, width=scale * scale)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-300)
+
+
 @pytest.mark.parametrize("name", KERNELS)
 def test_independent_of_block_size_and_threads(rng, name, path):
     X = rng.normal(size=(157, 29))

@@ -280,18 +280,19 @@ def _centre_rows(X, s, shift, buf, xaux):
 
 
 @njit(cache=True, nogil=True)
-def _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, Et):
+def _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, Et, xaux):
     """Fill the tile Et = k(X[s : s + len(Et)], Z): cross term by BLAS, then the map.
 
     ``Zs`` is Z shifted by ``shift`` for RBF (distance-preserving, reduces cancellation) and Z
-    itself otherwise; ``zaux`` holds the landmark-side quantity of ``_finish_row``.
+    itself otherwise; ``zaux`` holds the landmark-side quantity of ``_finish_row``, and
+    ``xaux`` (one entry per row of the tile) receives the rows' own (``||x - c||^2`` for
+    RBF), which bound max |x| for the caller's overflow guards.
     """
     rows = Et.shape[0]
     d = X.shape[1]
     if code == LAPLACIAN:
         _l1_rows(X, s, ZsT, gamma, Et)
         return
-    xaux = np.empty(rows)
     if code == RBF:
         # the centred copy and its squared norms in one pass over the tile of X
         buf = np.empty((rows, d), dtype=X.dtype)
@@ -308,22 +309,24 @@ def _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, Et):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def extrapolate_blas(X, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, out, tile):
-    """E = k(X, Z) into ``out`` (n, m), tile by tile; BLAS must be single-threaded."""
+def extrapolate_blas(X, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, out, xaux, tile):
+    """E = k(X, Z) into ``out`` (n, m), tile by tile, and the rows' ``xaux`` (n,) (see
+    ``_tile_kernel``); BLAS must be single-threaded."""
     n = X.shape[0]
     n_tiles = (n + tile - 1) // tile
     for t in prange(n_tiles):
         s = t * tile
         e = min(n, s + tile)
-        _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, out[s:e])
+        _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, out[s:e], xaux[s:e])
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def project_blas(X, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, P, out, tile):
+def project_blas(X, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, P, out, xaux, tile):
     """G = k(X, Z) @ P into ``out`` (n, r) without materialising E beyond one tile per thread.
 
     Each thread computes a tile of E and projects it while it is in cache; BLAS must be
-    single-threaded (the caller arranges it).
+    single-threaded (the caller arranges it). ``xaux`` (n,) receives the rows' quantities of
+    ``_tile_kernel``.
     """
     n = X.shape[0]
     m = Zs.shape[0]
@@ -332,7 +335,7 @@ def project_blas(X, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, P, out, ti
         s = t * tile
         e = min(n, s + tile)
         Et = np.empty((e - s, m), dtype=X.dtype)
-        _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, Et)
+        _tile_kernel(X, s, Zs, ZsT, zaux, shift, code, gamma, coef0, degree, Et, xaux[s:e])
         np.dot(Et, P, out[s:e])
 
 
