@@ -170,7 +170,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     graph_type_, n_neighbors_, weights_ : str, int, str
         The graph's settings at fit time; ``transform`` extends over this graph.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
+    feature_names_in_ : ndarray of shape (``n_features_in_``,), dtype object
         Column names of X in ``fit``, when X is a DataFrame whose column names are all
         strings (absent otherwise); later calls refuse a frame whose names differ.
     objective_path_ : ndarray of shape (``n_iter_ + 1``,)

@@ -289,7 +289,7 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
     projection_ : ndarray of shape (m, r)
         ``U diag(lam)^(-1/2)``; ``G = k(X, Z) @ projection_``.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
+    feature_names_in_ : ndarray of shape (``n_features_in_``,), dtype object
         Column names of X in ``fit``, when X is a DataFrame whose column names are all
         strings (absent otherwise); later calls refuse a frame whose names differ.
     n_components_ : int

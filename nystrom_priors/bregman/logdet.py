@@ -82,7 +82,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         slack-adjusted bound for distance constraints).
     landmarks_, width_, gamma_, S0_, eigenvalues_ : Nystrom initial kernel (init="nystrom")
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
+    feature_names_in_ : ndarray of shape (``n_features_in_``,), dtype object
         Column names of X in ``fit``, when X is a DataFrame whose column names are all
         strings (absent otherwise); later calls refuse a frame whose names differ.
 
