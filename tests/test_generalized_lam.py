@@ -514,3 +514,42 @@ def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(rng, kept, monk
         warnings.simplefilter("ignore", RuntimeWarning)
         want = np.nanmean(L, axis=0)
     np.testing.assert_allclose(crit, want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("side", ["labels", "pairs"])
+def test_nka_returns_the_paths_solution_without_a_second_solve(side, monkeypatch):
+    """lam="nka" solves the whole warm-started path; the model at the chosen lam is that
+    path's solution (same problem, lam and tolerance), certified like a fixed-lam fit there.
+
+    J(S) = lam ||S - S0||_F^2 + loss(S) is 2 lam-strongly convex, so two solutions whose
+    relative gaps are at most tol are within 2 sqrt(tol J / lam) of each other."""
+    import nystrom_priors.generalized as gmod
+    from nystrom_priors._labels import check_labels
+    from nystrom_priors.generalized._problem import _build_problem
+    from nystrom_priors.side_info import check_pairs
+
+    rng = np.random.default_rng(5)
+    y_full = np.arange(300) % 3
+    X = rng.normal(size=(300, 5)) + y_full[:, None]
+    y = np.where(np.arange(300) < 60, y_full, -1)
+    pairs = np.array([[0, 3, 1], [1, 4, 1], [0, 1, -1], [2, 5, 1], [1, 2, -1]])
+    side_info = {"y": y} if side == "labels" else {"pairs": pairs}
+    kw = dict(n_landmarks=30, random_state=0)
+
+    def no_final_solve(*args, **kwargs):
+        raise AssertionError("a second exact solve after the nka path")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with monkeypatch.context() as mp:
+            mp.setattr(gmod, "_solve_lam", no_final_solve)
+            model = GeneralizedNystrom(lam="nka", **kw).fit(X, **side_info)
+        fixed = GeneralizedNystrom(lam=model.lam_, **kw).fit(X, **side_info)
+    assert model.lam_ == model.lam_path_[np.argmax(model.criterion_path_)]
+    assert model.converged_ and model.certificate_ <= 1e-6
+    labels = check_labels(y, 300) if side == "labels" else None
+    pairs_arr = check_pairs(pairs, 300) if side == "pairs" else None
+    prob = _build_problem(model.S0_, labels, pairs_arr, lambda rows: model._features_block(X[rows]))
+    J = max(prob.objective(model.S_, model.lam_), prob.objective(fixed.S_, model.lam_))
+    bound = 2.0 * np.sqrt(1e-6 * J / model.lam_)
+    assert np.linalg.norm(model.S_ - fixed.S_) <= bound
