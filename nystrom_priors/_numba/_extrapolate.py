@@ -190,24 +190,8 @@ def _finish_row(row, xa, zaux, code, gamma, coef0, degree):
 def _row_aux(X, i, shift, code):
     """Per-row quantity the element-wise map needs (see ``_finish_row``)."""
     d = X.shape[1]
-    if code == RBF:  # four partial sums, in the order of ``_centre_rows``
-        s0 = s1 = s2 = s3 = 0.0
-        k = 0
-        while k + 4 <= d:
-            v0 = X[i, k] - shift[k]
-            v1 = X[i, k + 1] - shift[k + 1]
-            v2 = X[i, k + 2] - shift[k + 2]
-            v3 = X[i, k + 3] - shift[k + 3]
-            s0 += v0 * v0
-            s1 += v1 * v1
-            s2 += v2 * v2
-            s3 += v3 * v3
-            k += 4
-        while k < d:
-            v0 = X[i, k] - shift[k]
-            s0 += v0 * v0
-            k += 1
-        return (s0 + s1) + (s2 + s3)
+    if code == RBF:
+        return _centred_sq(X, i, shift)
     if code == COSINE:
         s = 0.0
         for k in range(d):
@@ -250,33 +234,36 @@ def _l1_rows(X, s, ZT, gamma, Et):
 @njit(fastmath={"contract"}, cache=True, nogil=True)
 def _centre_rows(X, s, shift, buf, xaux):
     """buf[i] = X[s + i] - shift (X's dtype) and xaux[i] = ||X[s + i] - shift||^2 (float64,
-    summed in the order of ``_row_aux``, so both paths give the same norms). Four partial
-    sums, so that the additions do not wait on each other: the pass takes 0.4x the time of
-    a single running sum at d = 784."""
+    by ``_centred_sq``, as ``_row_aux``, so both paths give the same norms)."""
     d = X.shape[1]
     for i in range(buf.shape[0]):
-        s0 = s1 = s2 = s3 = 0.0
-        k = 0
-        while k + 4 <= d:
-            v0 = X[s + i, k] - shift[k]
-            v1 = X[s + i, k + 1] - shift[k + 1]
-            v2 = X[s + i, k + 2] - shift[k + 2]
-            v3 = X[s + i, k + 3] - shift[k + 3]
-            buf[i, k] = v0
-            buf[i, k + 1] = v1
-            buf[i, k + 2] = v2
-            buf[i, k + 3] = v3
-            s0 += v0 * v0
-            s1 += v1 * v1
-            s2 += v2 * v2
-            s3 += v3 * v3
-            k += 4
-        while k < d:
-            v0 = X[s + i, k] - shift[k]
-            buf[i, k] = v0
-            s0 += v0 * v0
-            k += 1
-        xaux[i] = (s0 + s1) + (s2 + s3)
+        for k in range(d):
+            buf[i, k] = X[s + i, k] - shift[k]
+        xaux[i] = _centred_sq(X, s + i, shift)  # the row is in L1 from the copy
+
+
+@njit(fastmath={"contract"}, cache=True, nogil=True)
+def _centred_sq(X, i, shift):
+    """``||X[i] - shift||^2`` in float64, in four interleaved partial sums (fixed order: every
+    path gives the same norms; one running sum made each addition wait on the previous)."""
+    d = X.shape[1]
+    s0 = s1 = s2 = s3 = 0.0
+    k = 0
+    while k + 4 <= d:
+        v0 = X[i, k] - shift[k]
+        v1 = X[i, k + 1] - shift[k + 1]
+        v2 = X[i, k + 2] - shift[k + 2]
+        v3 = X[i, k + 3] - shift[k + 3]
+        s0 += v0 * v0
+        s1 += v1 * v1
+        s2 += v2 * v2
+        s3 += v3 * v3
+        k += 4
+    while k < d:
+        v0 = X[i, k] - shift[k]
+        s0 += v0 * v0
+        k += 1
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True, nogil=True)
