@@ -22,6 +22,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+import nystrom_priors as npr
+
 settings.register_profile(
     "dev",
     deadline=None,
@@ -160,6 +162,18 @@ def rbf_roundoff_bound(X, Z, gamma):
 
     E = np.exp(-gamma * cdist(X, Z, "sqeuclidean"))
     return E * gamma * 4 * X.shape[1] * eps * cross + 4 * eps * E
+
+
+# every learner, small and quick, fitted on a handful of rows (output-format tests)
+SMALL_LEARNERS = {
+    "Nystrom": lambda: npr.Nystrom(n_landmarks=6, random_state=0),
+    "GeneralizedNystrom": lambda: npr.GeneralizedNystrom(n_landmarks=6, random_state=0),
+    "LogDetKernelLearner": lambda: npr.LogDetKernelLearner(
+        n_landmarks=6, gamma=1.0, random_state=0
+    ),
+    "VonNeumannKernelLearner": lambda: npr.VonNeumannKernelLearner(n_landmarks=6, random_state=0),
+    "BCDNPKL": lambda: npr.BCDNPKL(max_iter=20, random_state=0),
+}
 
 
 def blobs(per_class, d=4, n_classes=3, spread=3.0, labeled=0.5, seed=0):

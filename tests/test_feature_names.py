@@ -12,21 +12,14 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import SMALL_LEARNERS
 
 import nystrom_priors as npr
 
 pd = pytest.importorskip("pandas")
 preprocessing = pytest.importorskip("sklearn.preprocessing")
 
-LEARNERS = {
-    "Nystrom": lambda: npr.Nystrom(n_landmarks=6, random_state=0),
-    "GeneralizedNystrom": lambda: npr.GeneralizedNystrom(n_landmarks=6, random_state=0),
-    "LogDetKernelLearner": lambda: npr.LogDetKernelLearner(
-        n_landmarks=6, gamma=1.0, random_state=0
-    ),
-    "VonNeumannKernelLearner": lambda: npr.VonNeumannKernelLearner(n_landmarks=6, random_state=0),
-    "BCDNPKL": lambda: npr.BCDNPKL(max_iter=20, random_state=0),
-}
+LEARNERS = SMALL_LEARNERS
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(40, 4)) + (np.arange(40) % 2)[:, None]

@@ -12,20 +12,13 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import SMALL_LEARNERS
 
 import nystrom_priors as npr
 
 pd = pytest.importorskip("pandas")
 
-LEARNERS = {
-    "Nystrom": lambda: npr.Nystrom(n_landmarks=6, random_state=0),
-    "GeneralizedNystrom": lambda: npr.GeneralizedNystrom(n_landmarks=6, random_state=0),
-    "LogDetKernelLearner": lambda: npr.LogDetKernelLearner(
-        n_landmarks=6, gamma=1.0, random_state=0
-    ),
-    "VonNeumannKernelLearner": lambda: npr.VonNeumannKernelLearner(n_landmarks=6, random_state=0),
-    "BCDNPKL": lambda: npr.BCDNPKL(max_iter=20, random_state=0),
-}
+LEARNERS = SMALL_LEARNERS
 
 
 def _data(n=40):
