@@ -340,7 +340,9 @@ def extrapolate(
         another order for other tile heights (differences of a few ulp).
     out : ndarray of shape (n, m), optional
         C-contiguous, writeable buffer of X's dtype (e.g. a ``np.memmap``) to write into; it
-        must not share memory with X or Z (``ValueError``).
+        must not share memory with X or Z (``ValueError``). If the call raises because X
+        holds a NaN or an infinity, ``out`` may already hold part of the result: for the
+        Gaussian kernel that check comes from E's own pass.
 
     Returns
     -------
