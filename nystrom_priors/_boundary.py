@@ -57,11 +57,10 @@ class _CGSolver:
     """``Delta_UU^-1 B`` by conjugate gradients, column by column (vectorised over columns).
 
     Each iteration is one sparse product, so time and memory are linear in the samples,
-    where a sparse LU of a k-NN graph's Laplacian fills in faster than linearly (20,000
-    samples in 10 dimensions: 13.6 million entries in L + U, 40,000: fill and time about 4x).
-    A converged column is frozen, so a column's result does not depend on the others in its
-    block. Should CG not reach ``_CG_RTOL`` within twice its bound (round-off), the solver
-    factorises instead: slower, never wrong.
+    where a sparse LU of a k-NN graph's Laplacian fills in faster than linearly (its
+    separators grow with the data's dimension). A converged column is frozen, so a column's
+    result does not depend on the others in its block. Should CG not reach ``_CG_RTOL``
+    within twice its bound (round-off), the solver factorises instead: slower, never wrong.
     """
 
     def __init__(self, A: Any, delta: float) -> None:
@@ -105,9 +104,8 @@ def _sparse_spd_solver(A: Any) -> Any:
     from scipy.sparse.linalg import splu
 
     # a symmetric fill-reducing ordering without pivoting is an LDL^T factorisation, stable
-    # for SPD matrices and with far less fill than splu's default column ordering (20,000
-    # samples of a 5-NN graph in 10 dimensions: 13.6 instead of 34.1 million entries, 7x
-    # faster)
+    # for SPD matrices, with less fill than splu's default column ordering, which is chosen
+    # for unsymmetric matrices
     return splu(
         A.tocsc(),
         permc_spec="MMD_AT_PLUS_A",

@@ -208,36 +208,38 @@ class _Prepared:
             f"Rescale X{hint}."
         )
 
-    def compute(
-        self,
-        X: np.ndarray,
-        out: np.ndarray,
-        tile: int | None,
-        path: str | None,
-        x_absmax: float | None = None,
-    ) -> None:
-        """Fill ``out`` (n, m) with k(X, Z); X validated, same dtype and width as Z
-        (``x_absmax``: max |x| if the caller has it). Raises ValueError if a kernel value
-        overflows X's dtype."""
+    def compute(self, X: np.ndarray, out: np.ndarray, tile: int | None, path: str | None) -> None:
+        """Fill ``out`` (n, m) with k(X, Z); X validated (finiteness not yet checked for dense
+        X), same dtype and width as Z. Raises ValueError if X holds a NaN or an infinity, or
+        if a kernel value overflows X's dtype."""
         if not isinstance(X, np.ndarray) and hasattr(X, "indptr"):  # CSR (check_csr)
             from ._csr import compute_csr
 
             compute_csr(self, X, out, tile)
             return
-        if x_absmax is None and self._fused_bound(path):
-            # no pass over X before E: the rows' centred norms, computed with E, bound max |x|
-            bound = self._absmax_bound(self._compute(X, out, tile, path))
+        self._guarded(
+            X, out, "k(X, Z)", lambda p, A: p._compute(A, out, tile, path), self._fused_bound(path)
+        )
+
+    def _guarded(self, X: np.ndarray, out: np.ndarray, what: str, fill: Any, fused: bool) -> None:
+        """``fill(prep, X)`` into ``out`` under the overflow guards, which need max |x|.
+
+        ``fused``: ``fill`` returns the rows' centred squared norms, which bound max |x|
+        (``_absmax_bound``), so no pass over X precedes it; a non-finite norm, or a bound that
+        asks for rescaling, hands over to the exact pass (``abs_max``), and ``fill`` runs
+        again. Otherwise the exact pass comes first.
+        """
+        if fused:
+            bound = self._absmax_bound(fill(self, X))
             if bound is not None and self._scaled(X, bound)[1] is self:
-                self._check_finite(X, out, "k(X, Z)", bound, shown=(X, self))
+                self._check_finite(X, out, what, bound, shown=(X, self))
                 return
-            # a non-finite or huge row: the exact guards decide (and E is computed again)
-        if x_absmax is None:
-            x_absmax = abs_max(X)
-            if not np.isfinite(x_absmax):
-                raise nonfinite_error("X", X)
+        x_absmax = abs_max(X)
+        if not np.isfinite(x_absmax):
+            raise nonfinite_error("X", X)
         Xs, prep, amax = self._scaled(X, x_absmax)
-        prep._compute(Xs, out, tile, path)
-        prep._check_finite(Xs, out, "k(X, Z)", amax, shown=(X, self))
+        fill(prep, Xs)
+        prep._check_finite(Xs, out, what, amax, shown=(X, self))
 
     def _fused_bound(self, path: str | None) -> bool:
         """Whether E's own pass yields a bound on max |x| (the Gaussian kernel on the
@@ -332,16 +334,8 @@ class _Prepared:
             return False
         if not isinstance(X, np.ndarray):  # CSR: block by block through compute
             return False
-        what = "k(X, Z) @ projection"
-        if self.spec.name == "rbf":
-            # no pass over X before the tiles: their centred norms bound max |x| (see compute)
-            bound = self._absmax_bound(self._project_tiles(X, P, out))
-            if bound is not None and self._scaled(X, bound)[1] is self:
-                self._check_finite(X, out, what, bound, shown=(X, self))
-                return True
-        Xs, prep, amax = self._scaled(X, abs_max(X))
-        prep._project_tiles(Xs, P, out)
-        prep._check_finite(Xs, out, what, amax, shown=(X, self))
+        fill = lambda p, A: p._project_tiles(A, P, out)  # noqa: E731
+        self._guarded(X, out, "k(X, Z) @ projection", fill, self.spec.name == "rbf")
         return True
 
     def _project_tiles(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> np.ndarray:

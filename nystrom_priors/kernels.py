@@ -378,13 +378,6 @@ def extrapolate(
         if not sparse and not np.isfinite(abs_max(X)):  # X's own problem is reported first
             raise nonfinite_error("X", X) from None
         raise
-    # dense X: finiteness and max |x| (for the overflow guards) come from one pass over X, or
-    # from E's own pass where that yields them (``compute``, the Gaussian kernel)
-    x_absmax = None
-    if not sparse and not prep._fused_bound(_rowblocks._FORCE_PATH):
-        x_absmax = abs_max(X)
-        if not np.isfinite(x_absmax):
-            raise nonfinite_error("X", X)
     tile = _check_block_rows(block_rows)
     shape = (X.shape[0], prep.m)
     if out is None:
@@ -392,7 +385,8 @@ def extrapolate(
     else:
         check_out(out, shape, X.dtype)
         check_no_overlap(out, {"X": X, "Z": Z})
-    prep.compute(X, out, tile, _rowblocks._FORCE_PATH, x_absmax=x_absmax)
+    # dense X: finiteness and max |x| (for the overflow guards) are checked by compute
+    prep.compute(X, out, tile, _rowblocks._FORCE_PATH)
     return out
 
 

@@ -524,7 +524,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     ) -> float:
         """The lam of the exact solve: fixed, eq. (12) ("nka") or cross-validated ("auto").
         For "nka", ``path["solution"]`` receives the warm-started path's ``(S, n_iter,
-        certificate, converged)`` at that lam (a cold solve there cost 7x as much)."""
+        certificate, converged)`` at that lam: the same problem, lam and tolerance, so the
+        fit does not solve it again from a cold start."""
         from .._progress import Progress
 
         scale = self.lam_scale_
