@@ -25,10 +25,12 @@ strictly convex subproblem (``d = Dt_ii``, ``g = sum_{k!=i} Dt_ik v_k``): for th
 ``v_i = -(d I + C sum_j v_j v_j^T)^{-1} (g - C sum_j T_ij v_j)`` (Woodbury with the small
 system on i's partners; the paper's eq. 6 halves only one of the two terms, which amounts to
 2C); for the hinge losses the box-constrained dual QPs of eqs. 9-10, ``v_i = (A a - 2 g)/(2d)``
-with ``A = [T_ij v_j]``. Random start (V = 0 is a stationary point of all three losses);
-stop on the relative decrease of the objective (V keeps drifting by rotations after the
-objective has converged). The hinge loss makes f non-smooth and non-separable: BCD then has no
-convergence guarantee and typically stalls 1e-4-1e-2 above the SDP optimum.
+with ``A = [T_ij v_j]`` (coordinate descent, then active-set steps once the active bounds
+settle: the descent alone crawls where partners' rows are nearly parallel). Random start
+(V = 0 is a stationary point of all three losses); stop on the relative decrease of the
+objective (V keeps drifting by rotations after the objective has converged). The hinge loss
+makes f non-smooth and non-separable: BCD then has no convergence guarantee and typically
+stalls 1e-4-1e-2 above the SDP optimum.
 
 **Out-of-sample rows.** The learned factor is ``G = Q V`` (n x r). A new sample x gets the
 harmonic extension over its graph neighbours, the graph analogue of the Nystrom extension:

@@ -19,11 +19,16 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 import bad_input_catalogue as catalogue  # noqa: E402
 
+# One worker runs the whole module (pytest-xdist's ``--dist loadgroup``, README's test
+# command), and the fixture lives for the session: the subprocess runs once, not once per
+# worker, nor again each time the worker comes back to this module between others' tests.
+pytestmark = pytest.mark.xdist_group("bad_input_catalogue")
+
 IDS = [case_id for case_id, _, _ in catalogue.CASES]
 EXPECTED = {case_id: expected for case_id, _, expected in catalogue.CASES}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def outcomes() -> dict:
     from conftest import NO_JIT
 

@@ -282,6 +282,41 @@ def test_column_update_is_exact(loss):
     assert np.allclose(V[i], y.value, atol=1e-5)
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_box_qp_solves_ill_conditioned_duals_in_few_passes(loss, seed):
+    """The hinge losses' column dual with nearly parallel partners v_j (as same-class rows
+    become): H = A^T A / 2d is ill-conditioned, and coordinate descent alone crawls. Within 30
+    passes the active-set step must reach the minimiser (cvxpy's): the same objective and the
+    same primal v = (A a - 2 g) / 2d. (With more partners than the rank, H is singular for the
+    hinge loss and the descent may have to finish alone: ``test_column_update_is_exact``.)"""
+    cp = pytest.importorskip("cvxpy")
+    from nystrom_priors._numba._bcd import _box_qp
+
+    rng = np.random.default_rng(seed)
+    t, r, d, C = 14, 16, 1.5, 0.8
+    A = (rng.normal(size=r)[:, None] + 1e-3 * rng.normal(size=(r, t))) * rng.choice([-1, 1], t)
+    g = 0.5 * rng.normal(size=r)
+    H = A.T @ A / (2 * d)
+    ridge = 0.0 if loss == "hinge" else 1.0 / (2 * C)
+    ub = C if loss == "hinge" else np.inf
+    q = 1.0 + A.T @ g / d
+    alpha = np.zeros(t)
+    _box_qp(H + ridge * np.eye(t), q, ub, alpha, 1e-13, 30)
+
+    a = cp.Variable(t)
+    objective = cp.sum_squares(A @ a) / (4 * d) + ridge / 2 * cp.sum_squares(a) - q @ a
+    bounds = [a >= 0] + ([a <= ub] if np.isfinite(ub) else [])
+    prob = cp.Problem(cp.Minimize(objective), bounds)
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+
+    ours = 0.5 * alpha @ (H + ridge * np.eye(t)) @ alpha - q @ alpha
+    assert alpha.min() >= 0.0 and alpha.max() <= ub
+    assert ours <= prob.value + 1e-9 * abs(prob.value)
+    v, v_ref = (A @ alpha - 2 * g) / (2 * d), (A @ a.value - 2 * g) / (2 * d)
+    assert np.allclose(v, v_ref, atol=1e-6 * np.abs(v_ref).max())
+
+
 # --------------------------------------------------------------------------------------------
 # the SDP oracle: Prop. 1 and BCD's optimum
 # --------------------------------------------------------------------------------------------
