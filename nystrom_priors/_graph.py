@@ -53,13 +53,13 @@ def _as_float(A: Any, dtype: Any, e: int = 0) -> Any:
 
 def _sq_norms(A: Any) -> np.ndarray:
     """``||a_i||^2`` in float64 of an ``_as_float`` array (CSR: from the stored entries;
-    dense: summed in the fixed order of ``_numba/_bcd.py``'s ``_row_sq``, as ``knn_tiles``
+    dense: summed in the fixed order of ``_numba/_knn.py``'s ``_row_sq``, as ``knn_tiles``
     sums its queries' norms)."""
     if is_sparse(A):
         from ._csr import row_sq_norms
 
         return row_sq_norms(A)
-    from ._numba._bcd import sq_norms
+    from ._numba._knn import sq_norms
     from ._threads import numba_threads
 
     with numba_threads(float(A.size)):
@@ -124,7 +124,7 @@ def _knn_scaled(
     the queries / 4^e). ``dtype`` is that of the cross products (float32 halves their cost;
     norms and distances stay float64; two CSR operands are summed in float64 anyway). X and
     Y: dense or canonical CSR."""
-    from ._numba._bcd import knn_select, knn_tiles
+    from ._numba._knn import knn_select, knn_tiles
     from ._threads import BLAS_ONE_THREAD as _BLAS
     from ._threads import numba_threads
 

@@ -71,7 +71,7 @@ def test_knn_tiles_match_the_blockwise_selection(dtype, self_search):
     neighbours the blockwise one finds from a full cross-product block, for any tile height,
     and its query norms are the bits of ``sq_norms``; a row's norm does not depend on where
     the row sits."""
-    from nystrom_priors._numba._bcd import knn_select, knn_tiles, sq_norms
+    from nystrom_priors._numba._knn import knn_select, knn_tiles, sq_norms
 
     rng = np.random.default_rng(7)
     X = rng.normal(size=(90, 13)).astype(dtype)
