@@ -283,18 +283,19 @@ def test_column_update_is_exact(loss):
 
 
 @pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("r", [16, 4])
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
-def test_box_qp_solves_ill_conditioned_duals_in_few_passes(loss, seed):
+def test_box_qp_solves_ill_conditioned_duals_in_few_passes(loss, r, seed):
     """The hinge losses' column dual with nearly parallel partners v_j (as same-class rows
-    become): H = A^T A / 2d is ill-conditioned, and coordinate descent alone crawls. Within 30
-    passes the active-set step must reach the minimiser (cvxpy's): the same objective and the
-    same primal v = (A a - 2 g) / 2d. (With more partners than the rank, H is singular for the
-    hinge loss and the descent may have to finish alone: ``test_column_update_is_exact``.)"""
+    become): H = A^T A / 2d is ill-conditioned, and coordinate descent alone crawls; with more
+    partners than the rank (r = 4 < t = 14) the hinge loss's H is also singular. Within 30
+    passes the active-set steps must reach the minimiser (cvxpy's): the same objective and
+    the same primal v = (A a - 2 g) / 2d."""
     cp = pytest.importorskip("cvxpy")
     from nystrom_priors._numba._bcd import _box_qp
 
     rng = np.random.default_rng(seed)
-    t, r, d, C = 14, 16, 1.5, 0.8
+    t, d, C = 14, 1.5, 0.8
     A = (rng.normal(size=r)[:, None] + 1e-3 * rng.normal(size=(r, t))) * rng.choice([-1, 1], t)
     g = 0.5 * rng.normal(size=r)
     H = A.T @ A / (2 * d)

@@ -173,44 +173,88 @@ def _active_set_step(H, q, ub, state, alpha):
     ``H_FF a_F = q_F - H_FU ub`` (Cholesky), as far as the box allows; a coordinate that
     reaches a bound joins the held ones and F is solved again. The objective is convex along
     each segment and least at its end, so every step lowers it, and ``alpha`` keeps the
-    last point. Returns True if that point is the minimiser: the gradient ``g = H a - q`` zero on
-    F, >= 0 at the lower bounds and <= 0 at the upper ones, up to round-off (a relative 1e-12
-    of the terms that sum to each g_s) -- the KKT conditions of the convex QP. False also
-    where H_FF is singular (a pivot not positive): the caller's descent goes on."""
+    last point. Where H_FF is singular (the hinge loss with more partners than the rank), the
+    objective is linear along a null direction of H_FF and the step follows it, downhill, to
+    the next bound. Returns True if the last point is the minimiser: the gradient
+    ``g = H a - q`` zero on F, >= 0 at the lower bounds and <= 0 at the upper ones, up to
+    round-off (a relative 1e-12 of the terms that sum to each g_s) -- the KKT conditions of
+    the convex QP; False leaves the caller's descent to go on."""
     t = H.shape[0]
     for _ in range(t + 1):
         free = np.flatnonzero(state == 1)
         f = free.size
         x = np.empty(f)
-        if f:
-            L = np.zeros((f, f))
-            for a in range(f):
-                sa = free[a]
-                acc = q[sa]
+        dep = -1  # a free coordinate whose column of H_FF depends on the earlier ones
+        L = np.zeros((f, f))
+        for a in range(f):
+            sa = free[a]
+            acc = q[sa]
+            for u in range(t):
+                if state[u] == 2:
+                    acc -= H[sa, u] * ub
+            x[a] = acc
+            for b in range(a):
+                v = H[sa, free[b]]
+                for c in range(b):
+                    v -= L[a, c] * L[b, c]
+                L[a, b] = v / L[b, b]
+            v = H[sa, sa]
+            for c in range(a):
+                v -= L[a, c] * L[a, c]
+            if not v > 1e-12 * H[sa, sa]:
+                dep = a
+                break
+            L[a, a] = math.sqrt(v)
+        if dep >= 0:
+            # H_FF is singular: along n (n_dep = 1, n_P = -H_PP^-1 H_P,dep over the earlier
+            # free coordinates P) the objective is linear, so it falls all the way to a bound
+            n = np.empty(dep + 1)
+            n[dep] = 1.0
+            for a in range(dep - 1, -1, -1):
+                acc = L[dep, a]
+                for c in range(a + 1, dep):
+                    acc -= L[c, a] * n[c]
+                n[a] = acc / L[a, a]
+            for a in range(dep):
+                n[a] = -n[a]
+            slope = 0.0
+            size = 0.0
+            for a in range(dep + 1):
+                g = -q[free[a]]
                 for u in range(t):
-                    if state[u] == 2:
-                        acc -= H[sa, u] * ub
-                x[a] = acc
-                for b in range(a + 1):
-                    v = H[sa, free[b]]
-                    for c in range(b):
-                        v -= L[a, c] * L[b, c]
-                    if b < a:
-                        L[a, b] = v / L[b, b]
-                    elif v > 0.0:
-                        L[a, a] = math.sqrt(v)
-                    else:
-                        return False
-            for a in range(f):  # L y = rhs, then L^T x = y
-                acc = x[a]
-                for c in range(a):
-                    acc -= L[a, c] * x[c]
-                x[a] = acc / L[a, a]
-            for a in range(f - 1, -1, -1):
-                acc = x[a]
-                for c in range(a + 1, f):
-                    acc -= L[c, a] * x[c]
-                x[a] = acc / L[a, a]
+                    g += H[free[a], u] * alpha[u]
+                slope += g * n[a]
+                size += abs(g * n[a])
+            if not abs(slope) > 1e-12 * size:
+                return False  # flat along n too: the descent goes on
+            sign = -1.0 if slope > 0.0 else 1.0
+            tau = np.inf
+            block = -1
+            for a in range(dep + 1):
+                step = sign * n[a]
+                cur = alpha[free[a]]
+                if step < 0.0 and cur / -step < tau:
+                    tau, block = cur / -step, a
+                elif step > 0.0 and (ub - cur) / step < tau:
+                    tau, block = (ub - cur) / step, a
+            if block < 0:
+                return False
+            for a in range(dep + 1):
+                alpha[free[a]] = min(max(alpha[free[a]] + tau * sign * n[a], 0.0), ub)
+            sb = free[block]
+            alpha[sb] = 0.0 if sign * n[block] < 0.0 else ub
+            state[sb] = 0 if sign * n[block] < 0.0 else 2
+            continue
+        for a in range(f):  # L y = rhs, then L^T x = y
+            acc = x[a]
+            for c in range(a):
+                acc -= L[a, c] * x[c]
+            x[a] = acc / L[a, a]
+        for a in range(f - 1, -1, -1):
+            acc = x[a]
+            for c in range(a + 1, f):
+                acc -= L[c, a] * x[c]
+            x[a] = acc / L[a, a]
         # the longest step toward x within the box; the coordinate that limits it is held
         tau = 1.0
         block = -1
