@@ -360,6 +360,41 @@ def test_stratified_folds_balance_classes(rng):
         assert np.unique(folds[codes == c]).size == min(count, 5)
 
 
+def test_informative_rounds_drop_unpredictable_rows_and_repeated_rounds(rng):
+    """A held-out row whose class has no training row in its round is not scored; a round that
+    repeats an earlier one (tiny classes deal both splits the same folds) is dropped; rows
+    that are scored keep their roles."""
+    codes = np.array([0, 0, 1, 1])
+    roles = lam_cv.cv_rounds(codes, 5, 10, rng)  # 4 singleton folds, twice
+    kept, split = lam_cv.informative_rounds(roles, codes)
+    assert roles.shape[0] == 8 and kept.shape[0] == 4 and split == 4
+    assert sorted(map(bytes, kept)) == sorted(set(map(bytes, roles)))
+
+    codes = np.repeat(np.arange(5), [1, 1, 6, 7, 9])  # classes 0 and 1 labeled once
+    roles = lam_cv.cv_rounds(codes, 5, 50, rng)
+    kept, split = lam_cv.informative_rounds(roles, codes)
+    assert kept.shape == roles.shape and split == 5
+    unpredictable = (roles == 2) & np.isin(codes, [0, 1])[None, :]
+    np.testing.assert_array_equal(kept, np.where(unpredictable, 0, roles))
+
+    codes = np.arange(6)  # every class labeled once: nothing to score
+    kept, split = lam_cv.informative_rounds(lam_cv.cv_rounds(codes, 5, 10, rng), codes)
+    assert kept.shape == (0, 6) and split == 0
+
+
+def test_auto_keeps_the_prior_and_says_why_with_one_label_per_class():
+    """One labeled sample per class: no held-out sample's class is among its fold's training
+    samples, so no candidate can be compared with the prior on how it classifies."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    X = datasets.load_digits().data[:600] / 16.0
+    y = np.full(600, -1)
+    y[np.random.default_rng(1).choice(600, 3, replace=False)] = [0, 1, 2]
+    with pytest.warns(UserWarning, match=r"kept the Nystrom prior.*at least two samples"):
+        model = GeneralizedNystrom(n_landmarks=30, random_state=0).fit(X, y)
+    assert np.isinf(model.lam_)
+    np.testing.assert_allclose(model.S_, model.S0_)
+
+
 def test_auto_keeps_nystrom_when_labels_are_noise():
     """Labels independent of X: the gate keeps the prior (S = S0) in most draws."""
     kept = 0

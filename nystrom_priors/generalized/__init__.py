@@ -89,6 +89,7 @@ from typing import Any
 import numpy as np
 
 from .._base import BaseEstimator, FactorTransformMixin, side_info_fit
+from .._feature_names import _user_stacklevel
 from .._threads import blas_threads
 from .._validation import check_option, check_random_state, check_scalar
 from ..exceptions import ConvergenceWarning
@@ -491,8 +492,17 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             e, crit, err = _lam.select_lam(
                 PE, w, labels.codes, labels.n_classes, params["grid"], rng, params["cv"]
             )
-            pr.update(1, loss=float(np.min(crit)))
+            pr.update(1, loss=float(np.nanmin(crit, initial=np.inf)))
             pr.close("the prior (no lam beat it)" if e is None else f"lam = mu_max^2 * 1e{e:g}")
+        if np.isnan(crit).all():
+            warnings.warn(
+                "lam='auto' kept the Nystrom prior: cross-validation found no labeled sample "
+                "to hold out whose class has another labeled sample (a class labeled once "
+                "cannot be predicted once held out); label at least two samples per class or "
+                "pass lam as a number.",
+                UserWarning,
+                stacklevel=_user_stacklevel(),
+            )
         return e, crit, err
 
     def _problem(self, labels, pairs_arr, E_of, S0_eig):

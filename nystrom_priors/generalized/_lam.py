@@ -185,7 +185,17 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
     roles = cv_rounds(codes, n_folds, w.size, rng)
+    if not ((roles == 1).any(axis=1) & (roles == 2).any(axis=1)).any():
+        # e.g. one labeled sample (with pairs): no round both trains and holds out
+        raise ValueError(
+            f"lam='auto' cross-validates a classifier on the labels, but with {codes.size} "
+            "labeled sample(s) no fold scores a held-out sample; label more samples or pass "
+            "lam='nka' or a number."
+        )
+    roles, split = informative_rounds(roles, codes)
     rel = np.concatenate([10.0 ** np.asarray(exps, dtype=np.float64), [np.inf]])
+    if roles.shape[0] == 0:  # the caller keeps the prior and says why
+        return None, np.full(rel.size, np.nan), np.full(rel.size, np.nan)
     codes64 = codes.astype(np.int64)
     n_rounds, n_rel = roles.shape[0], rel.size
     # Rounds and tasks run on Numba's threads, each with its own small matrix products: a
@@ -218,7 +228,6 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
         args = (roles, codes64, int(n_classes), rel, _RIDGE_ALPHA, task_round, task_lam, out)
         jit.score_rounds(state, *args, lapack)
 
-    split = _split_size(roles)
     with _BLAS, numba_threads(work):
         # the first split's rounds, and as many of the second's as keep every thread busy
         # (rounds are prepared in parallel, one per thread at a time)
@@ -231,17 +240,40 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
                 prepare(np.arange(ahead, n_rounds))
                 score(np.arange(split, n_rounds), np.flatnonzero(keep))
     L = round_means(out)
-    scored = ~np.isnan(L[_CRITERION][:, -1])
-    if not scored.any():  # e.g. one labeled sample (with pairs): NaN means, "empty slice"
-        raise ValueError(
-            f"lam='auto' cross-validates a classifier on the labels, but with {codes.size} "
-            "labeled sample(s) no fold scores a held-out sample; label more samples or pass "
-            "lam='nka' or a number."
-        )
+    scored = ~np.isnan(L[_CRITERION][:, -1])  # every kept round scores the prior
     j = choose(L[_CRITERION])
     crit = _nanmean_columns(L[_CRITERION][scored])
     err = _nanmean_columns(L[2][scored])
     return (None if j == n_rel - 1 else float(exps[j])), crit, err
+
+
+def informative_rounds(roles: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(roles, split)``: ``cv_rounds``' roles without what tells nothing about lam, and the
+    number of rounds left in the first split.
+
+    A held-out row whose class has no training row in its round is left out of it (role 0):
+    no classifier trained there can predict its class, so its loss reflects only the scale of
+    the scores, not how well a kernel classifies; with one labeled sample per class every
+    held-out row is such a row. A round left with no training or no held-out row is dropped,
+    and so is a round equal to an earlier one (tiny classes make both splits deal the same
+    folds): the paired test must count each measurement once, not twice."""
+    first = _split_size(roles)
+    kept, seen, split = [], set(), 0
+    n_classes = int(codes.max(initial=-1)) + 1
+    for t, role in enumerate(roles):
+        role = role.copy()
+        train = role == 1
+        trained = np.bincount(codes[train], minlength=n_classes) > 0
+        role[(role == 2) & ~trained[codes]] = 0
+        key = role.tobytes()
+        if not train.any() or not (role == 2).any() or key in seen:
+            continue
+        seen.add(key)
+        kept.append(role)
+        split += t < first
+    if not kept:
+        return np.zeros((0, codes.size), dtype=np.int8), 0
+    return np.stack(kept), split if split > 0 else len(kept)
 
 
 def balanced_order(cost: np.ndarray, n_threads: int) -> np.ndarray:
