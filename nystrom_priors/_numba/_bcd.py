@@ -100,17 +100,24 @@ def _cholesky_solve(H, b, x):
             for c in range(a):
                 s2 -= L[b_, c] * L[a, c]
             L[b_, a] = s2 / L[a, a]
-    y = np.empty(t)
+    x[:] = b
+    _cho_solve(L, x)
+
+
+@njit(cache=True, nogil=True)
+def _cho_solve(L, x):
+    """x <- (L L^T)^-1 x in place, L lower triangular: L y = x, then L^T x = y."""
+    t = x.size
     for a in range(t):
-        s = b[a]
+        acc = x[a]
         for c in range(a):
-            s -= L[a, c] * y[c]
-        y[a] = s / L[a, a]
+            acc -= L[a, c] * x[c]
+        x[a] = acc / L[a, a]
     for a in range(t - 1, -1, -1):
-        s = y[a]
+        acc = x[a]
         for c in range(a + 1, t):
-            s -= L[c, a] * x[c]
-        x[a] = s / L[a, a]
+            acc -= L[c, a] * x[c]
+        x[a] = acc / L[a, a]
 
 
 @njit(cache=True, nogil=True)
@@ -245,16 +252,7 @@ def _active_set_step(H, q, ub, state, alpha):
             alpha[sb] = 0.0 if sign * n[block] < 0.0 else ub
             state[sb] = 0 if sign * n[block] < 0.0 else 2
             continue
-        for a in range(f):  # L y = rhs, then L^T x = y
-            acc = x[a]
-            for c in range(a):
-                acc -= L[a, c] * x[c]
-            x[a] = acc / L[a, a]
-        for a in range(f - 1, -1, -1):
-            acc = x[a]
-            for c in range(a + 1, f):
-                acc -= L[c, a] * x[c]
-            x[a] = acc / L[a, a]
+        _cho_solve(L, x)
         # the longest step toward x within the box; the coordinate that limits it is held
         tau = 1.0
         block = -1
