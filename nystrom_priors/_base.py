@@ -305,9 +305,9 @@ class FactorTransformMixin:
         ``feature_names_in_`` (off for arrays the library builds itself: pair sides, dask
         blocks)."""
         from ._feature_names import check_feature_names
-        from ._validation import check_array, check_is_fitted, check_n_features
+        from ._validation import check_array, check_n_features
 
-        check_is_fitted(self, ("projection_",))
+        self._check_fitted_for_transform()
         if names:
             check_feature_names(self, X)
         X = check_array(X, name=name, accept_sparse=True)

@@ -335,7 +335,7 @@ class _Prepared:
         if not isinstance(X, np.ndarray):  # CSR: block by block through compute
             return False
         fill = lambda p, A: p._project_tiles(A, P, out)  # noqa: E731
-        self._guarded(X, out, "k(X, Z) @ projection", fill, self.spec.name == "rbf")
+        self._guarded(X, out, "k(X, Z) @ projection", fill, self._fused_bound("blas"))
         return True
 
     def _project_tiles(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> np.ndarray:

@@ -47,7 +47,6 @@ import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin, side_info_fit
 from ._boundary import _BoundarySystem, _warn_quadratic, boundary_kernel
-from ._feature_names import check_feature_names
 from ._graph import (
     _WEIGHTS,
     _as_float,
@@ -65,7 +64,6 @@ from ._graph import (
 from ._validation import (
     check_array,
     check_is_fitted,
-    check_n_features,
     check_option,
     check_random_state,
     check_random_state_param,
@@ -435,14 +433,6 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
 
     def _check_fitted_for_transform(self) -> None:
         check_is_fitted(self, ("embedding_",))
-
-    def _check_X(self, X: Any, name: str = "X", names: bool = True) -> np.ndarray:
-        check_is_fitted(self, ("embedding_",))
-        if names:
-            check_feature_names(self, X)
-        X = check_array(X, name=name, accept_sparse=True)
-        check_n_features(X, self.n_features_in_, name=name, estimator=type(self).__name__)
-        return X
 
     def _block_rows_default(self) -> int:
         return max(1, (1 << 24) // max(1, self.X_fit_.shape[0]))

@@ -85,23 +85,38 @@ def _At_dot(V, tidx, tsgn, t0, x, out):
 
 @njit(cache=True, nogil=True)
 def _cholesky_solve(H, b, x):
-    """Solve H x = b for a small SPD H (in place Cholesky of a copy)."""
-    t = H.shape[0]
-    L = np.zeros((t, t))
-    for a in range(t):
-        s = H[a, a]
-        for c in range(a):
-            s -= L[a, c] * L[a, c]
-        if s <= 0.0:
-            s = 1e-300
-        L[a, a] = math.sqrt(s)
-        for b_ in range(a + 1, t):
-            s2 = H[b_, a]
-            for c in range(a):
-                s2 -= L[b_, c] * L[a, c]
-            L[b_, a] = s2 / L[a, a]
+    """Solve H x = b for a small SPD H (Cholesky factor in a new array)."""
+    L = np.zeros(H.shape)
+    _cholesky_rows(H, L, 0.0, True)
     x[:] = b
     _cho_solve(L, x)
+
+
+@njit(cache=True, nogil=True)
+def _cholesky_rows(M, L, floor, clamp):
+    """The lower triangle L with L L^T = M, row by row, into ``L`` (zeros above).
+
+    Returns -1, or the first row a whose pivot ``M_aa - |L[a, :a]|^2`` is not above
+    ``floor * M_aa`` (M singular there: rows before a and ``L[a, :a]`` are filled, which
+    ``_active_set_step`` needs). With ``clamp`` a pivot <= 0 (round-off on an SPD M) is
+    replaced by 1e-300 and the factorisation goes on."""
+    t = M.shape[0]
+    for a in range(t):
+        for b in range(a):
+            v = M[a, b]
+            for c in range(b):
+                v -= L[a, c] * L[b, c]
+            L[a, b] = v / L[b, b]
+        v = M[a, a]
+        for c in range(a):
+            v -= L[a, c] * L[a, c]
+        if clamp:
+            if v <= 0.0:
+                v = 1e-300
+        elif not v > floor * M[a, a]:
+            return a
+        L[a, a] = math.sqrt(v)
+    return -1
 
 
 @njit(cache=True, nogil=True)
@@ -190,103 +205,92 @@ def _active_set_step(H, q, ub, state, alpha):
     for _ in range(t + 1):
         free = np.flatnonzero(state == 1)
         f = free.size
+        HF = np.empty((f, f))
         x = np.empty(f)
-        dep = -1  # a free coordinate whose column of H_FF depends on the earlier ones
-        L = np.zeros((f, f))
         for a in range(f):
-            sa = free[a]
-            acc = q[sa]
+            x[a] = q[free[a]]
             for u in range(t):
                 if state[u] == 2:
-                    acc -= H[sa, u] * ub
-            x[a] = acc
-            for b in range(a):
-                v = H[sa, free[b]]
-                for c in range(b):
-                    v -= L[a, c] * L[b, c]
-                L[a, b] = v / L[b, b]
-            v = H[sa, sa]
-            for c in range(a):
-                v -= L[a, c] * L[a, c]
-            if not v > 1e-12 * H[sa, sa]:
-                dep = a
+                    x[a] -= H[free[a], u] * ub
+            for b in range(f):
+                HF[a, b] = H[free[a], free[b]]
+        L = np.zeros((f, f))
+        dep = _cholesky_rows(HF, L, 1e-12, False)
+        if dep < 0:  # toward the free block's stationary point, at most all the way
+            _cho_solve(L, x)
+            for a in range(f):
+                x[a] -= alpha[free[a]]
+            if _step_to_box(alpha, state, free, x, ub, 1.0) < 0:
                 break
-            L[a, a] = math.sqrt(v)
-        if dep >= 0:
-            # H_FF is singular: along n (n_dep = 1, n_P = -H_PP^-1 H_P,dep over the earlier
-            # free coordinates P) the objective is linear, so it falls all the way to a bound
-            n = np.empty(dep + 1)
-            n[dep] = 1.0
-            for a in range(dep - 1, -1, -1):
-                acc = L[dep, a]
-                for c in range(a + 1, dep):
-                    acc -= L[c, a] * n[c]
-                n[a] = acc / L[a, a]
-            for a in range(dep):
-                n[a] = -n[a]
-            slope = 0.0
-            size = 0.0
-            for a in range(dep + 1):
-                g = -q[free[a]]
-                for u in range(t):
-                    g += H[free[a], u] * alpha[u]
-                slope += g * n[a]
-                size += abs(g * n[a])
-            if not abs(slope) > 1e-12 * size:
-                return False  # flat along n too: the descent goes on
-            sign = -1.0 if slope > 0.0 else 1.0
-            tau = np.inf
-            block = -1
-            for a in range(dep + 1):
-                step = sign * n[a]
-                cur = alpha[free[a]]
-                if step < 0.0 and cur / -step < tau:
-                    tau, block = cur / -step, a
-                elif step > 0.0 and (ub - cur) / step < tau:
-                    tau, block = (ub - cur) / step, a
-            if block < 0:
-                return False
-            for a in range(dep + 1):
-                alpha[free[a]] = min(max(alpha[free[a]] + tau * sign * n[a], 0.0), ub)
-            sb = free[block]
-            alpha[sb] = 0.0 if sign * n[block] < 0.0 else ub
-            state[sb] = 0 if sign * n[block] < 0.0 else 2
             continue
-        _cho_solve(L, x)
-        # the longest step toward x within the box; the coordinate that limits it is held
-        tau = 1.0
-        block = -1
-        for a in range(f):
-            cur = alpha[free[a]]
-            if x[a] <= 0.0 and cur - x[a] > 0.0 and cur / (cur - x[a]) < tau:
-                tau = cur / (cur - x[a])
-                block = a
-            elif x[a] >= ub and x[a] - cur > 0.0 and (ub - cur) / (x[a] - cur) < tau:
-                tau = (ub - cur) / (x[a] - cur)
-                block = a
-        for a in range(f):
-            alpha[free[a]] += tau * (x[a] - alpha[free[a]])
-        if block < 0:
-            break
-        sb = free[block]
-        if x[block] <= 0.0:
-            alpha[sb] = 0.0
-            state[sb] = 0
-        else:
-            alpha[sb] = ub
-            state[sb] = 2
+        # H_FF is singular: along n (n_dep = 1, n_P = -H_PP^-1 H_P,dep over the earlier free
+        # coordinates P) the objective is linear, so it falls all the way to a bound
+        n = np.empty(dep + 1)
+        n[dep] = 1.0
+        for a in range(dep - 1, -1, -1):
+            acc = L[dep, a]
+            for c in range(a + 1, dep):
+                acc += L[c, a] * n[c]  # n[c] is already negated
+            n[a] = -acc / L[a, a]
+        slope = 0.0
+        size = 0.0
+        for a in range(dep + 1):
+            g, _ = _gradient(H, q, alpha, free[a])
+            slope += g * n[a]
+            size += abs(g * n[a])
+        if not abs(slope) > 1e-12 * size:
+            return False  # flat along n too: the descent goes on
+        if slope > 0.0:
+            n = -n
+        if _step_to_box(alpha, state, free, n, ub, np.inf) < 0:
+            return False  # no bound ahead
     for s in range(t):
-        g = -q[s]
-        size = abs(q[s])
-        for u in range(t):
-            g += H[s, u] * alpha[u]
-            size += abs(H[s, u] * alpha[u])
+        g, size = _gradient(H, q, alpha, s)
         slack = 1e-12 * size
         if (state[s] == 1 and abs(g) > slack) or (state[s] == 0 and g < -slack):
             return False
         if state[s] == 2 and g > slack:
             return False
     return True
+
+
+@njit(cache=True, nogil=True)
+def _gradient(H, q, alpha, s):
+    """``(g_s, size)``: the box QP's gradient ``(H a - q)_s`` and the sum of the absolute
+    values of its terms (the scale of its round-off)."""
+    g = -q[s]
+    size = abs(q[s])
+    for u in range(H.shape[0]):
+        term = H[s, u] * alpha[u]
+        g += term
+        size += abs(term)
+    return g, size
+
+
+@njit(cache=True, nogil=True)
+def _step_to_box(alpha, state, free, direction, ub, longest):
+    """Move ``alpha[free[:k]]`` (k = direction's size) by ``tau * direction``, tau the largest
+    step up to ``longest`` that stays in [0, ub]. The coordinate that limits it is put on its
+    bound and held there (``state``); returns its position in ``free``, or -1 when none does
+    (the whole step was taken; with ``longest`` = inf nothing moves)."""
+    tau = longest
+    block = -1
+    for a in range(direction.size):
+        step = direction[a]
+        cur = alpha[free[a]]
+        if step < 0.0 and cur / -step < tau:
+            tau, block = cur / -step, a
+        elif step > 0.0 and (ub - cur) / step < tau:
+            tau, block = (ub - cur) / step, a
+    if block < 0 and not tau < np.inf:
+        return -1
+    for a in range(direction.size):
+        alpha[free[a]] = min(max(alpha[free[a]] + tau * direction[a], 0.0), ub)
+    if block >= 0:
+        lower = direction[block] < 0.0
+        alpha[free[block]] = 0.0 if lower else ub
+        state[free[block]] = 0 if lower else 2
+    return block
 
 
 @njit(cache=True, nogil=True)

@@ -381,13 +381,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 E_of(labels.index), labels, prior, prior_projection, params, rng
             )
         prob = self._problem(labels, pairs_arr, E_of, S0_eig)
-        path = {}  # lam="nka": the path's solution at the chosen lam
-        lam = self._choose_lam(prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng, path)
+        lam, solution = self._choose_lam(prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng)
         if np.isinf(lam):  # the cross-validation kept the prior
             return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
         solved = {}  # S's eigendecomposition, when the solver ends with it (_solve_lam)
-        if "solution" in path:  # same problem, lam and tolerance: no second solve
-            S, it, cert, ok = path["solution"]
+        if solution is not None:  # same problem, lam and tolerance: no second solve
+            S, it, cert, ok = solution
         else:
             S, it, cert, ok, _ = _solve_lam(
                 prob, lam, params["solver"], params["tol"], params["max_iter"], out=solved
@@ -530,18 +529,18 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             )
 
     def _choose_lam(
-        self, prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng, path=None
-    ) -> float:
+        self, prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng
+    ) -> tuple[float, tuple | None]:
         """The lam of the exact solve: fixed, eq. (12) ("nka") or cross-validated ("auto").
-        For "nka", ``path["solution"]`` receives the warm-started path's ``(S, n_iter,
-        certificate, converged)`` at that lam: the same problem, lam and tolerance, so the
-        fit does not solve it again from a cold start."""
+        Returns ``(lam, solution)``; for "nka" ``solution`` is the warm-started path's
+        ``(S, n_iter, certificate, converged)`` at that lam (the same problem, lam and
+        tolerance, so the fit does not solve it again from a cold start), else None."""
         from .._progress import Progress
 
         scale = self.lam_scale_
         solve_kw = dict(solver=params["solver"], tol=params["tol"], max_iter=params["max_iter"])
         if params["fixed"] is not None:
-            return _floored(float(params["fixed"]), scale)
+            return _floored(float(params["fixed"]), scale), None
         lams = scale * 10.0 ** params["grid"]
         self.lam_path_ = lams
         if self.lam == "nka":
@@ -550,15 +549,13 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 pr.close(f"lam={lams[int(np.argmax(crit))]:.3g} maximises the NKA criterion")
             self.criterion_path_ = crit
             best = int(np.argmax(crit))
-            if path is not None:
-                path["solution"] = sols[best]
-            return float(lams[best])
+            return float(lams[best]), sols[best]
         if labels is not None:  # labels (and pairs): the labels' one-step cross-validation
             U0, w = prior
             e, crit, err = self._select_lam(prob.El_labels @ U0, w, labels, params, rng)
             self.lam_path_ = np.append(lams, np.inf)
             self.criterion_path_, self.cv_error_path_ = crit, err
-            return np.inf if e is None else scale * 10.0**e
+            return (np.inf if e is None else scale * 10.0**e), None
         n_folds = int(min(params["cv"], np.unique(pairs_arr[:, :2]).size))
         with Progress(
             self.verbose,
@@ -582,7 +579,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             pr.close(f"lam={lams[best]:.3g} (smallest CV loss)")
         self.criterion_path_ = _lam._nanmean_columns(losses)
         self.cv_error_path_ = _lam._nanmean_columns(errors)
-        return float(lams[best])
+        return float(lams[best]), None
 
     def _set_solution(self, S, lam, F, n_iter, converged, cert) -> GeneralizedNystrom:
         self.S_ = S
