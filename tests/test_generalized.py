@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from nystrom_priors import ConvergenceWarning, GeneralizedNystrom, Nystrom, extrapolate
 from nystrom_priors.generalized import _dual as dual_newton
 from nystrom_priors.generalized import _lam as selection
+from nystrom_priors.generalized import _lam_pairs as lam_pairs
 from nystrom_priors.generalized import _paper
 from nystrom_priors.generalized import _problem as problem
 from nystrom_priors.generalized import _solver as solve
@@ -770,72 +771,6 @@ def test_lam_selection_exposes_the_path(rng):
     assert np.all((auto.cv_error_path_ >= 0) & (auto.cv_error_path_ <= 1))
 
 
-def test_race_keep_stops_where_no_lam_can_win():
-    # the mean rises > 20% above its minimum (0.6) after index 4
-    losses = np.array([[1.0, 0.8, 0.6, 0.6, 0.65, 0.9, 1.2, 1.5]] * 3)
-    assert selection._race_keep(losses) == 5
-    # a second basin within the margin at the end keeps the whole path
-    losses[:, -3:] = 0.62
-    assert selection._race_keep(losses) == losses.shape[1]
-    # NaN entries (skipped by an earlier race) are left out of the mean
-    ragged = np.vstack([losses[:1], np.r_[losses[0, :4], [np.nan] * 4][None]])
-    np.testing.assert_allclose(selection._nanmean_columns(ragged), losses[0])
-    assert selection._race_keep(ragged) == selection._race_keep(losses[:1])
-    # a path stopped early: the tail stays NaN and is never chosen
-    stopped = losses.copy()
-    stopped[:, 6:] = np.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no empty-slice RuntimeWarning
-        mean = selection._nanmean_columns(stopped)
-    assert np.isnan(mean[6:]).all()
-    assert selection._race_keep(stopped[:, :6]) <= 6
-    assert selection._cv_choice(stopped) == selection._cv_choice(losses[:, :6])
-
-
-def test_first_split_stops_once_the_loss_left_its_basin():
-    race = selection._CV_RACE
-    # the last two lam both more than _CV_RACE above the best so far: stop
-    assert selection._path_exhausted(
-        np.array([1.0, 0.5, 0.5 * (1 + race) + 0.01, 0.5 * (1 + race) + 0.02])
-    )
-    # only the last one is above the margin (patience 2): go on
-    assert not selection._path_exhausted(np.array([1.0, 0.5, 0.5 * (1 + race) - 0.01, 0.9]))
-    # still descending, or flat at the prior: go on
-    assert not selection._path_exhausted(np.array([1.0, 0.9, 0.8, 0.7]))
-    assert not selection._path_exhausted(np.full(6, 1.9))
-    # too short to judge
-    assert not selection._path_exhausted(np.array([0.1, 1.0]))
-
-
-def test_cv_choice_is_the_argmin_of_the_mean_loss():
-    # an isolated dip (index 1) wins: no smoothing over neighbouring lam
-    losses = np.array([[1.0, 0.50, 1.0, 0.62, 0.60, 0.62, 1.0]] * 2)
-    assert selection._cv_choice(losses) == 1
-    # an asymmetric basin: the minimum itself (a 3-point moving average would pick index 2)
-    basin = np.array([[0.50, 0.40, 0.30, 0.25, 0.80, 1.5]] * 2)
-    assert selection._cv_choice(basin) == 3
-    # NaN tails (unscored lam) are never chosen; ties go to the larger lam (the first)
-    assert selection._cv_choice(np.array([[0.3, 0.2, 0.2, np.nan]])) == 1
-    rng = np.random.default_rng(0)
-    for _ in range(50):  # the mean over folds; lam a later split skipped do not compete
-        L = rng.random((4, 9))
-        assert selection._cv_choice(L) == int(np.argmin(L.mean(0)))
-        L[2:, 6:] = np.nan
-        assert selection._cv_choice(L) == int(np.argmin(L[:, :6].mean(0)))
-    # a raced-out lam whose first-split mean is the lowest of all is not chosen
-    raced = np.array(
-        [
-            [0.5, 0.3, 0.30, 0.1],
-            [0.5, 0.3, 0.28, 0.1],
-            [0.5, 0.31, 0.29, np.nan],
-            [0.5, 0.29, 0.29, np.nan],
-        ]
-    )
-    assert selection._cv_choice(raced) == 2
-    # a fold that scores nothing (pairs: no training pair left) does not change which compete
-    assert selection._cv_choice(np.vstack([raced, np.full(4, np.nan)])) == 2
-
-
 def test_pairs_only_fit_and_mixed(rng, monkeypatch):
     X, y, y_true = _toy(rng, n=100, n_labels=20)
     pairs = labels_to_pairs(np.where(np.arange(100) < 40, y_true, -1), 60, random_state=0)
@@ -853,28 +788,27 @@ def test_pairs_only_fit_and_mixed(rng, monkeypatch):
     np.testing.assert_allclose(auto.criterion_path_, labels_only.criterion_path_)
     if np.isfinite(auto.lam_):
         assert not np.isnan(auto.certificate_) and auto.certificate_ <= auto.tol
-    # pairs only: cross-validated over held-out samples (_cv_losses_pairs)
+    # pairs only: lam from the pairs' one-step cross-validation over held-out samples
+    # (_lam_pairs), the prior among the candidates, then J solved exactly at it
     seen = []
-    real_choice = selection._cv_choice
-    monkeypatch.setattr(selection, "_cv_choice", lambda L: seen.append(L.copy()) or real_choice(L))
+    real_choose = lam_pairs.choose
+    monkeypatch.setattr(lam_pairs, "choose", lambda L: seen.append(L.copy()) or real_choose(L))
     alone = GeneralizedNystrom(n_landmarks=15, random_state=0).fit(X, pairs=pairs)
     assert alone.lam_ in alone.lam_path_ and alone.criterion_path_.shape == alone.lam_path_.shape
-    scored = ~np.isnan(alone.cv_error_path_)
-    errors = alone.cv_error_path_[scored]
-    assert scored[0] and np.all((errors >= 0) & (errors <= 1))
-    # the smallest mean held-out loss among the lam scored by the most folds
+    assert np.isinf(alone.lam_path_[-1])
+    assert np.all((alone.cv_error_path_ >= 0) & (alone.cv_error_path_ <= 1))
     (L,) = seen
-    scored_by = np.count_nonzero(~np.isnan(L), axis=0)
     np.testing.assert_allclose(alone.criterion_path_, selection._nanmean_columns(L))
-    competing = np.where(scored_by == scored_by.max(), alone.criterion_path_, np.inf)
-    assert alone.lam_ == alone.lam_path_[np.argmin(competing)]
+    assert alone.lam_ == alone.lam_path_[real_choose(L)]
+    if np.isfinite(alone.lam_):
+        assert alone.converged_ and alone.certificate_ <= alone.tol
 
 
 def test_pair_folds_hold_out_samples_not_pairs():
     """Fold f of lam='auto' on pairs trains on the pairs with no end in a group of samples and
     holds out the others: no held-out pair is predictable from training pairs among the same
     samples alone (the transitivity leak of splitting the pairs)."""
-    from nystrom_priors.generalized._lam import _sample_folds
+    from nystrom_priors.generalized._lam_pairs import _sample_folds
 
     rng = np.random.default_rng(0)
     n_pts, k = 37, 5
@@ -932,9 +866,9 @@ def test_convergence_warning_names_max_iter(rng):
         ({"solver": "bfgs"}, {"y": None}, ValueError, "solver must be one of"),
         (
             {"solver": "onestep"},
-            {"pairs": [[1, 2, 1]]},
+            {"y": np.r_[0, 1, np.full(58, -1)], "pairs": [[3, 4, 1]]},
             ValueError,
-            "solver='onestep' needs labels only",
+            "solver='onestep' takes labels or pairs, not both",
         ),
         ({"solver": "ipm"}, {}, ValueError, "solver"),
         ({"tol": 0.0}, {"y": None}, ValueError, r"tol must be in \(0"),

@@ -71,14 +71,15 @@ def _losses(P, T, codes, n_classes, rows, out, t, j, scale):
 
 
 @njit(cache=True, nogil=True)
-def _restricted(aT, w, codes_T, n_classes):
-    """The fold's problem on ``S = S0 + V X V^T``, V = range of the labeled rows within range(S0).
+def _basis(aT, w, cap):
+    """The family ``S = S0 + V (Y - C) V^T`` on the span of the rows ``aT`` within range(S0).
 
-    ``aT`` (l_T, r): the labeled rows in S0's eigen-coordinates, ``S0 = diag(1 / w)`` there.
-    Returns (Vc (r, p), mu (p,), C (p, p), R (p, p), F (l_T, p)): in the basis Vc the rows are
-    ``F = A diag(sqrt(mu))``, so ``M = F^T F = diag(mu)``; C is the prior of Y = X + C and R the
-    data term's linear part, ``R = F^T K* F - M D M`` with ``D = V^T S0 V - C`` (returned
-    last).
+    ``aT`` (l_T, r): the rows in S0's eigen-coordinates, ``S0 = diag(1 / w)`` there; ``cap``: at
+    most this many directions, the rows' strongest (largest eigenvalues of their Gram matrix).
+    Returns (Vc (r, p), mu (p,) ascending, C (p, p), F (l_T, p), D (p, p)): Vc orthonormal,
+    ``F = aT Vc`` with ``F^T F = diag(mu)``, ``C = (Vc^T W Vc)^-1`` (so that ``S >= 0`` iff
+    ``Y >= 0``) and ``D = Vc^T S0 Vc - C``. Without truncation the rows lie in range(Vc),
+    ``aT = F Vc^T``, and their kernel under S is ``F (D + Y) F^T``.
     """
     l, r = aT.shape
     # the basis from the smaller Gram matrix: never an l x l array when l > r
@@ -87,6 +88,8 @@ def _restricted(aT, w, codes_T, n_classes):
     top = g[-1] if g.size > 0 else 0.0
     cut = max(l, r) * 2.220446049250313e-16 * top
     keep = np.flatnonzero(g > cut)
+    if keep.size > cap:  # g ascending: the strongest directions come last
+        keep = keep[keep.size - cap :]
     p = keep.size
     mu = np.empty(p)
     for k in range(p):
@@ -124,6 +127,22 @@ def _restricted(aT, w, codes_T, n_classes):
         C = Linv.T @ Linv
         C = 0.5 * (C + C.T)
         D = Vc.T @ Iv - C
+    return Vc, mu, C, F, D
+
+
+@njit(cache=True, nogil=True)
+def _restricted(aT, w, codes_T, n_classes):
+    """The fold's problem on ``S = S0 + V X V^T``, V = range of the labeled rows within range(S0).
+
+    ``aT`` (l_T, r): the labeled rows in S0's eigen-coordinates, ``S0 = diag(1 / w)`` there.
+    Returns (Vc (r, p), mu (p,), C (p, p), R (p, p), F (l_T, p)): in the basis Vc the rows are
+    ``F = A diag(sqrt(mu))``, so ``M = F^T F = diag(mu)``; C is the prior of Y = X + C and R the
+    data term's linear part, ``R = F^T K* F - M D M`` with ``D = V^T S0 V - C`` (returned
+    last).
+    """
+    l, r = aT.shape
+    Vc, mu, C, F, D = _basis(aT, w, l + r)
+    p = mu.size
     Y = np.zeros((l, n_classes))
     for i in range(l):
         Y[i, codes_T[i]] = 1.0

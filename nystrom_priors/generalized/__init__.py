@@ -45,7 +45,8 @@ A fixed ``lam``, pairs, or an explicit ``solver`` solve J itself to a certified 
     of S: l < m for labels), ``"apg"`` otherwise; the one-step model with ``lam="auto"`` on
     labels alone.
 ``"onestep"``
-    The one-step model above (labels only), at a fixed or cross-validated lam.
+    The one-step model above (labels alone, or pairs alone: ``_lam_pairs.py``), at a fixed or
+    cross-validated lam.
 ``"apg"``
     Accelerated projected gradient (FISTA with gradient restarts) in preconditioned
     coordinates. In M's eigenbasis (M = U diag(mu) U^T) the labeled objective is
@@ -71,10 +72,12 @@ Choosing lam
 ------------
 ``"auto"`` (default)
     Labels: the cross-validation above (also with pairs, whose exact solve then follows).
-    Pairs only: the folds deal the constrained *samples* into groups, refit S exactly on the
-    pairs with no end in a group and score the learned kernel's cosine
-    ``K_ij / sqrt(K_ii K_jj)`` on the pairs with both ends in it by its squared error to the
-    targets 1 / 0 (``generalized/_lam.py``).
+    Pairs only: the pairs' one-step model (``generalized/_lam_pairs.py``: one majorisation
+    step from the prior, the entries no pair constrains held at the prior's values), folds
+    that deal the constrained *samples* into groups, held-out pairs with both ends in a group
+    scored by the squared error of the learned kernel's cosine ``K_ij / sqrt(K_ii K_jj)`` to
+    the targets 1 / 0, the prior among the candidates and the same one-sided gate; then J is
+    solved exactly at the chosen lam (``solver="onestep"``: the one-step model itself).
 ``"nka"``
     The paper's eq. (12): maximise ``rho(S, S0) * rho(E_l S E_l^T, K*)`` (centred alignment).
     When W is ill-conditioned ``rho(S, S0)`` stays ~1 for every lam and the rule degenerates
@@ -95,7 +98,7 @@ from .._validation import check_option, check_random_state, check_scalar
 from ..exceptions import ConvergenceWarning
 from ..nystrom import _LandmarkKernelMixin
 from ..side_info import all_unlabeled, check_labels, check_pairs
-from . import _lam
+from . import _lam, _lam_pairs
 from ._problem import _build_problem, _factor, _sym, _top_gram_eig
 from ._solver import _LAM_RANGE, _solve_lam
 
@@ -197,14 +200,14 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     lam_ : float
         The lam used (``np.inf`` when S = S0).
     lam_path_ : ndarray of shape (g,) or (g + 1,)
-        lam values searched (empty when lam is fixed); with ``lam="auto"`` on labels the last
+        lam values searched (empty when lam is fixed); with ``lam="auto"`` the last
         candidate is ``inf``, the prior.
     criterion_path_ : ndarray, shape of ``lam_path_``
         Selection criterion per candidate: mean held-out scaled margin ramp loss per sample
         of the cross-validated ridge classifier ("auto" on labels; see the module docstring;
         a lam the second split raced out is averaged over the folds that scored it),
-        the scored held-out pairs' squared error (pairs only; NaN where the path stopped
-        early), or eq. (12) ("nka").
+        the scored held-out pairs' mean squared cosine error (pairs only, the pairs' one-step
+        model), or eq. (12) ("nka"). The last entry is the prior's ("auto").
     cv_error_path_ : ndarray, shape of ``lam_path_``
         ``lam="auto"``: mean held-out 0/1 error rate of the same classifiers (pairs only: of
         the scored held-out pairs classified by cosine > 1/2); empty otherwise.
@@ -376,10 +379,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
         E_of = lambda rows: _in_range(self._features_block(X.take(rows)))  # noqa: E731
         prior = (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_)  # U0, w
-        if self._one_step(params, pairs_arr):
-            return self._fit_one_step(
-                E_of(labels.index), labels, prior, prior_projection, params, rng
-            )
+        if self._one_step(params, labels, pairs_arr):
+            rows, select, model = _lam_pairs.one_step_side(labels, pairs_arr, params, rng)
+            return self._fit_one_step(E_of(rows), select, model, prior, prior_projection, params)
         prob = self._problem(labels, pairs_arr, E_of, S0_eig)
         lam, solution = self._choose_lam(prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng)
         if np.isinf(lam):  # the cross-validation kept the prior
@@ -429,10 +431,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                         stacklevel=3,
                     )
         pairs_arr = None if pairs is None else check_pairs(pairs, n)
-        if params["solver"] == "onestep" and pairs_arr is not None:
+        if params["solver"] == "onestep" and pairs_arr is not None and labels is not None:
             raise ValueError(
-                "solver='onestep' needs labels only (its closed form is that of the labels "
-                "term); with pairs use solver='auto', 'apg', 'newton' or 'pgd'."
+                "solver='onestep' takes labels or pairs, not both (its closed form is that of "
+                "one data term); with both use solver='auto', 'apg', 'newton' or 'pgd'."
             )
         if self.lam == "auto" and labels is not None and labels.n_classes < 2 and pairs_arr is None:
             raise ValueError(
@@ -449,16 +451,22 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self.cv_error_path_ = np.array([])
         self.lam_scale_ = float("nan")
 
-    def _one_step(self, params, pairs_arr) -> bool:
-        """Whether the fit is the one-step model (``generalized/_lam.py``): asked for, or the
-        default solver with lam="auto" on labels alone."""
-        if pairs_arr is not None or self.lam == "nka":
+    def _one_step(self, params, labels, pairs_arr) -> bool:
+        """Whether the fit is the one-step model (``generalized/_lam.py``, ``_lam_pairs.py``):
+        asked for (labels alone or pairs alone), or the default solver with lam="auto" on
+        labels alone. On pairs the default solves J exactly at the lam the one-step model's
+        cross-validation chose: one step from the prior leaves the entries no pair constrains
+        at the prior's values, far from J's optimum where the pairs are sparse."""
+        if self.lam == "nka" or (labels is not None and pairs_arr is not None):
             return False
-        return params["solver"] == "onestep" or (params["solver"] == "auto" and self.lam == "auto")
+        if params["solver"] == "onestep":
+            return True
+        return params["solver"] == "auto" and self.lam == "auto" and pairs_arr is None
 
-    def _fit_one_step(self, El, labels, prior, prior_projection, params, rng):
-        """The one-step model at a fixed or cross-validated lam (``generalized/_lam.py``).
-        ``prior`` = (U0, w) with ``S0 = U0 diag(1 / w) U0^T``."""
+    def _fit_one_step(self, El, select, model, prior, prior_projection, params):
+        """The one-step model at a fixed or cross-validated lam (``select``, ``model``:
+        ``_lam_pairs.one_step_side``); ``El``: the constrained rows of E, ``prior`` = (U0, w)
+        with ``S0 = U0 diag(1 / w) U0^T``."""
 
         U0, w = prior
         PE = El @ U0
@@ -472,33 +480,37 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 return self._set_solution(_sym(self.S0_), lam, prior_projection, 0, True, 0.0)
             rel = lam / scale
         else:
-            e, crit, err = self._select_lam(PE, w, labels, params, rng)
+            e, crit, err = self._select_lam(select, PE, w, params)
             self.lam_path_ = np.append(scale * 10.0 ** params["grid"], np.inf)
             self.criterion_path_, self.cv_error_path_ = crit, err
             if e is None:  # the selection ran (one step) and kept the prior
                 return self._set_solution(self.S0_, np.inf, prior_projection, 1, True, 0.0)
             rel = 10.0**e
-        S_r, _ = _lam.onestep_model(PE, w, labels.codes, labels.n_classes, rel)
+        S_r, _ = model(PE, w, rel)
         S = _sym(U0 @ S_r @ U0.T)
         return self._set_solution(S, rel * scale, _factor(S), 1, True, float("nan"))
 
-    def _select_lam(self, PE, w, labels, params, rng):
-        """``_lam.select_lam`` with its progress record: one step, every fold and lam scored
-        in one jitted call."""
+    def _select_lam(self, select, PE, w, params):
+        """``select(PE, w)`` (``_lam_pairs.one_step_side``) with its progress record: one
+        step, every fold and lam scored in one jitted call."""
         from .._progress import Progress
 
         with Progress(self.verbose, 1, "GeneralizedNystrom lambda path (CV)", "fit") as pr:
-            e, crit, err = _lam.select_lam(
-                PE, w, labels.codes, labels.n_classes, params["grid"], rng, params["cv"]
-            )
+            e, crit, err = select(PE, w)
             pr.update(1, loss=float(np.nanmin(crit, initial=np.inf)))
             pr.close("the prior (no lam beat it)" if e is None else f"lam = mu_max^2 * 1e{e:g}")
         if np.isnan(crit).all():
+            what = (
+                "held-out pair with training pairs left (every pair touches every group of "
+                "held-out samples); give more pairs"
+                if self.classes_.size == 0
+                else "labeled sample to hold out whose class has another labeled sample (a "
+                "class labeled once cannot be predicted once held out); label at least two "
+                "samples per class"
+            )
             warnings.warn(
-                "lam='auto' kept the Nystrom prior: cross-validation found no labeled sample "
-                "to hold out whose class has another labeled sample (a class labeled once "
-                "cannot be predicted once held out); label at least two samples per class or "
-                "pass lam as a number.",
+                f"lam='auto' kept the Nystrom prior: cross-validation found no {what} or pass "
+                "lam as a number.",
                 UserWarning,
                 stacklevel=_user_stacklevel(),
             )
@@ -550,36 +562,18 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             self.criterion_path_ = crit
             best = int(np.argmax(crit))
             return float(lams[best]), sols[best]
-        if labels is not None:  # labels (and pairs): the labels' one-step cross-validation
-            U0, w = prior
-            e, crit, err = self._select_lam(prob.El_labels @ U0, w, labels, params, rng)
-            self.lam_path_ = np.append(lams, np.inf)
-            self.criterion_path_, self.cv_error_path_ = crit, err
-            return (np.inf if e is None else scale * 10.0**e), None
-        n_folds = int(min(params["cv"], np.unique(pairs_arr[:, :2]).size))
-        with Progress(
-            self.verbose,
-            _lam._CV_SPLITS * n_folds * lams.size,
-            "GeneralizedNystrom lambda path (CV)",
-            "fit",
-        ) as pr:
-            losses, errors = _lam._cv_losses_pairs(
-                self.S0_,
-                pairs_arr,
-                E_of,
-                lams,
-                params["cv"],
-                rng,
-                solve_kw,
-                pr,
-                prob.mu_max,
-                S0_eig,
-            )
-            best = _lam._cv_choice(losses)
-            pr.close(f"lam={lams[best]:.3g} (smallest CV loss)")
-        self.criterion_path_ = _lam._nanmean_columns(losses)
-        self.cv_error_path_ = _lam._nanmean_columns(errors)
-        return float(lams[best]), None
+        # the one-step model's cross-validation, on the labels where there are any. Its
+        # exponent e weighs the prior against the data term relative to that term's scale,
+        # and carries over as such: mu_max^2 for the one-step model (on pairs its majoriser
+        # fills the whole block), J's own scale (prob.mu_max^2: on pairs density * mu_max^2,
+        # the share of the block the pairs constrain) for the exact solve.
+        rows, select, _ = _lam_pairs.one_step_side(labels, pairs_arr, params, rng)
+        U0, w = prior
+        El = prob.El_labels if labels is not None else E_of(rows)
+        e, crit, err = self._select_lam(select, El @ U0, w, params)
+        self.lam_path_ = np.append(lams, np.inf)
+        self.criterion_path_, self.cv_error_path_ = crit, err
+        return (np.inf if e is None else scale * 10.0**e), None
 
     def _set_solution(self, S, lam, F, n_iter, converged, cert) -> GeneralizedNystrom:
         self.S_ = S

@@ -44,8 +44,9 @@ first split already favours over the prior by more than ``_RACE`` standard error
 cost, where they would hardly clear the gate. The model whose lam is scored is the model
 that is returned, so the estimate is honest for it.
 
-**Pairs alone, and eq. (12).** ``lam="nka"`` is the paper's eq. (12) along the exact path;
-pairs without labels cross-validate exact solves on held-out samples (``_cv_losses_pairs``).
+**Pairs alone, and eq. (12).** Pairs without labels have their own one-step model and folds
+over the constrained samples (``_lam_pairs.py``), chosen by the same rule (``choose``).
+``lam="nka"`` is the paper's eq. (12) along the exact path.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ import numpy as np
 
 from .._threads import numba_threads
 from ..kernel_alignment import _dense, _factored
-from ._problem import _build_problem, _factor
+from ._problem import _factor
 from ._solver import _solve_path
 
 # ridge penalty of the held-out classifier: min ||w||^2 / 2 + C sum loss <=> alpha = 1 / (2 C)
@@ -330,23 +331,22 @@ def onestep_model(PE, w, codes, n_classes, rel_lam):
             int(n_classes),
         )
         lam = rel_lam * float(mu[-1]) ** 2 if mu.size else np.inf
-        S_r = np.diag(1.0 / w)
-        if mu.size:
-            L = onestep(mu, C, R, lam)
-            VL = Vc @ L
-            VC = Vc @ C
-            S_r = S_r + VL @ VL.T - VC @ Vc.T
-    return 0.5 * (S_r + S_r.T), lam
+        L = onestep(mu, C, R, lam) if mu.size else None
+        return assemble_model(w, Vc, C, L), lam
 
 
-_CV_TOL = 1e-3
-# independent k-fold splits averaged; the held-out SVM's Newton step limit
+def assemble_model(w, Vc, C, L):
+    """``S_r = diag(1 / w) + Vc (L L^T - C) Vc^T`` (symmetrised), S0 where L is None."""
+    S_r = np.diag(1.0 / w)
+    if L is not None:
+        VL = Vc @ L
+        VC = Vc @ C
+        S_r = S_r + VL @ VL.T - VC @ Vc.T
+    return 0.5 * (S_r + S_r.T)
+
+
+# independent k-fold splits of the constrained samples (pairs, ``_lam_pairs.py``)
 _CV_SPLITS = 2
-# later CV splits skip the small lam whose mean loss is > 20% above the minimum (_race_keep)
-_CV_RACE = 0.2
-# ... and the first split stops once this many consecutive lam score > 20% above its best so far
-_CV_PATIENCE = 2
-_SVM_MAX_ITER = 100
 
 
 def _path_nka(prob, lams, labels, solve_kw, progress):
@@ -375,155 +375,6 @@ def _path_nka(prob, lams, labels, solve_kw, progress):
     return crit, sols
 
 
-def _drive_folds(splits, fold_scores, lams, progress):
-    """Run the folds' lazy paths ``fold_scores(test)`` (yielding (loss, error, unconverged)
-    per lam) split after split; returns the (n_splits * k, n_lams) losses and errors (NaN where
-    skipped) and the summed unconverged count.
-
-    The folds of a split advance together, one lam at a time. The first split stops its path
-    once the mean loss of the last ``_CV_PATIENCE`` lam is more than ``_CV_RACE`` above the
-    best so far (``_path_exhausted``); later splits stop where the mean loss of the earlier
-    splits stays more than ``_CV_RACE`` above its minimum (racing, ``_race_keep``).
-    """
-    # The folds are independent. With threadpoolctl, BLAS is limited to one thread (which
-    # also helps serially: the fold problems are small, p ~ 2 l) and the folds run on
-    # numba's thread count of Python threads (several threads each with a multi-threaded BLAS
-    # oversubscribe the cores).
-    from concurrent.futures import ThreadPoolExecutor
-
-    from numba import get_num_threads
-
-    from .._threads import BLAS_ONE_THREAD as _BLAS
-
-    k = len(splits[0])
-    losses = np.full((len(splits) * k, lams.size), np.nan)
-    errors = np.full_like(losses, np.nan)
-    workers = min(k, get_num_threads()) if _BLAS.available() else 1
-    unconverged = 0
-    n_keep = lams.size
-    with _BLAS, ThreadPoolExecutor(workers) as pool:
-        for s, tests in enumerate(splits):
-            rows = slice(s * k, (s + 1) * k)
-            paths = [fold_scores(test) for test in tests]
-            for j in range(n_keep):
-                step = pool.map(next, paths) if workers > 1 else map(next, paths)
-                for f, (loss, err, unconv) in enumerate(step):  # in fold order
-                    losses[s * k + f, j], errors[s * k + f, j] = loss, err
-                    unconverged += unconv
-                # NaN-means: a pairs fold with no training pair left has no loss
-                mean_j = _nanmean_columns(losses[rows, j : j + 1])[0]
-                progress.update(k, lam=float(lams[j]), loss=float(mean_j))
-                if s == 0 and _path_exhausted(_nanmean_columns(losses[rows, : j + 1])):
-                    n_keep = j + 1
-                    break
-            for path in paths:
-                path.close()
-            n_keep = min(n_keep, _race_keep(losses[: (s + 1) * k, :n_keep]))
-    return losses, errors, unconverged
-
-
-def _cv_losses_pairs(S0, pairs, E_of, lams, cv, rng, solve_kw, progress, mu_max, S0_eig=None):
-    """Held-out losses and errors along lams for a pairs-only fit, like ``_cv_losses``.
-
-    The folds split the constrained *samples* (``cv`` random groups): fold f trains on the
-    pairs with no end in group f and scores the pairs with both ends in it, two samples the
-    fold's kernel has not seen, the inductive use of the kernel (``_sample_folds``). Scoring
-    every held-out pair instead, most of which have one end among the training samples,
-    rewards kernels overfitted to the training samples' constraints, and splitting the pairs
-    instead leaks through transitivity (a held-out must-link pair between two samples each
-    must-linked to a third in training is predicted by any kernel that fits the training
-    pairs). S is refitted on the training pairs along the path (grid exponents on the fold's
-    own ``mu_max^2``), and the scored pairs are judged by the learned kernel's cosine
-    ``c_ij = K_ij / sqrt(K_ii K_jj)`` against the targets ``t_ij`` = 1 (must-link) / 0
-    (cannot-link) of J: the loss is ``mean (c_ij - t_ij)^2`` (ranking losses of the cosine
-    reward an overfitted kernel's spread-out cosines), the error the fraction of them on the
-    wrong side of c = 1/2 (``docs/design/solvers.md`` has the measurements).
-    """
-    must = pairs[:, 2] == 1
-    pts = np.unique(pairs[:, :2])
-    n_must = int(np.count_nonzero(must))
-    k = int(min(cv, pts.size))
-    if min(n_must, pairs.shape[0] - n_must) < 2 or k < 2:
-        raise ValueError(
-            "lam='auto' on pairs cross-validates the learned kernel on held-out pairs and "
-            "needs at least two must-link and two cannot-link pairs; got "
-            f"{n_must} must-link and {pairs.shape[0] - n_must} cannot-link. Pass lam='nka' or "
-            "a number."
-        )
-    E_pts = E_of(pts)  # every fold's rows, read once
-    E_local = lambda rows: E_pts[np.searchsorted(pts, rows)]  # noqa: E731
-    ia, ib = np.searchsorted(pts, pairs[:, 0]), np.searchsorted(pts, pairs[:, 1])
-    fold_kw = dict(
-        solve_kw, tol=max(solve_kw["tol"], _CV_TOL), max_iter=min(solve_kw["max_iter"], 300)
-    )
-    splits = [_sample_folds(ia, ib, pts.size, k, rng) for _split in range(_CV_SPLITS)]
-
-    def fold_scores(fold):
-        held_out, scored = fold
-        train = np.flatnonzero(~held_out)
-        test = np.flatnonzero(scored)
-        held = np.unique(np.concatenate([ia[test], ib[test]]))
-        a, b = np.searchsorted(held, ia[test]), np.searchsorted(held, ib[test])
-        target = must[test].astype(np.float64)
-        if train.size == 0:  # every pair touches this group: nothing to fit on
-            while True:
-                yield np.nan, np.nan, 0
-        prob = _build_problem(S0, None, pairs[train], E_local, S0_eig=S0_eig)
-        fold_lams = lams * (prob.mu_max / mu_max) ** 2 if prob.mu_max > 0 else lams
-        for _lam, S, *_rest in _solve_path(prob, fold_lams, fold_kw):
-            cos = _pair_cosines(E_pts[held] @ _factor(S), a, b)
-            loss = float(np.mean((cos - target) ** 2))
-            yield loss, float(np.mean((cos > 0.5) != (target > 0))), 0
-
-    losses, errors, _ = _drive_folds(splits, fold_scores, lams, progress)
-    if np.all(np.isnan(losses)):
-        raise ValueError(
-            f"lam='auto' could not score any fold: with {pairs.shape[0]} pairs over {pts.size} "
-            "samples every pair touches every group of held-out samples, so no fold has "
-            "training pairs left. Pass lam='nka' or a number."
-        )
-    return losses, errors
-
-
-def _pair_cosines(G, a, b) -> np.ndarray:
-    """The cosines ``K_ab / sqrt(K_aa K_bb)`` of the kernel ``K = G G^T`` at the pairs (a, b)
-    of rows of G (0 where a row is 0)."""
-    norms = np.sqrt(np.einsum("ij,ij->i", G, G))
-    den = norms[a] * norms[b]
-    dots = np.einsum("ij,ij->i", G[a], G[b])
-    return np.divide(dots, den, out=np.zeros_like(dots), where=den > 0)
-
-
-def _sample_folds(ia, ib, n_points, k, rng) -> list[tuple[np.ndarray, np.ndarray]]:
-    """k (held-out, scored) masks over the pairs ``(ia, ib)`` (point indices < n_points): the
-    points are dealt at random into k groups; fold f holds out the pairs with an end in group f
-    and scores those with both ends in it (both samples new to the fold's kernel, as for the
-    samples a fitted kernel is applied to). When some group has no pair inside it (few pairs
-    over many samples), every fold of the split scores all its held-out pairs instead."""
-    group = np.empty(n_points, dtype=np.int64)
-    group[rng.permutation(n_points)] = np.arange(n_points) % k
-    held = [(group[ia] == f) | (group[ib] == f) for f in range(k)]
-    both = [(group[ia] == f) & (group[ib] == f) for f in range(k)]
-    if not all(b.any() for b in both):
-        both = held
-    return list(zip(held, both))
-
-
-def _cv_choice(losses: np.ndarray) -> int:
-    """Index of the lam minimising the mean held-out loss (NaN-mean over folds).
-
-    No smoothing over neighbouring grid points: it shifts the minimum of an asymmetric basin
-    toward its flat side. Ties go to the larger lam (closer to the prior). Only the lam scored
-    by as many folds as the best-scored lam compete: a lam the race skipped on the later
-    splits (``_race_keep``) keeps the first split's mean, which has fewer folds and more
-    noise, and could win by that noise alone on a flat stretch of the loss.
-    """
-    counts = np.count_nonzero(~np.isnan(losses), axis=0)
-    mean = _nanmean_columns(losses)
-    mean[counts < counts.max()] = np.nan
-    return int(np.nanargmin(mean))
-
-
 def _nanmean_columns(values: np.ndarray) -> np.ndarray:
     """Mean over rows ignoring NaN; NaN (without numpy's empty-slice warning) where none is set."""
     ok = ~np.isnan(values)
@@ -531,35 +382,3 @@ def _nanmean_columns(values: np.ndarray) -> np.ndarray:
     total = np.where(ok, values, 0.0).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def _path_exhausted(mean: np.ndarray) -> bool:
-    """Whether the first CV split can stop its path after the lam scored in ``mean``.
-
-    True once each of the last ``_CV_PATIENCE`` mean held-out losses is more than ``_CV_RACE``
-    (relative) above the best so far: along the descending path the loss rises past its
-    basin into overfitting, and the remaining lam are the slowest solves. Checked on the
-    stored held-out losses of the Table-1 data (5 sets x 10 repeats, 2 splits; rule
-    "svmhinge/smooth3/race" of ``scripts/study_lambda_selection.py --analyse``): the chosen
-    lam is the same as with both splits on the whole path in 50 of 50 cases for margins 0.1
-    to 0.5 with patience 2 (44 of 50 with patience 1 and margin 0.1); with 0.2 / 2 the first
-    split skips 1.5 of 13 lam on average. With today's plain argmin, see ``_race_keep``.
-    """
-    if mean.size < _CV_PATIENCE + 1:
-        return False
-    return bool(np.all(mean[-_CV_PATIENCE:] > (1.0 + _CV_RACE) * mean.min()))
-
-
-def _race_keep(losses: np.ndarray) -> int:
-    """How many leading lam of the path the next CV split still needs to score: through the
-    last lam whose mean loss so far is within ``_CV_RACE`` (relative) of the minimum.
-
-    Checked on the stored held-out losses of 60 Table-1 repeats (``scripts/
-    study_lambda_selection.py --analyse``, rule "svmhinge/argmin/race"; 5 sets x 6 pairs of
-    splits): the choice (``_cv_choice``: among the lam both splits scored) is the one of both
-    splits' whole paths in 1800 of 1800 cases (900 of 900 on pairs), and the second split
-    skips 3.3 of the 13 lam on average, the smallest.
-    """
-    mean = _nanmean_columns(losses)
-    contending = np.flatnonzero(mean <= (1.0 + _CV_RACE) * np.nanmin(mean))
-    return int(min(mean.size, contending.max() + 1))
