@@ -170,9 +170,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         ``|e| <= -log10(eps) = 15.65``, at most ``_MAX_GRID`` (100) of them: every exponent
         costs a solve per cross-validation round and a held-out loss per labeled sample.
     solver : {"auto", "onestep", "newton", "apg", "pgd"}, default="auto"
-        ``"onestep"``: the closed-form one-step model (labels only); the others solve J
-        exactly: the dual semismooth Newton-CG, the preconditioned accelerated projected
-        gradient, or the paper's gradient mapping (the fidelity reference).
+        ``"onestep"``: the closed-form one-step model (labels or pairs, not both); the others
+        solve J exactly: the dual semismooth Newton-CG, the preconditioned accelerated
+        projected gradient, or the paper's gradient mapping (the fidelity reference).
         ``"auto"``: the one-step model with ``lam="auto"`` on labels alone, else the
         smaller of the exact primal and dual solvers (see the module docstring).
     tol : float, default=1e-6
