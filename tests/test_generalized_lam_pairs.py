@@ -131,6 +131,20 @@ def test_cv_losses_are_the_fold_models_cosine_errors(rng):
             assert err[t, j] == pytest.approx(np.mean((cos > 0.5) != must[test]))
 
 
+def test_pair_rounds_drop_repeated_rounds(rng):
+    """As many groups as samples: both splits deal every sample alone, the same folds, and
+    the two ends of a pair with no other pair hold out the same pairs; each round is kept
+    once, so the paired test does not count it twice."""
+    ia, ib = np.array([0, 2, 4, 6, 1]), np.array([1, 3, 5, 7, 6])
+    roles = lam_pairs.pair_rounds(ia, ib, 8, 50, rng)
+    # samples 0, 1, 6, 7 each hold out their own set of pairs; 2 and 3 the same one, 4 and 5
+    assert roles.shape == (6, 5)
+    assert np.unique(roles, axis=0).shape[0] == roles.shape[0]
+    # fewer groups than samples: two different splits, every round kept
+    roles = lam_pairs.pair_rounds(ia, ib, 8, 2, rng)
+    assert roles.shape[0] == 4
+
+
 def _two_moons_pairs(seed, n=500, n_pairs=300, informative=True):
     r = np.random.default_rng(seed)
     X = r.normal(size=(n, 4))

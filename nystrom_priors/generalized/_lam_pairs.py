@@ -52,7 +52,9 @@ def _sample_folds(ia, ib, n_points, k, rng) -> list[tuple[np.ndarray, np.ndarray
 
 def pair_rounds(ia, ib, n_points, n_folds, rng) -> np.ndarray:
     """Roles (n_rounds, n_pairs) per CV round: 1 train, 2 scored, 0 neither;
-    ``_CV_SPLITS`` independent splits of ``n_folds`` groups of samples (``_sample_folds``)."""
+    ``_CV_SPLITS`` independent splits of ``n_folds`` groups of samples (``_sample_folds``).
+    A round equal to an earlier one is dropped (with as many groups as samples every split
+    deals the same folds): the paired test of ``choose`` would count it twice."""
     k = int(min(n_folds, n_points))
     roles = []
     for _split in range(_CV_SPLITS):
@@ -60,7 +62,9 @@ def pair_rounds(ia, ib, n_points, n_folds, rng) -> np.ndarray:
             role = np.where(held, 0, 1).astype(np.int8)
             role[scored] = 2
             roles.append(role)
-    return np.stack(roles)
+    roles = np.stack(roles)
+    _, first = np.unique(roles, axis=0, return_index=True)
+    return roles[np.sort(first)]
 
 
 def check_pairs_cv(must: np.ndarray) -> None:
