@@ -212,8 +212,12 @@ def test_pairs_default_solves_J_exactly_at_the_chosen_lam():
     auto = GeneralizedNystrom(n_landmarks=30, random_state=1).fit(X, pairs=pairs)
     assert np.isfinite(auto.lam_), "this draw must move off the prior to test anything"
     fixed = GeneralizedNystrom(n_landmarks=30, random_state=1, lam=auto.lam_).fit(X, pairs=pairs)
-    np.testing.assert_allclose(fixed.S_, auto.S_, rtol=1e-10, atol=1e-10 * np.abs(auto.S_).max())
-    assert auto.converged_ and auto.certificate_ <= auto.tol
+    assert auto.converged_ and auto.certificate_ <= auto.tol and fixed.converged_
+    # both certified to tol (the default starts its dual from the one-step model, a fixed lam
+    # from cold): J agrees to tol
+    prob = _build_problem(auto.S0_, None, pairs, lambda rows: auto._features_block(X[rows]))
+    J_auto, J_fixed = prob.objective(auto.S_, auto.lam_), prob.objective(fixed.S_, auto.lam_)
+    assert abs(J_auto - J_fixed) <= 2 * auto.tol * J_fixed
     # solver="onestep": the model the cross-validation scored, at the same lam
     one = GeneralizedNystrom(n_landmarks=30, random_state=1, solver="onestep").fit(X, pairs=pairs)
     # the same exponent, each relative to its own data term's scale: mu_max^2 for the
@@ -226,6 +230,27 @@ def test_pairs_default_solves_J_exactly_at_the_chosen_lam():
     assert auto.lam_scale_ == pytest.approx(density * one.lam_scale_, rel=1e-8)
     assert one.n_iter_ == 1 and np.isnan(one.certificate_)
     assert np.linalg.eigvalsh(one.S_).min() > -1e-9 * np.abs(one.S_).max()
+
+
+@pytest.mark.parametrize("rel", [1e-8, 1e-6])
+def test_dual_newton_starts_from_a_primal_guess(rng, rel):
+    """_solve_lam's S_guess starts the dual at ``A(S_guess) - t``: from J's own optimum the
+    Newton certifies at once, and from the one-step model it reaches the cold start's J."""
+    E, U0, w, S0, ia, ib, must = _pairs_problem(rng, m=14, l=30, k=60)
+    pairs = np.column_stack([ia, ib, np.where(must, 1, -1)])
+    prob = _build_problem(S0, None, pairs, lambda rows: E[rows])
+    lam = rel * prob.mu_max**2
+    S_cold, it_cold, cert, ok, _ = _solve_lam(prob, lam, "newton", 1e-10, 500)
+    assert ok
+    S_at, it_at, cert_at, ok_at, _ = _solve_lam(prob, lam, "newton", 1e-8, 500, S_guess=S_cold)
+    assert ok_at and it_at <= 2 and cert_at <= 1e-8
+    S_r, _ = lam_pairs.onestep_pairs_model(E @ U0, w, ia, ib, must, 1e-6)
+    S_g, it_g, cert_g, ok_g, _ = _solve_lam(
+        prob, lam, "newton", 1e-10, 500, S_guess=U0 @ S_r @ U0.T
+    )
+    assert ok_g and cert_g <= 1e-10
+    J = prob.objective(S_cold, lam)
+    assert prob.objective(S_g, lam) == pytest.approx(J, rel=1e-8)
 
 
 def test_pairs_auto_keeps_the_prior_and_says_why_when_no_round_scores(monkeypatch):

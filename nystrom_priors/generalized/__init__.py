@@ -383,7 +383,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             rows, select, model = _lam_pairs.one_step_side(labels, pairs_arr, params, rng)
             return self._fit_one_step(E_of(rows), select, model, prior, prior_projection, params)
         prob = self._problem(labels, pairs_arr, E_of, S0_eig)
-        lam, solution = self._choose_lam(prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng)
+        lam, solution, guess = self._choose_lam(
+            prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng
+        )
         if np.isinf(lam):  # the cross-validation kept the prior
             return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
         solved = {}  # S's eigendecomposition, when the solver ends with it (_solve_lam)
@@ -391,7 +393,13 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             S, it, cert, ok = solution
         else:
             S, it, cert, ok, _ = _solve_lam(
-                prob, lam, params["solver"], params["tol"], params["max_iter"], out=solved
+                prob,
+                lam,
+                params["solver"],
+                params["tol"],
+                params["max_iter"],
+                out=solved,
+                S_guess=guess,
             )
         if not ok:
             warnings.warn(
@@ -542,17 +550,19 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
 
     def _choose_lam(
         self, prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng
-    ) -> tuple[float, tuple | None]:
+    ) -> tuple[float, tuple | None, np.ndarray | None]:
         """The lam of the exact solve: fixed, eq. (12) ("nka") or cross-validated ("auto").
-        Returns ``(lam, solution)``; for "nka" ``solution`` is the warm-started path's
+        Returns ``(lam, solution, guess)``; for "nka" ``solution`` is the warm-started path's
         ``(S, n_iter, certificate, converged)`` at that lam (the same problem, lam and
-        tolerance, so the fit does not solve it again from a cold start), else None."""
+        tolerance, so the fit does not solve it again from a cold start), else None; on pairs
+        alone ``guess`` is the one-step model the cross-validation chose, whose residuals
+        start the dual Newton (``_solve_lam``'s ``S_guess``), else None."""
         from .._progress import Progress
 
         scale = self.lam_scale_
         solve_kw = dict(solver=params["solver"], tol=params["tol"], max_iter=params["max_iter"])
         if params["fixed"] is not None:
-            return _floored(float(params["fixed"]), scale), None
+            return _floored(float(params["fixed"]), scale), None, None
         lams = scale * 10.0 ** params["grid"]
         self.lam_path_ = lams
         if self.lam == "nka":
@@ -561,19 +571,22 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 pr.close(f"lam={lams[int(np.argmax(crit))]:.3g} maximises the NKA criterion")
             self.criterion_path_ = crit
             best = int(np.argmax(crit))
-            return float(lams[best]), sols[best]
+            return float(lams[best]), sols[best], None
         # the one-step model's cross-validation, on the labels where there are any. Its
         # exponent e weighs the prior against the data term relative to that term's scale,
         # and carries over as such: mu_max^2 for the one-step model (on pairs its majoriser
         # fills the whole block), J's own scale (prob.mu_max^2: on pairs density * mu_max^2,
         # the share of the block the pairs constrain) for the exact solve.
-        rows, select, _ = _lam_pairs.one_step_side(labels, pairs_arr, params, rng)
+        rows, select, model = _lam_pairs.one_step_side(labels, pairs_arr, params, rng)
         U0, w = prior
-        El = prob.El_labels if labels is not None else E_of(rows)
-        e, crit, err = self._select_lam(select, El @ U0, w, params)
+        PE = (prob.El_labels if labels is not None else E_of(rows)) @ U0
+        e, crit, err = self._select_lam(select, PE, w, params)
         self.lam_path_ = np.append(lams, np.inf)
         self.criterion_path_, self.cv_error_path_ = crit, err
-        return (np.inf if e is None else scale * 10.0**e), None
+        if e is None:
+            return np.inf, None, None
+        guess = _sym(U0 @ model(PE, w, 10.0**e)[0] @ U0.T) if labels is None else None
+        return scale * 10.0**e, None, guess
 
     def _set_solution(self, S, lam, F, n_iter, converged, cert) -> GeneralizedNystrom:
         self.S_ = S
