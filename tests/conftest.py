@@ -205,3 +205,15 @@ def ITML(monkeypatch):
     monkeypatch.setattr(util, "check_array", renamed(skv.check_array))
     monkeypatch.setattr(util, "check_X_y", renamed(skv.check_X_y))
     return ITML
+
+
+def gaussian_prior(Z, width):
+    """``(U0, w, S0)``: the Gaussian kernel's W on the landmarks Z, its eigenvectors U0 and
+    eigenvalues w above 1e-10 of the largest, and ``S0 = W^+`` on them."""
+    from nystrom_priors import extrapolate
+
+    W = extrapolate(Z, Z, width=width)
+    lw, U = np.linalg.eigh(W)
+    keep = lw > 1e-10 * lw.max()
+    U0, w = U[:, keep], lw[keep]
+    return U0, w, (U0 / w) @ U0.T

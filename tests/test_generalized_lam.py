@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import gaussian_prior
 
 from nystrom_priors import GeneralizedNystrom, Nystrom, extrapolate
 from nystrom_priors._numba import _lam_cv as jit
@@ -20,20 +21,12 @@ from nystrom_priors.generalized._problem import _Problem
 from nystrom_priors.generalized._solver import _solve_lam
 
 
-def _prior(Z, width):
-    W = extrapolate(Z, Z, width=width)
-    lw, U = np.linalg.eigh(W)
-    keep = lw > 1e-10 * lw.max()
-    U0, w = U[:, keep], lw[keep]
-    return U0, w, (U0 / w) @ U0.T
-
-
 def _cv_problem(rng, m, n, c, d):
     """(PE, w, codes): n labeled rows of c random classes in the eigen-coordinates of a
     Gaussian prior on m landmarks (width d), as select_lam and cv_losses take them."""
     Z = rng.normal(size=(m, d))
     X = rng.normal(size=(n, d))
-    U0, w, _ = _prior(Z, float(d))
+    U0, w, _ = gaussian_prior(Z, float(d))
     PE = np.ascontiguousarray(extrapolate(X, Z, width=float(d)) @ U0)
     return PE, w, rng.integers(c, size=n).astype(np.int64)
 
@@ -41,7 +34,7 @@ def _cv_problem(rng, m, n, c, d):
 def _labeled_problem(rng, m=12, l=8, c=3, d=3):
     Z = rng.normal(size=(m, d))
     X = rng.normal(size=(l, d))
-    U0, w, S0 = _prior(Z, 4.0)
+    U0, w, S0 = gaussian_prior(Z, 4.0)
     E = extrapolate(X, Z, width=4.0)
     codes = np.arange(l) % c
     return E, codes, c, U0, w, S0
@@ -172,7 +165,7 @@ def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng, c):
     m, n = 15, 40
     Z = rng.normal(size=(m, 3))
     X = rng.normal(size=(n, 3))
-    U0, w, S0 = _prior(Z, 3.0)
+    U0, w, S0 = gaussian_prior(Z, 3.0)
     E = extrapolate(X, Z, width=3.0)
     codes = rng.integers(c, size=n)
     codes[:c] = np.arange(c)
@@ -223,7 +216,7 @@ def test_cv_scores_ignore_directions_the_prior_does_not_weigh(rng):
     m, n, c = 8, 60, 2
     Z = rng.normal(size=(m, 2))
     X = rng.normal(size=(n, 2))
-    U0, w, _ = _prior(Z, 2.0)
+    U0, w, _ = gaussian_prior(Z, 2.0)
     PE = extrapolate(X, Z, width=2.0) @ U0
     codes = (X[:, 0] > 0).astype(np.int64)
     folds = np.arange(n) % 3
@@ -453,6 +446,7 @@ def test_auto_is_the_onestep_model_at_its_lam():
 _MEMORY_SCRIPT = """
 import numpy as np
 from nystrom_priors import GeneralizedNystrom
+from nystrom_priors.side_info import labels_to_pairs
 
 def peak_kib():
     with open("/proc/self/status") as fh:
@@ -461,33 +455,45 @@ def peak_kib():
 r = np.random.default_rng(0)
 n, d, m = 12000, 6, 40
 X = r.normal(size=(n, d))
-y = (X[:, 0] + 0.3 * r.normal(size=n) > 0).astype(int)  # every sample labeled
-GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X[:600], y[:600])  # compile outside
+y = (X[:, 0] + 0.3 * r.normal(size=n) > 0).astype(int)
+if PAIRS:  # 12,000 pairs over about 10,000 samples
+    side, small = {"pairs": labels_to_pairs(y, 12000, random_state=0)}, {
+        "pairs": labels_to_pairs(y[:600], 300, random_state=0)
+    }
+    rows = np.unique(side["pairs"][:, :2]).size
+else:  # every sample labeled
+    side, small, rows = {"y": y}, {"y": y[:600]}, n
+GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X[:600], **small)  # compile outside
 with open("/proc/self/clear_refs", "w") as fh:
     fh.write("5")  # reset the peak resident set to the current one
 base = peak_kib()
-model = GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X, y)
-assert model.S_.shape == (m, m) and np.isfinite(model.lam_) or np.isinf(model.lam_)
-print(peak_kib() - base)
+model = GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X, **side)
+assert model.S_.shape == (m, m)
+print(rows, peak_kib() - base)
 """
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc")
-def test_auto_memory_is_linear_in_the_labels():
-    """12,000 labels: no l x l (1.15 GB) or n x l array, in Python or in jitted code: the
-    peak resident set of a fresh process grows by O(n m + m^2) during the fit."""
+@pytest.mark.parametrize("pairs", [False, True])
+def test_auto_memory_is_linear_in_the_constrained_samples(pairs):
+    """12,000 labels, or 12,000 pairs over about 10,000 samples: no array over pairs of
+    constrained samples (l x l: 0.8-1.15 GB) or n x l array, in Python or in jitted code
+    (the labels' and the pairs' cross-validation, the pairs' exact solve): the peak resident
+    set of a fresh process grows by O(n m + m^2) during the fit."""
     out = subprocess.run(
-        [sys.executable, "-c", _MEMORY_SCRIPT],
+        [sys.executable, "-c", f"PAIRS = {pairs}\n" + _MEMORY_SCRIPT],
         capture_output=True,
         text=True,
         timeout=300,
         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
     )
     assert out.returncode == 0, out.stderr
-    grown = int(out.stdout.split()[-1]) * 1024
+    l, grown = (int(v) for v in out.stdout.split()[-2:])
+    grown *= 1024
     n, m = 12000, 40
+    assert l > 9000
     assert grown < 8 * (40 * n * m + 100 * m * m), grown  # a few dozen n x m float64 arrays
-    assert grown < 8 * n * n / 8  # an eighth of one l x l float64 array
+    assert grown < 8 * l * l / 8  # an eighth of one l x l float64 array
 
 
 def test_round_means_average_the_scored_rows_only(rng):

@@ -5,12 +5,9 @@ model (the same model when the mask is full), the exact solver of J (first-order
 at large lam), and a Python recomputation of a fold's held-out loss.
 """
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from conftest import gaussian_prior
 
 from nystrom_priors import GeneralizedNystrom, Nystrom, extrapolate
 from nystrom_priors._numba import _pairs_cv as jit
@@ -21,19 +18,11 @@ from nystrom_priors.generalized._solver import _solve_lam
 from nystrom_priors.side_info import labels_to_pairs
 
 
-def _prior(Z, width):
-    W = extrapolate(Z, Z, width=width)
-    lw, U = np.linalg.eigh(W)
-    keep = lw > 1e-10 * lw.max()
-    U0, w = U[:, keep], lw[keep]
-    return U0, w, (U0 / w) @ U0.T
-
-
 def _pairs_problem(rng, m=14, l=10, k=18, d=3):
     """(E, U0, w, S0, ia, ib, must): k distinct random pairs over l points."""
     Z = rng.normal(size=(m, d))
     X = rng.normal(size=(l, d))
-    U0, w, S0 = _prior(Z, 4.0)
+    U0, w, S0 = gaussian_prior(Z, 4.0)
     E = extrapolate(X, Z, width=4.0)
     iu, ju = np.triu_indices(l, 1)
     pick = rng.choice(iu.size, k, replace=False)
@@ -85,7 +74,7 @@ def test_full_mask_is_the_labels_model(rng, rel_lam):
     the pairs' model is the labels' one-step model."""
     Z = rng.normal(size=(12, 3))
     X = rng.normal(size=(9, 3))
-    U0, w, _ = _prior(Z, 4.0)
+    U0, w, _ = gaussian_prior(Z, 4.0)
     PE = extrapolate(X, Z, width=4.0) @ U0
     codes = np.arange(9) % 3
     ia, ib = np.triu_indices(9, 1)
@@ -274,49 +263,3 @@ def test_pairs_auto_needs_two_pairs_of_each_kind():
     X = np.random.default_rng(0).normal(size=(30, 3))
     with pytest.raises(ValueError, match="2 must-link and 1 cannot-link"):
         GeneralizedNystrom(n_landmarks=10).fit(X, pairs=[[0, 1, 1], [2, 3, 1], [4, 5, -1]])
-
-
-_MEMORY_SCRIPT = """
-import numpy as np
-from nystrom_priors import GeneralizedNystrom
-from nystrom_priors.side_info import labels_to_pairs
-
-def peak_kib():
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM"))
-
-r = np.random.default_rng(0)
-n, d, m = 12000, 6, 40
-X = r.normal(size=(n, d))
-y = (X[:, 0] + 0.3 * r.normal(size=n) > 0).astype(int)
-pairs = labels_to_pairs(y, 12000, random_state=0)  # over about 10,000 samples
-small = labels_to_pairs(y[:600], 300, random_state=0)
-GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X[:600], pairs=small)  # compile outside
-with open("/proc/self/clear_refs", "w") as fh:
-    fh.write("5")  # reset the peak resident set to the current one
-base = peak_kib()
-model = GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X, pairs=pairs)
-assert model.S_.shape == (m, m)
-print(np.unique(pairs[:, :2]).size, peak_kib() - base)
-"""
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc")
-def test_pairs_auto_memory_is_linear_in_the_constrained_samples():
-    """12,000 pairs over about 10,000 samples: the cross-validation and the exact solve form
-    no array over pairs of constrained samples (0.8 GB): the peak resident set of a fresh
-    process grows by O(l m + m^2) during the fit."""
-    out = subprocess.run(
-        [sys.executable, "-c", _MEMORY_SCRIPT],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
-    )
-    assert out.returncode == 0, out.stderr
-    l, grown = (int(v) for v in out.stdout.split()[-2:])
-    grown *= 1024
-    m = 40
-    assert l > 9000
-    assert grown < 8 * (60 * l * m + 100 * m * m), grown  # a few dozen l x m float64 arrays
-    assert grown < 8 * l * l / 8  # an eighth of one l x l float64 array
