@@ -20,6 +20,13 @@ samples the fold's kernel has not seen), and a lam must beat the prior in a one-
 t-test over the folds at the 1% level. The loss is the squared error of the learned kernel's
 cosine ``K_ij / sqrt(K_ii K_jj)`` to the target. A round costs O(|pairs| p + l p^2 + p^3) per
 lam, p <= ``_CV_RANK_MAX`` directions, never an l x l array.
+
+The exponent e weighs the prior against the data term relative to that term's own scale:
+``mu_max^2`` for the one-step model, whose majoriser fills the whole block, and J's
+``density * mu_max^2`` (the share of the block the pairs constrain, ``_problem._Problem``)
+for the exact solve that the default then runs at the chosen e, its dual started from this
+model's residuals (``_solver._solve_lam``'s ``S_guess``). As the kernel itself the model moves
+too little where the pairs are sparse (``docs/design/lam_selection.md``, ninth round).
 """
 
 from __future__ import annotations
