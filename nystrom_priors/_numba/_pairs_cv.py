@@ -13,25 +13,13 @@ from ._lam_cv import _basis, onestep_y
 
 @njit(cache=True, nogil=True)
 def _prior_entries(A, w, a, b):
-    """``A_a S0 A_b^T`` for each pair (a, b), ``S0 = diag(1 / w)``."""
+    """``A_a S0 A_b^T`` for each pair (a, b), ``S0 = diag(1 / w)`` (``a = b``: the diagonal)."""
     out = np.empty(a.size)
     for k in range(a.size):
         s = 0.0
         for c in range(w.size):
             s += A[a[k], c] * A[b[k], c] / w[c]
         out[k] = s
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _prior_diagonal(A, w):
-    """``A_i S0 A_i^T`` for each row i."""
-    out = np.empty(A.shape[0])
-    for i in range(A.shape[0]):
-        s = 0.0
-        for c in range(w.size):
-            s += A[i, c] * A[i, c] / w[c]
-        out[i] = s
     return out
 
 
@@ -51,7 +39,8 @@ def pairs_problem(A, w, a, b, t, cap):
     Vc, mu, C, F, _ = _basis(A, w, cap)
     l, p = F.shape
     k0 = _prior_entries(A, w, a, b)
-    k0d = _prior_diagonal(A, w)
+    rows = np.arange(l)
+    k0d = _prior_entries(A, w, rows, rows)
     G = np.zeros((l, p))  # r F, r the sparse residual
     for k in range(a.size):
         rk = t[k] - k0[k]
@@ -148,7 +137,7 @@ def _round_losses(PE, w, ia, ib, t, role, rel_lams, cap, lapack, loss, err):
     AH = np.ascontiguousarray(PE[held])
     tH = t[test]
     k0 = _prior_entries(AH, w, ha, hb)
-    k0d = _prior_diagonal(AH, w)
+    k0d = _prior_entries(AH, w, np.arange(held.size), np.arange(held.size))
     g = AH @ Vc
     scale = mu[-1] * mu[-1] if p > 0 else 0.0  # the majoriser's data-term scale
     for j in range(rel_lams.size):

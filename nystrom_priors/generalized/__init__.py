@@ -577,9 +577,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         # and carries over as such: mu_max^2 for the one-step model (on pairs its majoriser
         # fills the whole block), J's own scale (prob.mu_max^2: on pairs density * mu_max^2,
         # the share of the block the pairs constrain) for the exact solve.
-        rows, select, model = _lam_pairs.one_step_side(labels, pairs_arr, params, rng)
+        _, select, model = _lam_pairs.one_step_side(labels, pairs_arr, params, rng)
         U0, w = prior
-        PE = (prob.El_labels if labels is not None else E_of(rows)) @ U0
+        # prob.Ep: E at the pairs' points, sorted as one_step_side's rows
+        PE = (prob.El_labels if labels is not None else prob.Ep) @ U0
         e, crit, err = self._select_lam(select, PE, w, params)
         self.lam_path_ = np.append(lams, np.inf)
         self.criterion_path_, self.cv_error_path_ = crit, err

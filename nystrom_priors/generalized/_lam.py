@@ -345,10 +345,6 @@ def assemble_model(w, Vc, C, L):
     return 0.5 * (S_r + S_r.T)
 
 
-# independent k-fold splits of the constrained samples (pairs, ``_lam_pairs.py``)
-_CV_SPLITS = 2
-
-
 def _path_nka(prob, lams, labels, solve_kw, progress):
     """Eq. (12) along the warm-started path: ``rho(S, S0) * rho(E_l S E_l^T, K*)`` per lam
     (centred alignments; for pairs only, the masked kernel against the targets on the

@@ -35,7 +35,10 @@ import numpy as np
 
 from .._threads import numba_threads
 from . import _lam
-from ._lam import _CV_RANK_MAX, _CV_SPLITS, _nanmean_columns, choose
+from ._lam import _CV_RANK_MAX, _nanmean_columns, choose
+
+# independent splits of the constrained samples into groups (``pair_rounds``)
+_CV_SPLITS = 2
 
 
 def _sample_folds(ia, ib, n_points, k, rng) -> list[tuple[np.ndarray, np.ndarray]]:
