@@ -242,6 +242,47 @@ def test_barrier_dual_derivatives_match_finite_differences(rng, pairs):
     assert np.sqrt(dual.dot(diff, diff)) <= 1e-5 * np.sqrt(dual.dot(HD, HD))
 
 
+@pytest.mark.parametrize("points", ["few", "many"])
+@pytest.mark.parametrize("spread", [0.0, 1.0, 30.0])
+def test_pairs_newton_product_matches_a_dense_oracle(rng, points, spread):
+    """The semismooth dual's product ``(I + A P'(X) A* / lam) h`` on pairs alone, taken through
+    Omega's blocks and K_P (at most 4 m points) or in the landmarks' space (more), equals the
+    product written out densely: ``A*(h) = sum_q h_q sym(E_a^T E_b)``, the Loewner operator
+    ``Q (Omega o Q^T . Q) Q^T`` with Omega's divided differences of max(., 0) computed here,
+    and A reading ``E_a Y E_b^T``. ``spread`` scales a random dual point: 0 is X = S0 (no
+    negative eigenvalue), larger values clip more of the spectrum."""
+    m, l = (12, 20) if points == "few" else (5, 40)
+    prob, S0, Ep, _, (a, b, _t) = _small_problem(rng, m=m, l=l, pairs=True)
+    assert (Ep.shape[0] <= 4 * m) == (points == "few")
+    lam = prob.mu_max**2 * 1e-3
+    dual = dual_newton._Dual(prob, lam)
+    R = (None, spread * lam * rng.normal(size=a.size))
+    h = rng.normal(size=a.size)
+    st = dual.state(R)
+    got = dual.hess_apply(st, dual_newton._loewner_omega(st["x"]), (None, h))[1]
+
+    def sym_outer(u, v):
+        return 0.5 * (np.outer(u, v) + np.outer(v, u))
+
+    adjoint = sum(r * sym_outer(Ep[i], Ep[j]) for r, i, j in zip(R[1], a, b))
+    x, Q = np.linalg.eigh(S0 - adjoint / lam)
+    omega = np.empty((m, m))
+    for i in range(m):
+        for j in range(m):
+            if x[i] > 0 and x[j] > 0:
+                omega[i, j] = 1.0
+            elif x[i] <= 0 and x[j] <= 0:
+                omega[i, j] = 0.0
+            else:
+                omega[i, j] = (max(x[i], 0.0) - max(x[j], 0.0)) / (x[i] - x[j])
+    A_h = sum(r * sym_outer(Ep[i], Ep[j]) for r, i, j in zip(h, a, b))
+    Y = Q @ (omega * (Q.T @ A_h @ Q)) @ Q.T
+    want = h + np.array([Ep[i] @ Y @ Ep[j] for i, j in zip(a, b)]) / lam
+    k = int(np.count_nonzero(x <= 0))
+    assert (k > 0) == (spread > 0), k
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
+
+
 def test_smoothed_plus_keeps_its_digits():
     """s(x) = (x + sqrt(x^2 + 4 kappa)) / 2 to round-off against 60-digit decimal arithmetic for
     |x| from 1e-200 to 1e200, including x << 0 where the float formula cancels to 0 and |x| >

@@ -47,6 +47,9 @@ import numpy as np
 
 from ._problem import _Problem, _sym
 
+# the pairs' Newton products form the points' kernel K_P (n_pts^2) up to this many points
+_KP_MAX_POINTS = 2048
+
 
 class _Dual:
     """The Lagrangian dual of J in the residual R (semismooth Newton-CG, Qi & Sun 2006).
@@ -223,6 +226,8 @@ class _Dual:
         """(I + A P'(X) A* / lam) H."""
         if not self.prob.has_pairs:
             return (H[0] + self._labels_hess(st, Omega, H[0]) / self.lam, None)
+        if not self.prob.has_labels:
+            return (None, H[1] + self._pairs_hess(st, Omega, H[1]) / self.lam)
         return self._general_hess_apply(st, Omega, H)
 
     def _general_hess_apply(self, st, Omega, H):
@@ -240,6 +245,57 @@ class _Dual:
         Y = Omega * _sym(M)
         yl, yp = self.forward_factored(PL, PP, Y)
         return tuple(None if h is None else h + v / self.lam for h, v in zip(H, (yl, yp)))
+
+    def _pairs_hess(self, st, Omega, h):
+        """A P'(X)[A* h] on the pairs alone, through the block structure of Omega.
+
+        With U = E_p Q split by the sign of x (k = #(x <= 0): U_N its first k columns, U_P the
+        rest), Omega is 1 on the P x P block, 0 on N x N and ``Omega_PN`` between, so with H
+        the symmetric n_pts x n_pts matrix of h the entry (a, b) is
+
+            (K_P H K_P)_ab + g_a . u_N,b + g_b . u_N,a,   g = U_P (Omega_PN o U_P^T H U_N),
+
+        ``K_P = U_P U_P^T``. With at most 4 m points (and ``_KP_MAX_POINTS``, which caps the
+        three n_pts x n_pts arrays at 32 MiB each), K_P makes the first term O(|pairs| n_pts)
+        instead of the general product's two GEMMs of n_pts x m x m; with more, it is
+        ``U_P (U_P^T H U_P) U_P^T`` read at the pairs. The second term costs two GEMMs of
+        n_pts (m - k) k, together at most half of one of the general product's; the N x N
+        block, where Omega is 0, is never formed.
+        """
+        import scipy.sparse as sp
+
+        from .._numba._pair_entries import row_dots
+
+        p = self.prob
+        k, UP, UN, KP = self._pairs_blocks(st)
+        n_pts = UP.shape[0]
+        half = 0.5 * h
+        rows, cols = np.concatenate([p.a, p.b]), np.concatenate([p.b, p.a])
+        Hs = sp.csr_matrix((np.concatenate([half, half]), (rows, cols)), shape=(n_pts, n_pts))
+        if KP is not None:
+            # (K_P H K_P)_ab = K_P[a] . (K_P H)[b], and K_P H = (H K_P)^T (both symmetric)
+            out = row_dots(KP, p.a, np.ascontiguousarray((Hs @ KP).T), p.b)
+        else:
+            out = row_dots(UP @ (UP.T @ (Hs @ UP)), p.a, UP, p.b)
+        if 0 < k < Omega.shape[0]:
+            G = UP @ (Omega[k:, :k] * (UP.T @ (Hs @ UN)))
+            out += row_dots(G, p.a, UN, p.b)
+            out += row_dots(G, p.b, UN, p.a)
+        return out
+
+    def _pairs_blocks(self, st):
+        """``(k, U_P, U_N, K_P or None)`` of ``_pairs_hess`` for the state ``st``: computed
+        once per state, shared by its conjugate-gradient products."""
+        blocks = st.get("pairs_blocks")
+        if blocks is None:
+            U = st["PP"]
+            k = int(np.count_nonzero(st["x"] <= 0))
+            UP = np.ascontiguousarray(U[:, k:])
+            UN = np.ascontiguousarray(U[:, :k])
+            n_pts = U.shape[0]
+            KP = UP @ UP.T if n_pts <= min(4 * self.prob.m, _KP_MAX_POINTS) else None
+            blocks = st["pairs_blocks"] = (k, UP, UN, KP)
+        return blocks
 
     @staticmethod
     def _labels_hess(st, Omega, H):
