@@ -242,30 +242,20 @@ def test_barrier_dual_derivatives_match_finite_differences(rng, pairs):
     assert np.sqrt(dual.dot(diff, diff)) <= 1e-5 * np.sqrt(dual.dot(HD, HD))
 
 
-@pytest.mark.parametrize("points", ["few", "many"])
-@pytest.mark.parametrize("spread", [0.0, 1.0, 30.0])
-def test_pairs_newton_product_matches_a_dense_oracle(rng, points, spread):
-    """The semismooth dual's product ``(I + A P'(X) A* / lam) h`` on pairs alone, taken through
-    Omega's blocks and K_P (at most 4 m points) or in the landmarks' space (more), equals the
-    product written out densely: ``A*(h) = sum_q h_q sym(E_a^T E_b)``, the Loewner operator
-    ``Q (Omega o Q^T . Q) Q^T`` with Omega's divided differences of max(., 0) computed here,
-    and A reading ``E_a Y E_b^T``. ``spread`` scales a random dual point: 0 is X = S0 (no
-    negative eigenvalue), larger values clip more of the spectrum."""
-    m, l = (12, 20) if points == "few" else (5, 40)
-    prob, S0, Ep, _, (a, b, _t) = _small_problem(rng, m=m, l=l, pairs=True)
-    assert (Ep.shape[0] <= 4 * m) == (points == "few")
-    lam = prob.mu_max**2 * 1e-3
-    dual = dual_newton._Dual(prob, lam)
-    R = (None, spread * lam * rng.normal(size=a.size))
-    h = rng.normal(size=a.size)
-    st = dual.state(R)
-    got = dual.hess_apply(st, dual_newton._loewner_omega(st["x"]), (None, h))[1]
+def _dense_pairs_hessian(S0, Ep, a, b, R, lam):
+    """``I + A P'(X) A* / lam`` of the semismooth dual on pairs alone at the dual point R, as a
+    dense |entries| x |entries| matrix built column by column: ``A*(h) = sum_q h_q
+    sym(E_a^T E_b)``, the Loewner operator ``Q (Omega o Q^T . Q) Q^T`` with Omega's divided
+    differences of max(., 0) at the eigenvalues of X(R), and A reading ``E_a Y E_b^T``.
+    Returns the matrix and the number of eigenvalues <= 0."""
 
-    def sym_outer(u, v):
-        return 0.5 * (np.outer(u, v) + np.outer(v, u))
+    def adjoint(v):
+        return sum(
+            r * 0.5 * (np.outer(Ep[i], Ep[j]) + np.outer(Ep[j], Ep[i])) for r, i, j in zip(v, a, b)
+        )
 
-    adjoint = sum(r * sym_outer(Ep[i], Ep[j]) for r, i, j in zip(R[1], a, b))
-    x, Q = np.linalg.eigh(S0 - adjoint / lam)
+    x, Q = np.linalg.eigh(S0 - adjoint(R) / lam)
+    m = x.size
     omega = np.empty((m, m))
     for i in range(m):
         for j in range(m):
@@ -275,12 +265,39 @@ def test_pairs_newton_product_matches_a_dense_oracle(rng, points, spread):
                 omega[i, j] = 0.0
             else:
                 omega[i, j] = (max(x[i], 0.0) - max(x[j], 0.0)) / (x[i] - x[j])
-    A_h = sum(r * sym_outer(Ep[i], Ep[j]) for r, i, j in zip(h, a, b))
-    Y = Q @ (omega * (Q.T @ A_h @ Q)) @ Q.T
-    want = h + np.array([Ep[i] @ Y @ Ep[j] for i, j in zip(a, b)]) / lam
-    k = int(np.count_nonzero(x <= 0))
+    H = np.eye(a.size)
+    for q in range(a.size):
+        Y = Q @ (omega * (Q.T @ adjoint(H[:, q]) @ Q)) @ Q.T
+        H[:, q] += np.array([Ep[i] @ Y @ Ep[j] for i, j in zip(a, b)]) / lam
+    return H, int(np.count_nonzero(x <= 0))
+
+
+@pytest.mark.parametrize("form", ["kernel", "landmarks"])
+@pytest.mark.parametrize("spread", [0.0, 1.0, 30.0])
+def test_pairs_newton_product_matches_a_dense_oracle(rng, monkeypatch, form, spread):
+    """The semismooth dual's product ``(I + A P'(X) A* / lam) h`` on pairs alone, taken through
+    Omega's blocks and K_P or in the landmarks' space (``_kernel_form`` decides; both are
+    forced here), and its Jacobi preconditioner (through Omega's blocks, and the general form
+    the barrier dual uses) equal the dense operator's product and diagonal
+    (``_dense_pairs_hessian``). ``spread`` scales a random dual point: 0 is X = S0 (no negative
+    eigenvalue), larger values clip more of the spectrum."""
+    monkeypatch.setattr(dual_newton, "_kernel_form", lambda n_pts, width: form == "kernel")
+    prob, S0, Ep, _, (a, b, _t) = _small_problem(rng, m=12, l=20, pairs=True)
+    lam = prob.mu_max**2 * 1e-3
+    dual = dual_newton._Dual(prob, lam)
+    R = (None, spread * lam * rng.normal(size=a.size))
+    h = rng.normal(size=a.size)
+    st = dual.state(R)
+    omega = dual_newton._loewner_omega(st["x"])
+    got = dual.hess_apply(st, omega, (None, h))[1]
+    H, k = _dense_pairs_hessian(S0, Ep, a, b, R[1], lam)
     assert (k > 0) == (spread > 0), k
+    assert (st["pairs_blocks"][3] is not None) == (form == "kernel")
+    want = H @ h
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
+    for blocks in (True, False):
+        dual._pairs_jacobi(st, omega, blocks=blocks)
+        np.testing.assert_allclose(dual.pden, np.diag(H), rtol=1e-10)
 
 
 def test_smoothed_plus_keeps_its_digits():

@@ -47,8 +47,17 @@ import numpy as np
 
 from ._problem import _Problem, _sym
 
-# the pairs' Newton products form the points' kernel K_P (n_pts^2) up to this many points
-_KP_MAX_POINTS = 2048
+# the pairs' Newton products form the points' kernel K_P (n_pts^2) up to this many points:
+# three n_pts x n_pts arrays of 8 MiB stay in a last-level cache; past it they stream from
+# memory and the landmarks' space is faster
+_KP_MAX_POINTS = 1024
+
+
+def _kernel_form(n_pts: int, width: int) -> bool:
+    """Whether the pairs' Newton product takes its positive block through K_P (a few passes
+    over n_pts^2 entries) rather than through the landmarks' space (two GEMMs of n_pts x
+    width^2; width = the positive eigenvalues' count)."""
+    return n_pts <= min(width * width // 32, _KP_MAX_POINTS)
 
 
 class _Dual:
@@ -100,23 +109,41 @@ class _Dual:
             kap, Vk = np.linalg.eigh(PL @ PL.T)
             self.kV = Vk
             self.kden = 1.0 + np.outer(np.maximum(kap, 0), np.maximum(kap, 0)) / self.lam
-        self._pairs_jacobi(st, Omega)
+        self._pairs_jacobi(st, Omega, blocks=True)
 
-    def _pairs_jacobi(self, st, Omega):
+    def _pairs_jacobi(self, st, Omega, blocks=False):
         """The pairs' diagonal of ``I + A P'(X) A* / lam``: for the entry (a, b), with u, v the
         rows a, b of ``E_p Q``, ``A* e_ab = Q sym(u v^T) Q^T`` and the diagonal is
-        ``1 + ((u o u)^T Omega (v o v) + (u o v)^T Omega (u o v)) / (2 lam)``, O(|pairs| m^2).
-        It replaced ``1 + |E_a|^2 |E_b|^2 / lam`` (Omega = 1, first term only): 16% fewer CG
-        products for the semismooth Newton's continuation (german, m = 100, 500 pairs, cold at
-        mu_max^2 * 1e-10 / 1e-12: 636 / 1046 against 763 / 1250)."""
+        ``1 + ((u o u)^T Omega (v o v) + (u o v)^T Omega (u o v)) / (2 lam)``. Exact, because
+        the cheaper ``1 + |E_a|^2 |E_b|^2 / lam`` (Omega taken as 1) costs more CG products
+        than this costs (``docs/design/solvers.md``).
+
+        ``blocks``: Omega is the semismooth one (``_loewner_omega``; x ascending, k = #(x <=
+        0)), 1 on its P x P block and 0 on N x N, so each quadratic form is a product of two
+        sums over P plus the P x N terms: O((n_pts + |pairs|) (m - k) k) instead of
+        O((n_pts + |pairs|) m^2)."""
+        from .._numba._pair_entries import row_dots
+
         p = self.prob
         if not p.has_pairs:
             return
         PP = st["PP"]
         U2 = PP * PP
-        first = np.einsum("ij,ij->i", (U2 @ Omega)[p.a], U2[p.b])
         W = PP[p.a] * PP[p.b]
-        second = np.einsum("ij,ij->i", W @ Omega, W)
+        if not blocks:
+            first = row_dots(U2 @ Omega, p.a, U2, p.b)
+            second = np.einsum("ij,ij->i", W @ Omega, W)
+        else:
+            k = int(np.count_nonzero(st["x"] <= 0))
+            sums = U2[:, k:].sum(axis=1)
+            first = sums[p.a] * sums[p.b]
+            second = W[:, k:].sum(axis=1) ** 2
+            if 0 < k < Omega.shape[0]:
+                between = Omega[k:, :k]
+                G = np.ascontiguousarray(U2[:, k:]) @ between
+                U2N = np.ascontiguousarray(U2[:, :k])
+                first += row_dots(G, p.a, U2N, p.b) + row_dots(G, p.b, U2N, p.a)
+                second += 2.0 * np.einsum("ij,ij->i", W[:, k:] @ between, W[:, :k])
         self.pden = 1.0 + 0.5 * (first + second) / self.lam
 
     def precond(self, H):
@@ -156,8 +183,10 @@ class _Dual:
             else (PL @ D @ PL.T if p.has_labels else None)
         )
         if p.has_pairs:
+            from .._numba._pair_entries import row_dots
+
             F = PP * D if D.ndim == 1 else PP @ D
-            yp = np.einsum("ij,ij->i", F[p.a], PP[p.b])
+            yp = row_dots(F, p.a, PP, p.b)
         else:
             yp = None
         return yl, yp
@@ -255,12 +284,11 @@ class _Dual:
 
             (K_P H K_P)_ab + g_a . u_N,b + g_b . u_N,a,   g = U_P (Omega_PN o U_P^T H U_N),
 
-        ``K_P = U_P U_P^T``. With at most 4 m points (and ``_KP_MAX_POINTS``, which caps the
-        three n_pts x n_pts arrays at 32 MiB each), K_P makes the first term O(|pairs| n_pts)
-        instead of the general product's two GEMMs of n_pts x m x m; with more, it is
-        ``U_P (U_P^T H U_P) U_P^T`` read at the pairs. The second term costs two GEMMs of
-        n_pts (m - k) k, together at most half of one of the general product's; the N x N
-        block, where Omega is 0, is never formed.
+        ``K_P = U_P U_P^T``. With few points (``_kernel_form``), K_P makes the first term
+        O(|pairs| n_pts) instead of the general product's two GEMMs of n_pts x m x m; with
+        more, it is ``U_P (U_P^T H U_P) U_P^T`` read at the pairs. The second term costs two
+        GEMMs of n_pts (m - k) k, together at most half of one of the general product's; the
+        N x N block, where Omega is 0, is never formed.
         """
         import scipy.sparse as sp
 
@@ -292,8 +320,7 @@ class _Dual:
             k = int(np.count_nonzero(st["x"] <= 0))
             UP = np.ascontiguousarray(U[:, k:])
             UN = np.ascontiguousarray(U[:, :k])
-            n_pts = U.shape[0]
-            KP = UP @ UP.T if n_pts <= min(4 * self.prob.m, _KP_MAX_POINTS) else None
+            KP = UP @ UP.T if _kernel_form(U.shape[0], UP.shape[1]) else None
             blocks = st["pairs_blocks"] = (k, UP, UN, KP)
         return blocks
 
