@@ -55,9 +55,11 @@ _KP_MAX_POINTS = 1024
 
 def _kernel_form(n_pts: int, width: int) -> bool:
     """Whether the pairs' Newton product takes its positive block through K_P (a few passes
-    over n_pts^2 entries) rather than through the landmarks' space (two GEMMs of n_pts x
-    width^2; width = the positive eigenvalues' count)."""
-    return n_pts <= min(width * width // 32, _KP_MAX_POINTS)
+    over n_pts^2 entries, bound by memory) rather than through the landmarks' space (two
+    GEMMs of n_pts x width^2, width = the positive eigenvalues' count): a pass over an entry
+    costs about as much as 32 of the GEMMs' multiply-adds, and 64 leaves a margin where the
+    two are close (``docs/design/performance.md``)."""
+    return n_pts <= min(width * width // 64, _KP_MAX_POINTS)
 
 
 class _Dual:
