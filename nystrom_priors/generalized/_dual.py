@@ -1,44 +1,15 @@
 """The exact default solver's core: semismooth Newton-CG on the Lagrangian dual of J (Qi & Sun
-2006) and, for cold starts at small lam, Newton on the dual of the log-barrier problem.
+2006). Its barrier-smoothed form, for cold starts at small lam, is ``_barrier.py``.
 
-Newton-CG on the dual of the log-barrier problem, with the barrier weight driven to 0.
-
-The semismooth dual Newton (``dual_newton.py``) works on ``d(R)``, whose Hessian
-``I + A P'(X) A* / lam`` jumps wherever an eigenvalue of ``X(R) = S0 - A*(R) / lam`` crosses 0:
-at small lam every step of R moves X by ``1 / lam`` and the active set with it, so the damped
-steps grow like a power of ``mu_max^2 / lam`` (digits, m = 180, 100 labels: 48 / 87 / 169 steps
-to a 1e-6 gap at ``mu_max^2 * 1e-8 / 1e-10 / 1e-12``). Adding the barrier ``-tau log det S`` to
-J smooths the projection into the spectral function
-
-    s(x) = (x + sqrt(x^2 + 4 kappa)) / 2,   kappa = tau / (2 lam)
-
-(the minimiser of ``lam (s - x)^2 - tau log s``), and the dual of the barrier problem,
-
-    d_tau(R) = lam ||S0||^2 - lam ||X||^2 + sum_i [lam (s_i - x_i)^2 - tau log s_i]
-               - 2 <R, t> - ||R||^2
-             = L(S_tau, R) - tau log det S_tau,   S_tau = Q s(x) Q^T,
-
-is smooth and self-concordant (the conjugate of a self-concordant function, composed with a linear
-map, plus a quadratic), so damped Newton needs a number of steps per barrier weight that does not
-depend on lam. Both it and the unsmoothed ``d(R) = L(P_psd(X), R)`` are evaluated through the
-Lagrangian ``L(S, R) = lam ||S - S0||^2 + 2 <R, A(S) - t> - ||R||^2`` (``_Dual.lagrangian``): the
-closed form's terms grow like ``||A* R||^2 / lam`` and cancel at small lam, which can stall the
-line search and put d above J(S*), i.e. give a false certificate. Its gradient is
-``2 (A(S_tau(R)) - t - R)`` with ``S_tau = Q s(x) Q^T`` and its Hessian
-``-2 (I + A P_tau'(X) A* / lam)``, where the Loewner matrix of ``s`` has the cancellation-free
-divided differences ``(1 + (x_i + x_j) / (r_i + r_j)) / 2``, ``r = sqrt(x^2 +
-4 kappa)``. The CG runs in the dual's space, like the semismooth Newton's (l^2 entries for l labels,
-one per pair), not in the m^2 of a primal barrier method.
-
-Every iterate is certified against the original problem: ``S_tau`` and ``P_psd(X)`` are both
-feasible, and the smaller of their J minus the unsmoothed ``d(R)`` bounds the gap. Once a barrier
-problem is centred (Newton decrement below 1/2), kappa falls to
-``min(kappa / 10, 0.01 gap / (2 lam m))``: the certified gap, not the barrier's own ``m tau``,
-sets the pace, so a start where the PSD constraint is nearly inactive (Pi_psd(X) already close)
-does not walk the whole barrier path.
-The CG stops at a 10% residual on labels (the Kronecker preconditioner is nearly exact there)
-and at 1% with pairs (Jacobi) or after a backtracked step (``docs/design/solvers.md`` has the
-measurements behind these settings).
+Writing the loss through its conjugate, ``||y - t||^2 = max_r 2<r, y - t> - ||r||^2``, the
+optimum of J is ``S(R) = P_psd(X(R))``, ``X(R) = S0 - A*(R) / lam``, at the maximiser R of the
+concave dual d (``_Dual``). Its dimension is the number of constrained entries (l^2 for l
+labels, one per pair), not the m^2 of S, and every iterate gives a feasible S(R), so
+``J(S(R)) - d(R)`` certifies it. Newton directions come from conjugate gradients on
+``(I + A P'(X) A* / lam) H = g``, whose Loewner matrix Omega is 1 on the block of X's positive
+eigenvalues and 0 on that of the others: the labels' and the pairs' products take that
+structure (``_labels_hess``, ``_pairs_hess``), and the pairs' CG a Jacobi preconditioner
+(``docs/design/solvers.md`` and ``performance.md`` have the measurements).
 """
 
 from __future__ import annotations
@@ -84,6 +55,8 @@ class _Dual:
         self.lam = lam
         self._targets = None
         self._last_eig = (None, None)  # (R, eigh of X(R)) of the latest state
+        self._pattern = None  # the pairs' sparse pattern (``_sym_pattern``)
+        self._kernel = None  # (state, K_P and scratch) of the pairs' products
 
     def eig_X(self, R) -> tuple[np.ndarray, np.ndarray]:
         """Eigenvalues (ascending) and eigenvectors of ``X(R) = S0 - A*(R) / lam``.
@@ -170,10 +143,10 @@ class _Dual:
         if p.has_labels:
             out += p.El.T @ R[0] @ p.El
         if p.has_pairs:
-            import scipy.sparse as sp
+            from .._numba._pair_entries import sym_times
 
-            Rs = sp.csr_matrix((R[1], (p.a, p.b)), shape=p.T.shape)
-            out += p.Ep.T @ (Rs @ p.Ep)
+            Ep = np.ascontiguousarray(p.Ep, dtype=np.float64)
+            out += Ep.T @ sym_times(*self._sym_pattern(), R[1], Ep, np.empty_like(Ep))
         return _sym(out)
 
     def forward_factored(self, PL, PP, D):
@@ -269,10 +242,9 @@ class _Dual:
         if p.has_labels:
             M += PL.T @ H[0] @ PL
         if p.has_pairs:
-            import scipy.sparse as sp
+            from .._numba._pair_entries import sym_times
 
-            Hs = sp.csr_matrix((H[1], (p.a, p.b)), shape=p.T.shape)
-            M += PP.T @ (Hs @ PP)
+            M += PP.T @ sym_times(*self._sym_pattern(), H[1], PP, np.empty_like(PP))
         Y = Omega * _sym(M)
         yl, yp = self.forward_factored(PL, PP, Y)
         return tuple(None if h is None else h + v / self.lam for h, v in zip(H, (yl, yp)))
@@ -292,39 +264,64 @@ class _Dual:
         GEMMs of n_pts (m - k) k, together at most half of one of the general product's; the
         N x N block, where Omega is 0, is never formed.
         """
-        import scipy.sparse as sp
-
-        from .._numba._pair_entries import row_dots
+        from .._numba._pair_entries import row_dots, sym_times
 
         p = self.prob
-        k, UP, UN, KP = self._pairs_blocks(st)
-        n_pts = UP.shape[0]
-        half = 0.5 * h
-        rows, cols = np.concatenate([p.a, p.b]), np.concatenate([p.b, p.a])
-        Hs = sp.csr_matrix((np.concatenate([half, half]), (rows, cols)), shape=(n_pts, n_pts))
-        if KP is not None:
-            # (K_P H K_P)_ab = K_P[a] . (K_P H)[b], and K_P H = (H K_P)^T (both symmetric)
-            out = row_dots(KP, p.a, np.ascontiguousarray((Hs @ KP).T), p.b)
+        k, UP, UN, kernel_form = self._pairs_blocks(st)
+        pattern = self._sym_pattern()
+        if kernel_form:
+            KP, W, Wt = self._kernel_buffers(st, UP)
+            sym_times(*pattern, h, KP, W)  # H K_P
+            np.copyto(Wt, W.T)  # K_P H: (K_P H K_P)_ab = K_P[a] . (K_P H)[b]
+            out = row_dots(KP, p.a, Wt, p.b)
         else:
-            out = row_dots(UP @ (UP.T @ (Hs @ UP)), p.a, UP, p.b)
+            HU = sym_times(*pattern, h, UP, np.empty_like(UP))
+            out = row_dots(UP @ (UP.T @ HU), p.a, UP, p.b)
         if 0 < k < Omega.shape[0]:
-            G = UP @ (Omega[k:, :k] * (UP.T @ (Hs @ UN)))
+            HN = sym_times(*pattern, h, UN, np.empty_like(UN))
+            G = UP @ (Omega[k:, :k] * (UP.T @ HN))
             out += row_dots(G, p.a, UN, p.b)
             out += row_dots(G, p.b, UN, p.a)
         return out
 
     def _pairs_blocks(self, st):
-        """``(k, U_P, U_N, K_P or None)`` of ``_pairs_hess`` for the state ``st``: computed
-        once per state, shared by its conjugate-gradient products."""
+        """``(k, U_P, U_N, whether K_P is used)`` of ``_pairs_hess`` for the state ``st``:
+        computed once per state, shared by its conjugate-gradient products."""
         blocks = st.get("pairs_blocks")
         if blocks is None:
             U = st["PP"]
             k = int(np.count_nonzero(st["x"] <= 0))
             UP = np.ascontiguousarray(U[:, k:])
             UN = np.ascontiguousarray(U[:, :k])
-            KP = UP @ UP.T if _kernel_form(U.shape[0], UP.shape[1]) else None
-            blocks = st["pairs_blocks"] = (k, UP, UN, KP)
+            blocks = st["pairs_blocks"] = (k, UP, UN, _kernel_form(U.shape[0], UP.shape[1]))
         return blocks
+
+    def _kernel_buffers(self, st, UP):
+        """``(K_P, scratch, scratch)``, three n_pts x n_pts arrays allocated once per solve
+        (fresh pages would fault in at every product) and K_P recomputed for each new state."""
+        owner, bufs = self._kernel if self._kernel is not None else (None, None)
+        if owner is not st:
+            if bufs is None:
+                n = UP.shape[0]
+                bufs = np.empty((3, n, n))
+            np.matmul(UP, UP.T, out=bufs[0])
+            self._kernel = (st, bufs)
+        return bufs
+
+    def _sym_pattern(self):
+        """``sym_times``' rows of ``sym(sum_q h_q e_(a_q) e_(b_q)^T)`` for the problem's entries:
+        ``(indptr, cols, entry)``, both (a, b) and (b, a) of every entry, built once."""
+        if self._pattern is None:
+            p = self.prob
+            n_pts = p.Ep.shape[0]
+            rows = np.concatenate([p.a, p.b]).astype(np.int64)
+            cols = np.concatenate([p.b, p.a]).astype(np.int64)
+            entry = np.tile(np.arange(p.a.size, dtype=np.int64), 2)
+            order = np.argsort(rows, kind="stable")
+            indptr = np.zeros(n_pts + 1, dtype=np.int64)
+            np.cumsum(np.bincount(rows, minlength=n_pts), out=indptr[1:])
+            self._pattern = (indptr, cols[order], entry[order])
+        return self._pattern
 
     @staticmethod
     def _labels_hess(st, Omega, H):
@@ -446,142 +443,4 @@ def _solve_newton(
     gap = max(J - st["d"], 0.0) / max(J, 1e-300)
     if out is not None:
         out["eig"] = (st["xp"], st["Q"])
-    return S, R, it, gap, gap <= tol
-
-
-# the barrier Newton steps' relative CG residual: labels after a full step / otherwise (below)
-_CG_LABELS = 0.1
-_CG_CAREFUL = 0.01
-
-
-def _smoothed_plus(x: np.ndarray, kappa: float) -> tuple[np.ndarray, np.ndarray]:
-    """s(x) = (x + r) / 2 with r = sqrt(x^2 + 4 kappa) (as a hypot: no overflow of x^2); for
-    x < 0 as 2 kappa / (r - x), which keeps the digits the subtraction would cancel (s ~ kappa
-    / |x| there)."""
-    r = np.hypot(x, 2.0 * np.sqrt(kappa))
-    neg = x < 0
-    s = 0.5 * (x + r)
-    s[neg] = 2.0 * kappa / (r[neg] - x[neg])
-    return s, r
-
-
-class _BarrierDual(_Dual):
-    """``d_tau`` of the module docstring at ``kappa = tau / (2 lam)``; reuses ``_Dual``'s maps."""
-
-    def __init__(self, prob: _Problem, lam: float, kappa: float = 1.0):
-        super().__init__(prob, lam)
-        self.kappa = kappa
-
-    def state(self, R):
-        """Eigendecomposition of X(R), d_tau(R), the unsmoothed d(R) with its primal P_psd(X),
-        and g = grad d_tau / 2; both duals in the Lagrangian form (``_Dual.lagrangian``)."""
-        p, lam = self.prob, self.lam
-        x, Q = self.eig_X(R)
-        s, r = _smoothed_plus(x, self.kappa)
-        PL = p.El @ Q if p.has_labels else None
-        PP = p.Ep @ Q if p.has_pairs else None
-        d0, S_plus, _y, J_plus = self.lagrangian(R, Q, PL, PP, np.maximum(x, 0.0))
-        L, S_tau, y, J_tau = self.lagrangian(R, Q, PL, PP, s)
-        with np.errstate(divide="ignore"):
-            log_s = float(np.sum(np.log(s)))
-        t = self.targets()
-        g = tuple(None if yy is None else yy - tt - rr for yy, tt, rr in zip(y, t, R))
-        # the better of the two feasible points S_tau = Q s Q^T and P_psd(X) certifies the gap
-        best = (S_tau, J_tau, s) if J_tau < J_plus else (S_plus, J_plus, np.maximum(x, 0.0))
-        return dict(
-            x=x,
-            Q=Q,
-            s=s,
-            r=r,
-            PL=PL,
-            PP=PP,
-            d=L - 2.0 * lam * self.kappa * log_s,
-            d0=d0,
-            g=g,
-            best=best,
-        )
-
-    @staticmethod
-    def omega(st) -> np.ndarray:
-        x, r = st["x"], st["r"]
-        return 0.5 * (1.0 + (x[:, None] + x[None, :]) / (r[:, None] + r[None, :]))
-
-    def set_state_precond(self, st, Omega):
-        """I + K (x) K / lam with ``K = E_l Q diag(w) Q^T E_l^T``, ``w = sqrt(s'(x))``: the
-        Loewner matrix taken as the rank-one ``w w^T`` (exact on its diagonal), the cheapest of
-        the rank-one choices in CG products (``docs/design/solvers.md``)."""
-        if self.prob.has_labels:
-            w = np.sqrt(0.5 * (1.0 + st["x"] / st["r"]))
-            PLw = st["PL"] * w
-            kap, Vk = np.linalg.eigh(PLw @ PLw.T)
-            kap = np.maximum(kap, 0.0)
-            self.kV = Vk
-            self.kden = 1.0 + np.outer(kap, kap) / self.lam
-        self._pairs_jacobi(st, Omega)
-
-    def hess_apply(self, st, Omega, H):
-        """(I + A P_tau'(X) A* / lam) H (the Loewner matrix has no zero block here)."""
-        return self._general_hess_apply(st, Omega, H)
-
-
-def _solve_barrier_dual(
-    prob: _Problem,
-    lam: float,
-    R0=None,
-    *,
-    tol: float,
-    max_iter: int,
-    cg_max: int = 200,
-    shrink: float = 0.1,
-    center: float = 0.5,
-    gap_fraction: float = 0.01,
-    out: dict | None = None,
-):
-    """Barrier-smoothed dual Newton-CG (module docstring); returns (S, R, n_iter, gap, converged).
-
-    ``n_iter`` counts Newton steps (each: one eigendecomposition of X plus the CG products).
-    ``out["eig"]``, if ``out`` is given: ``(vals, Q)`` with ``S = Q diag(vals) Q^T``, vals >= 0.
-    """
-    dual = _BarrierDual(prob, lam)
-    R = dual.zeros() if R0 is None else R0
-
-    def next_kappa(st, kappa):
-        _S, J, _vals = st["best"]
-        return min(kappa, max(gap_fraction * max(J - st["d0"], 0.0) / (2.0 * lam * prob.m), 1e-300))
-
-    st = dual.state(R)
-    dual.kappa = next_kappa(st, np.inf)
-    st = dual.state(R)
-    it, gap, S = 0, np.inf, None
-    last_step = 1.0
-    while True:
-        S, J, vals = st["best"]
-        gap = max(J - st["d0"], 0.0) / max(J, 1e-300)
-        if gap <= tol or it >= max_iter:
-            break
-        g = st["g"]
-        gnorm = np.sqrt(dual.dot(g, g))
-        Omega = dual.omega(st)
-        dual.set_state_precond(st, Omega)
-        # preconditioned CG on (I + A P' A* / lam) H = g: a loose 10% residual on labels (the
-        # Kronecker preconditioner is nearly exact there: fewer CG products for a few more
-        # steps); 1% with pairs and after a backtracked step, where 10% made barrier stages
-        # cycle
-        eta = _CG_LABELS if last_step == 1.0 and not prob.has_pairs else _CG_CAREFUL
-        H, _k = _newton_cg(dual, st, Omega, g, eta * gnorm, cg_max)
-        it += 1
-        slope = 2.0 * dual.dot(g, H)  # <grad d_tau, H> > 0: ascent
-        if not slope > 0.0:
-            break
-        # Newton decrement of d_tau / tau (self-concordant scaling)
-        decrement = np.sqrt(slope / (2.0 * lam * dual.kappa))
-        found = _armijo_ascent(dual, R, st, H, slope, 40)
-        if found is None:
-            break  # no ascent at this precision: the caller's fallback finishes
-        R, st, last_step = found
-        if decrement < center:
-            dual.kappa = next_kappa(st, dual.kappa * shrink)
-            st = dual.state(R)
-    if out is not None:  # S is always the current state's best point
-        out["eig"] = (vals, st["Q"])
     return S, R, it, gap, gap <= tol

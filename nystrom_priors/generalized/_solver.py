@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._dual import _Dual, _solve_barrier_dual, _solve_newton
+from ._barrier import _solve_barrier_dual
+from ._dual import _Dual, _solve_newton
 from ._problem import (
     _closed_form_V,
     _Coords,
