@@ -300,6 +300,34 @@ def test_pairs_newton_product_matches_a_dense_oracle(rng, monkeypatch, form, spr
         np.testing.assert_allclose(dual.pden, np.diag(H), rtol=1e-10)
 
 
+def test_pairs_kernel_form_follows_the_state(rng, monkeypatch):
+    """K_P lives in buffers shared by the states of one solve (``_kernel_buffers``): products
+    on one state, another, then the first again each equal the dense operator at their own
+    state; and a whole semismooth solve with K_P certifies the same optimum as one in the
+    landmarks' space."""
+    monkeypatch.setattr(dual_newton, "_kernel_form", lambda n_pts, width: True)
+    prob, S0, Ep, _, (a, b, _t) = _small_problem(rng, m=12, l=20, pairs=True)
+    lam = prob.mu_max**2 * 1e-3
+    dual = dual_newton._Dual(prob, lam)
+    points = [(None, spread * lam * rng.normal(size=a.size)) for spread in (1.0, 30.0)]
+    states = [dual.state(R) for R in points]
+    h = rng.normal(size=a.size)
+    for i in (0, 1, 0):
+        st = states[i]
+        got = dual.hess_apply(st, dual_newton._loewner_omega(st["x"]), (None, h))[1]
+        want = _dense_pairs_hessian(S0, Ep, a, b, points[i][1], lam)[0] @ h
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
+    solutions = []
+    for form in (True, False):
+        monkeypatch.setattr(dual_newton, "_kernel_form", lambda n_pts, width, f=form: f)
+        S, _R, _it, gap, ok = dual_newton._solve_newton(prob, lam, None, tol=1e-10, max_iter=200)
+        assert ok, gap
+        solutions.append((S, prob.objective(S, lam)))
+    (S1, J1), (S2, J2) = solutions
+    assert J1 == pytest.approx(J2, rel=1e-9)
+    np.testing.assert_allclose(S1, S2, atol=1e-4 * np.abs(S2).max())
+
+
 def test_smoothed_plus_keeps_its_digits():
     """s(x) = (x + sqrt(x^2 + 4 kappa)) / 2 to round-off against 60-digit decimal arithmetic for
     |x| from 1e-200 to 1e200, including x << 0 where the float formula cancels to 0 and |x| >

@@ -31,8 +31,8 @@ def row_dots(A, ia, B, ib):
 def sym_times(indptr, cols, entry, h, K, out):
     """``out = H K`` for the symmetric sparse ``H = sym(sum_q h_q e_{a_q} e_{b_q}^T)``, given
     by ``sym_pattern``'s rows (``indptr``, ``cols``; slot s of row c holds ``h[entry[s]] / 2``
-    at column ``cols[s]``). K (n, w) C-contiguous, out (n, w). Each output row is a sum of
-    rows of K, read and written contiguously."""
+    at column ``cols[s]``). K (n, w) C-contiguous, out (n, w), not sharing memory with K (each
+    output row is zeroed, then summed from rows of K, read and written contiguously)."""
     w = K.shape[1]
     for c in range(out.shape[0]):
         row = out[c]

@@ -63,7 +63,7 @@ A fixed ``lam``, pairs, or an explicit ``solver`` solve J itself to a certified 
     constrained entries only, is unconstrained and strongly concave, and every dual point
     gives a PSD primal ``S = P_psd(S0 - A*(R)/lam)`` and an exact duality gap. A cold start at
     small lam continues on the dual of the log-barrier problem ``J(S) - tau log det S`` with
-    tau driven to 0 (same module), whose steps do not grow as lam
+    tau driven to 0 (``_barrier.py``), whose steps do not grow as lam
     shrinks. Should a solve still not certify, its last primal iterate goes to APG.
 
 Never on the relative decrease of J, which stops 1e-3..1e-1 above the optimum.

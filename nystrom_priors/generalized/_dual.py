@@ -18,18 +18,16 @@ import numpy as np
 
 from ._problem import _Problem, _sym
 
-# the pairs' Newton products form the points' kernel K_P (n_pts^2) up to this many points:
-# three n_pts x n_pts arrays of 8 MiB stay in a last-level cache; past it they stream from
-# memory and the landmarks' space is faster
+# the pairs' Newton products form the points' kernel K_P up to this many points, which caps
+# its three n_pts x n_pts arrays at 8 MiB each: larger ones stream from memory at every pass
 _KP_MAX_POINTS = 1024
 
 
 def _kernel_form(n_pts: int, width: int) -> bool:
     """Whether the pairs' Newton product takes its positive block through K_P (a few passes
     over n_pts^2 entries, bound by memory) rather than through the landmarks' space (two
-    GEMMs of n_pts x width^2, width = the positive eigenvalues' count): a pass over an entry
-    costs about as much as 32 of the GEMMs' multiply-adds, and 64 leaves a margin where the
-    two are close (``docs/design/performance.md``)."""
+    GEMMs of n_pts x width^2, width = the positive eigenvalues' count): K_P while n_pts is
+    below width^2 / 64, the crossover with a margin (``docs/design/performance.md``)."""
     return n_pts <= min(width * width // 64, _KP_MAX_POINTS)
 
 

@@ -170,7 +170,7 @@ def _solve_lam(
     ``"auto"`` resolves through ``_auto_solver``; ``"pgd"`` is the paper's gradient mapping
     (``_paper.py``); ``"apg"`` the accelerated projected gradient. ``"newton"`` runs the dual
     semismooth Newton-CG; a cold start below ``_HOMOTOPY_START * mu_max^2`` that does not certify
-    within ``_COLD_STEPS`` steps continues with the barrier-smoothed dual Newton (``_dual.py``),
+    within ``_COLD_STEPS`` steps continues with the barrier-smoothed dual Newton (``_barrier.py``),
     the iterations of both counted; if it still cannot certify ``tol`` its last primal iterate,
     always PSD, warm-starts APG. Above
     ``mu_max^2 / _LAM_RANGE`` S0 itself is returned when ``_prior_gap`` certifies it.
