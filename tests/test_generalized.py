@@ -421,6 +421,25 @@ def test_newton_cold_start_with_inactive_constraint_takes_one_step():
     assert it == 0 and not ok and np.allclose(S, S0) and J - f_ref <= gap * J
 
 
+def test_pairs_cold_start_goes_to_the_barrier_dual(rng, monkeypatch):
+    """With pairs the cold start below _HOMOTOPY_START skips the semismooth step (the pairs'
+    Jacobi-preconditioned CG stops at a 10% residual, so one step cannot certify) and is the
+    barrier dual's solve itself, S for S."""
+    prob, *_ = _small_problem(rng, m=12, l=20, pairs=True)
+    lam = prob.mu_max**2 * 1e-8
+    assert lam < solve._HOMOTOPY_START * prob.mu_max**2
+    S_ref, _R, it_ref, _gap, ok_ref = barrier_dual._solve_barrier_dual(
+        prob, lam, None, tol=1e-8, max_iter=100
+    )
+    calls = []
+    real = solve._solve_newton
+    monkeypatch.setattr(solve, "_solve_newton", lambda *a, **k: calls.append(1) or real(*a, **k))
+    S, it, cert, ok, _ = solve._solve_lam(prob, lam, "newton", 1e-8, 100)
+    assert ok and ok_ref and not calls
+    assert it == it_ref and cert <= 1e-8
+    np.testing.assert_array_equal(S, S_ref)
+
+
 def test_prior_eigendecomposition_is_S0s(rng):
     """``_fit_prior(with_eig=True)``: the full eigendecomposition of S0 = W^+, ascending, with
     0 on W's dropped directions first (the order the dual's Hessian blocks assume)."""

@@ -103,8 +103,8 @@ _LAM_RANGE = float(np.finfo(np.float64).eps)
 
 # Newton's cold starts below mu_max^2 * this get the barrier-smoothed dual Newton (_solve_lam)
 _HOMOTOPY_START = 1e-4
-# ... after this many cold steps: one step solves the dual exactly when the PSD constraint is
-# inactive; otherwise a cold start rarely beats the barrier dual (see _solve_lam)
+# ... after this many cold steps (none with pairs): one step solves the dual exactly when the
+# PSD constraint is inactive; otherwise a cold start rarely beats the barrier dual (_solve_lam)
 _COLD_STEPS = 1
 # ... and a start from a primal guess (S_guess) this many: from the one-step model the dual
 # Newton certified in 20-23 steps on splice and digits (500 pairs, lam = mu_max^2 * 1e-8)
@@ -191,10 +191,17 @@ def _solve_lam(
         guess = cold_small and S_guess is not None
         # a cold start at small lam converges in one step when the PSD constraint is inactive
         # there; otherwise the semismooth steps mostly stall. So it gets _COLD_STEPS, then the
-        # barrier dual, whose steps do not grow as lam shrinks
-        first_cap = min(cap, _GUESS_STEPS if guess else _COLD_STEPS) if cold_small else cap
+        # barrier dual, whose steps do not grow as lam shrinks. With pairs it gets none: one
+        # step certifies only if CG solves the Newton system almost exactly, as the labels'
+        # Kronecker preconditioner does there, while the pairs' Jacobi one stops CG at its
+        # 10% residual, and the barrier dual starts afresh
+        cold_steps = 0 if prob.has_pairs else _COLD_STEPS
+        first_cap = min(cap, _GUESS_STEPS if guess else cold_steps) if cold_small else cap
         R0 = _dual_guess(prob, lam, S_guess) if guess else R_warm
-        S, R, it, cert, ok = _solve_newton(prob, lam, R0, tol=tol, max_iter=first_cap, out=out)
+        if cold_small and first_cap == 0 < cap:
+            S, R, it, cert, ok = None, None, 0, np.inf, False
+        else:
+            S, R, it, cert, ok = _solve_newton(prob, lam, R0, tol=tol, max_iter=first_cap, out=out)
         if cold_small and not ok:
             S, R, it_b, cert, ok = _solve_barrier_dual(
                 prob, lam, None, tol=tol, max_iter=cap, out=out
