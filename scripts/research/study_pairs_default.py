@@ -7,6 +7,7 @@ m = min(n / 10, 300), features scaled to [0, 1].
     python scripts/research/study_pairs_default.py quality TAG   # writes pairs_TAG.json
     python scripts/research/study_pairs_default.py compare OLD NEW
     python scripts/research/study_pairs_default.py time TAG      # GN / Nystrom, 3 rounds
+    python scripts/research/study_pairs_default.py mixed TAG     # labels and pairs together
 
 Run ``quality`` / ``time`` once per version of the package (``PYTHONPATH`` pointing at a
 ``git worktree`` of the baseline), from a directory outside the checkout. Quality: per fit,
@@ -134,6 +135,45 @@ def timing(tag, rounds=3):
             )
 
 
+def timing_mixed(tag, rounds=3):
+    """The labels-and-pairs default: 100 random labels (``bench_generalized``'s split 0) and
+    300 pairs among 600 other samples; GN fit + transform against Nystrom's, medians of
+    ``rounds`` alternating rounds."""
+    from bench_generalized import protocol_split
+
+    import nystrom_priors as npr
+    from nystrom_priors.side_info import labels_to_pairs
+
+    for name in ("splice", "digits", "vehicle", "optdigits"):
+        X, y = load(name)
+        X = scale01(X)
+        n = X.shape[0]
+        m, _lab, unl, yy = protocol_split(y, 0)
+        other = np.random.default_rng(5).choice(unl, min(600, unl.size), replace=False)
+        y2 = np.full(n, -1)
+        y2[other] = y[other]
+        pairs = labels_to_pairs(y2, 300, random_state=0)
+
+        def nys():
+            return npr.Nystrom(n_landmarks=m, random_state=0).fit(X).transform(X)
+
+        def gn():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = npr.GeneralizedNystrom(n_landmarks=m, random_state=0)
+                return model.fit(X, yy, pairs=pairs).transform(X)
+
+        nys(), gn()
+        tn, tg = [], []
+        for _ in range(rounds):
+            for fn, ts in ((nys, tn), (gn, tg)):
+                t = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t)
+        ratio = np.median(tg) / np.median(tn)
+        print(tag, name, f"GN {np.median(tg):.3f} s, GN / Nystrom {ratio:.1f}", flush=True)
+
+
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    {"quality": quality, "compare": compare, "time": timing}[cmd](*args)
+    {"quality": quality, "compare": compare, "time": timing, "mixed": timing_mixed}[cmd](*args)
