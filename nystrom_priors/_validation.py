@@ -441,7 +441,9 @@ def check_scalar(
     ``hi_closed`` is False.
     """
     if isinstance(value, bool) or isinstance(value, np.bool_):
-        raise TypeError(f"{name} must be a {'integer' if kind == 'int' else 'number'}, got bool.")
+        raise TypeError(
+            f"{name} must be {'an integer' if kind == 'int' else 'a number'}, got bool."
+        )
     if kind == "int":
         if isinstance(value, numbers.Integral):
             v = int(value)

@@ -33,6 +33,9 @@ def mean_squared_distance(X: Any) -> float:
     Returns
     -------
     float
+        The mean rounded to float64: ``inf`` when it exceeds float64's range (X of order
+        1e154 and beyond) and ``0.0`` when it falls below the smallest subnormal, as any
+        float64 result would. The learners' default width refuses both with a message.
 
     Examples
     --------

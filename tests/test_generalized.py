@@ -975,6 +975,12 @@ def test_convergence_warning_names_max_iter(rng):
             ValueError,
             "solver='onestep' takes labels or pairs, not both",
         ),
+        (
+            {"solver": "onestep", "lam": "nka"},
+            {"pairs": [[3, 4, 1], [5, 6, -1]]},
+            ValueError,
+            "solver='onestep' takes lam='auto' or a number, not 'nka'",
+        ),
         ({"solver": "ipm"}, {}, ValueError, "solver"),
         ({"tol": 0.0}, {"y": None}, ValueError, r"tol must be in \(0"),
         ({"cv": 1}, {"y": None}, ValueError, r"cv must be in \[2"),

@@ -170,9 +170,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         ``|e| <= -log10(eps) = 15.65``, at most ``_MAX_GRID`` (100) of them: every exponent
         costs a solve per cross-validation round and a held-out loss per labeled sample.
     solver : {"auto", "onestep", "newton", "apg", "pgd"}, default="auto"
-        ``"onestep"``: the closed-form one-step model (labels or pairs, not both); the others
-        solve J exactly: the dual semismooth Newton-CG, the preconditioned accelerated
-        projected gradient, or the paper's gradient mapping (the fidelity reference).
+        ``"onestep"``: the closed-form one-step model (labels or pairs, not both; lam "auto"
+        or a number); the others solve J exactly: the dual semismooth Newton-CG, the
+        preconditioned accelerated projected gradient, or the paper's gradient mapping.
         ``"auto"``: the one-step model with ``lam="auto"`` on labels alone, else the
         smaller of the exact primal and dual solvers (see the module docstring).
     tol : float, default=1e-6
@@ -286,7 +286,6 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self.random_state = random_state
         self.verbose = verbose
 
-    # ----- parameter checks ------------------------------------------------------------------
     def _check_params(self) -> dict:
         from .._progress import check_verbose
 
@@ -303,6 +302,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         lam = self.lam
         if isinstance(lam, str):
             check_option(lam, "lam", ("auto", "nka"))
+            if solver == "onestep" and lam == "nka":  # eq. (12) scores exact solutions
+                raise ValueError("solver='onestep' takes lam='auto' or a number, not 'nka'.")
             fixed = None
         else:
             fixed = check_scalar(lam, "lam", lo=0.0, lo_closed=False, allow_inf=True)
