@@ -37,6 +37,16 @@ def is_point_pairs(X: Any) -> bool:
     return ndim == 3
 
 
+def refuse_point_pairs_transform(X: Any, owner: str) -> None:
+    """``fit_transform`` returns one row per sample of X; point pairs have no such rows."""
+    if is_point_pairs(X):
+        raise ValueError(
+            f"{owner}.fit_transform returns one row per sample of a 2-D X, got a 3-D array of "
+            f"shape {np.shape(X)} (metric-learn's point pairs). Call fit(pairs, y), then "
+            "transform(points) on the samples whose features you want."
+        )
+
+
 def pair_sides(pairs: Any, name: str = "pairs") -> tuple[np.ndarray, np.ndarray]:
     """Validated sides ``(A, B)``, each (k, d), of point pairs of shape (k, 2, d)."""
     what = f"{name} must be point pairs of shape (n_pairs, 2, n_features) (metric-learn's format)"

@@ -426,6 +426,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
         """Fit, then return the learned factor of the training samples (``embedding_``;
         ``transform`` of the same samples gives the same rows)."""
+        from ._pairs_format import refuse_point_pairs_transform
+
+        refuse_point_pairs_transform(X, type(self).__name__)
         return self.fit(X, y, **fit_params).embedding_.astype(self.X_fit_.dtype, copy=True)
 
     _transient = ("_system",)  # holds factorisation closures; rebuilt by fit only

@@ -117,6 +117,18 @@ def test_pairs_classification_accuracy_is_on_par_with_itml(ITML):
 
 
 @pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_fit_transform_refuses_point_pairs_with_what_to_do(name):
+    """fit accepts point pairs, but fit_transform returns one row per sample of X, which
+    point pairs do not have: a message that says so (not "X must be 2-D", which contradicts
+    what fit just accepted, nor rows of the deduplicated points in an unstated order)."""
+    X, ip = _problem()
+    with pytest.raises(ValueError, match=r"fit_transform returns one row per sample.*transform"):
+        LEARNERS[name]().fit_transform(X[ip[:, :2]], ip[:, 2])
+    G = _quiet(lambda: LEARNERS[name]().fit_transform(X, pairs=ip))
+    assert G.shape[0] == X.shape[0]
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
 def test_pair_score_and_distance_follow_the_learned_kernel(name):
     X, ip = _problem()
     model = _quiet(lambda: LEARNERS[name]().fit(X, pairs=ip))
