@@ -769,7 +769,7 @@ def test_lam_far_outside_the_data_scale(rng, solver):
     with pytest.raises(
         ValueError, match=r"lam_grid exponents must be in \[-15.65, 15.65\].*got -20 to 0"
     ):
-        GeneralizedNystrom(lam="nka", lam_grid=[-20, 0], **kw).fit(X, **fit_kw)
+        GeneralizedNystrom(lam="auto", lam_grid=[-20, 0], **kw).fit(X, **fit_kw)
     # a grid's length is bounded before anything is allocated for it (10**6 exponents: a
     # 3 GiB loss array after a minute)
     with pytest.raises(ValueError, match="lam_grid has 1000000 exponents; at most 100"):

@@ -224,24 +224,12 @@ def test_infeasible_hard_constraints_warn_and_stay_finite(cls):
     assert model.max_violation_ > 1e-3
 
 
-def test_shrinking_projection_keeps_its_cholesky_factor_positive():
-    """A distance projection that shrinks a pair by ~16 orders of magnitude leaves
-    ``1 + beta ||w||^2`` at ~1e-16, where the prefix sums' round-off reached 0 and a jitted
-    division by zero escaped (fuzzed: rank 1, one-hot rows with duplicates, soft constraints).
-    The factor now follows from the exact ``1 + beta ||w||^2`` by suffix sums: L L^T equals
-    I + beta w w^T, every diagonal entry finite and positive, and the fit ends finite."""
-    from nystrom_priors._numba._burg import _chol_coeffs
-
-    rng = np.random.default_rng(0)
-    w = rng.normal(size=6)
-    p = float(w @ w)
-    for qr in (1e-3, 1e-12, 1e-16):
-        beta = (qr - 1.0) / p
-        q, dg, cf = np.empty(7), np.empty(6), np.empty(6)
-        _chol_coeffs(w, beta, q, dg, cf, qr)
-        L = np.diag(dg) + np.tril(np.outer(w, cf), -1)
-        assert np.all(np.isfinite(dg)) and np.all(dg > 0)
-        np.testing.assert_allclose(L @ L.T, np.eye(6) + beta * np.outer(w, w), atol=1e-12)
+def test_soft_projections_that_overflow_raise_the_diagnosis_not_a_division_error():
+    """Soft (finite gamma) projections asked to shrink a pair ~5e15-fold (rank 1, one-hot rows
+    with duplicates; found by fuzzing) leave the factor non-finite, as hard ones do; the slack
+    update then divided by zero inside the jitted kernel and a ZeroDivisionError escaped.
+    Now the fit ends with the same ValueError as the hard constraints: the overflow, the pair
+    and its factor, and the remedy for soft constraints (a smaller gamma)."""
     cls = [2, 1, 1, 2, 0, 0, 0, 2, 0, 2, 2, 2, 2, 1, 0, 1, 1, 2, 0, 2, 2]
     X = np.eye(3)[cls]
     y = np.array([-1, 2, 1, 0, 1, 2, 2, -1, -1, 0, 1, -1, 2, 0, 2, 0, 2, 0, 0, 1, 0])
@@ -251,8 +239,12 @@ def test_shrinking_projection_keeps_its_cholesky_factor_positive():
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            G = model.fit(X, y).transform(X)
-        assert np.all(np.isfinite(G))
+            with pytest.raises(
+                ValueError,
+                match=r"overflowed float64.*asks its squared .*"
+                r"a factor .*e\+15.*use a smaller gamma",
+            ):
+                model.fit(X, y)
 
 
 def test_slack_makes_infeasible_constraints_converge():

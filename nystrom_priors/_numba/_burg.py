@@ -76,7 +76,7 @@ def _tri_dot(Bt, v, out):
 # error_model="numpy": no division-by-zero branch (every q_j > 0), so the square roots and
 # divisions vectorise
 @njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
-def _chol_coeffs(w, beta, q, dg, cf, qr):
+def _chol_coeffs(w, beta, q, dg, cf):
     """Cholesky factor of I + beta w w^T: diagonal dg and lower part c_j w_k (k > j).
 
     With ``q_j = 1 + beta sum_{k<j} w_k^2`` (so ``beta_j = beta / q_j``):
@@ -84,25 +84,13 @@ def _chol_coeffs(w, beta, q, dg, cf, qr):
     prefix sum is sequential; the square roots and divisions are independent (the textbook
     recursion ``beta_{j+1} = beta_j / t_j`` chains r divisions). Requires
     ``1 + beta ||w||^2 > 0`` (then every q_j > 0). q (r + 1) is workspace.
-
-    ``qr``: ``1 + beta ||w||^2`` as the caller knows it exactly, or <= 0 if it does not. For
-    beta < 0 the prefix form cancels toward ``q_r``, which a projection that shrinks a pair
-    by many orders of magnitude puts near 0, where its round-off can reach 0 or below; then
-    ``q_j = q_r - beta sum_{k>=j} w_k^2`` (suffix sums, all terms positive) is used instead.
     """
     r = w.shape[0]
-    if beta < 0.0 and qr > 0.0:
-        acc = 0.0
-        q[r] = qr
-        for j in range(r - 1, -1, -1):
-            acc += w[j] * w[j]
-            q[j] = qr - beta * acc
-    else:
-        acc = 0.0
-        for j in range(r):
-            q[j] = 1.0 + beta * acc
-            acc += w[j] * w[j]
-        q[r] = 1.0 + beta * acc
+    acc = 0.0
+    for j in range(r):
+        q[j] = 1.0 + beta * acc
+        acc += w[j] * w[j]
+    q[r] = 1.0 + beta * acc
     for j in range(r):
         qn = q[j + 1]
         rs = 1.0 / math.sqrt(q[j] * qn)
@@ -199,23 +187,25 @@ def _chol_solve(dg, cf, y1, b, out):
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+# error_model="numpy": once a factor has gone non-finite (an overflow the caller diagnoses
+# from the learned factor), the slack update's division by zero gives inf, not an exception
+@njit(cache=True, nogil=True, error_model="numpy")
 def _burg_distance(delta, lam, bhat, c, gamma, w):
     """Projection onto ``delta * ||g_i1 - g_i2||^2 <= delta * bhat[c]`` (ITML / Kulis 2009).
 
     ``w = B^T (g_i1 - g_i2)`` is given (from the fused pass). Updates the dual and the slack
-    bound; returns (relative violation before the projection, beta, ``1 + beta ||w||^2``):
-    the caller still owes ``B <- B chol(I + beta w w^T)`` (beta = 0: no update).
+    bound; returns (relative violation before the projection, beta): the caller still owes
+    ``B <- B chol(I + beta w w^T)`` (beta = 0: no update).
     """
     p = _dot(w, w)
     if p <= 0.0:
-        return 0.0, 0.0, 1.0
+        return 0.0, 0.0
     b = bhat[c]
     viol = max(0.0, delta * (p - b)) / b
     gp = 1.0 if math.isinf(gamma) else gamma / (gamma + 1.0)
     alpha = min(lam[c], gp * delta * (1.0 / p - 1.0 / b))
     if alpha == 0.0:
-        return viol, 0.0, 1.0
+        return viol, 0.0
     lam[c] -= alpha
     if not math.isinf(gamma):
         bhat[c] = 1.0 / (1.0 / b + delta * alpha / gamma)
@@ -227,11 +217,8 @@ def _burg_distance(delta, lam, bhat, c, gamma, w):
         den = max(den, (1.0 - gp) + gp * p / b)
     if not den > 0.0:  # p / b underflowed: this pair cannot be moved in floating point
         lam[c] += alpha
-        return viol, 0.0, 1.0
-    beta = delta * alpha / den
-    # 1 + beta p: exactly 1 / den when den = 1 - delta alpha p (shrinking, beta < 0), where
-    # the sum itself cancels; it needs no care when beta > 0
-    return viol, beta, (1.0 / den if beta < 0.0 else 1.0 + beta * p)
+        return viol, 0.0
+    return viol, delta * alpha / den
 
 
 @njit(cache=True, nogil=True)
@@ -322,7 +309,7 @@ def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, q, dg, cf
         # c parallel to a: Asym = kappa a a^T, (I - rho kappa a a^T)^-1 = I + beta a a^T
         kappa = s / pp
         beta = rho * kappa / (1.0 - rho * kappa * pp)
-        _chol_coeffs(a, beta, q, dg, cf, -1.0)
+        _chol_coeffs(a, beta, q, dg, cf)
         _tri_apply(Bt, dg, cf, a, S, v, cc)
         return viol
     # N2 = I - rho Asym2 in the basis, Asym2 = [[na c1, na c2 / 2], [na c2 / 2, 0]]
@@ -355,11 +342,11 @@ def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, q, dg, cf
         qb = v[k] / c2
         a[k] = x1 * qa + z1 * qb
         cc[k] = x2 * qa + z2 * qb
-    _chol_coeffs(a, e1, q, dg, cf, -1.0)
+    _chol_coeffs(a, e1, q, dg, cf)
     # second factor acts on L1^-1 y2 (I + e1 y1 y1^T + e2 y2 y2^T = L1 (I + e2 t t^T) L1^T)
     _chol_solve(dg, cf, a, cc, y2)
     _tri_apply(Bt, dg, cf, a, S, v, cc)
-    _chol_coeffs(y2, e2, q, dg, cf, -1.0)
+    _chol_coeffs(y2, e2, q, dg, cf)
     _tri_apply(Bt, dg, cf, y2, S, v, cc)
     return viol
 
@@ -526,10 +513,10 @@ def burg_run(
                 _diff(G, I1[c], I2[c], v)
                 _tri_pass(Bt, pending, dg, cf, pw, S, v, w)
                 pending = False
-                vi, beta, qr = _burg_distance(delta[c], lam, bhat, c, gamma, w)
+                vi, beta = _burg_distance(delta[c], lam, bhat, c, gamma, w)
                 if beta != 0.0:
                     # defer B <- B chol(I + beta w w^T) to the next pass over the triangle
-                    _chol_coeffs(w, beta, q, dg, cf, qr)
+                    _chol_coeffs(w, beta, q, dg, cf)
                     for k in range(r):
                         pw[k] = w[k]
                     pending = True

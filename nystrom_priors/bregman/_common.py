@@ -494,9 +494,10 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         return tol, max_iter
 
 
-def _stretch_hint(G: np.ndarray, I1, I2, b: np.ndarray, pairs: np.ndarray) -> str:
+def _stretch_hint(G: np.ndarray, I1, I2, b: np.ndarray, pairs: np.ndarray, hard=True) -> str:
     """The distance constraint asking the largest change of its pair's squared distance (a
-    cannot-link pair of near-duplicates needs a factor ~1e18: hard projections overflow)."""
+    cannot-link pair of near-duplicates needs a factor ~1e18: projections overflow, hard ones
+    and soft ones whose step still moves the pair by a factor near 1 / eps)."""
     nd = pairs.shape[0]
     if nd == 0:
         return ""
@@ -510,7 +511,8 @@ def _stretch_hint(G: np.ndarray, I1, I2, b: np.ndarray, pairs: np.ndarray) -> st
     return (
         f" Or the constraints: pair {pairs[k, :2].tolist()} asks its squared distance "
         f"{d0[k]:.3g} to become {b[k]:.3g} (a factor {ratio[k]:.3g}); check for "
-        "near-duplicate samples, drop such pairs or use a finite gamma (soft constraints)."
+        "near-duplicate samples, drop such pairs or "
+        + ("use a finite gamma (soft constraints)." if hard else "use a smaller gamma.")
     )
 
 
