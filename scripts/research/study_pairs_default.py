@@ -100,39 +100,39 @@ def compare(old, new):
     print("mean", np.round(np.mean(means, axis=0), 2).tolist())
 
 
-def timing(tag, rounds=3):
+def _against_nystrom(X, m, y, pairs, rounds):
+    """``(GN time, GN / Nystrom)``: the default GN's fit + transform with ``y`` / ``pairs``
+    against Nystrom's, medians of ``rounds`` alternating rounds after an untimed one."""
     import nystrom_priors as npr
 
+    def nys():
+        return npr.Nystrom(n_landmarks=m, random_state=0).fit(X).transform(X)
+
+    def gn():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = npr.GeneralizedNystrom(n_landmarks=m, random_state=0)
+            return model.fit(X, y, pairs=pairs).transform(X)
+
+    nys(), gn()
+    tn, tg = [], []
+    for _ in range(rounds):
+        for fn, ts in ((nys, tn), (gn, tg)):
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+    return np.median(tg), np.median(tg) / np.median(tn)
+
+
+def timing(tag, rounds=3):
     for name in ("splice", "digits", "vehicle", "optdigits"):
         X, y = load(name)
         X = scale01(X)
         m = int(min(X.shape[0] // 10, 300))
         for mode in MODES:
             _, _, pairs = draw(X, y, mode, 0)
-
-            def nys():
-                return npr.Nystrom(n_landmarks=m, random_state=0).fit(X).transform(X)
-
-            def gn():
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    model = npr.GeneralizedNystrom(n_landmarks=m, random_state=0)
-                    return model.fit(X, pairs=pairs).transform(X)
-
-            nys(), gn()
-            tn, tg = [], []
-            for _ in range(rounds):
-                for fn, ts in ((nys, tn), (gn, tg)):
-                    t = time.perf_counter()
-                    fn()
-                    ts.append(time.perf_counter() - t)
-            print(
-                tag,
-                name,
-                mode,
-                f"GN {np.median(tg):.3f} s, GN / Nystrom {np.median(tg) / np.median(tn):.1f}",
-                flush=True,
-            )
+            tg, ratio = _against_nystrom(X, m, None, pairs, rounds)
+            print(tag, name, mode, f"GN {tg:.3f} s, GN / Nystrom {ratio:.1f}", flush=True)
 
 
 def timing_mixed(tag, rounds=3):
@@ -141,37 +141,18 @@ def timing_mixed(tag, rounds=3):
     ``rounds`` alternating rounds."""
     from bench_generalized import protocol_split
 
-    import nystrom_priors as npr
     from nystrom_priors.side_info import labels_to_pairs
 
     for name in ("splice", "digits", "vehicle", "optdigits"):
         X, y = load(name)
         X = scale01(X)
-        n = X.shape[0]
         m, _lab, unl, yy = protocol_split(y, 0)
         other = np.random.default_rng(5).choice(unl, min(600, unl.size), replace=False)
-        y2 = np.full(n, -1)
+        y2 = np.full(X.shape[0], -1)
         y2[other] = y[other]
         pairs = labels_to_pairs(y2, 300, random_state=0)
-
-        def nys():
-            return npr.Nystrom(n_landmarks=m, random_state=0).fit(X).transform(X)
-
-        def gn():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model = npr.GeneralizedNystrom(n_landmarks=m, random_state=0)
-                return model.fit(X, yy, pairs=pairs).transform(X)
-
-        nys(), gn()
-        tn, tg = [], []
-        for _ in range(rounds):
-            for fn, ts in ((nys, tn), (gn, tg)):
-                t = time.perf_counter()
-                fn()
-                ts.append(time.perf_counter() - t)
-        ratio = np.median(tg) / np.median(tn)
-        print(tag, name, f"GN {np.median(tg):.3f} s, GN / Nystrom {ratio:.1f}", flush=True)
+        tg, ratio = _against_nystrom(X, m, yy, pairs, rounds)
+        print(tag, name, f"GN {tg:.3f} s, GN / Nystrom {ratio:.1f}", flush=True)
 
 
 if __name__ == "__main__":
