@@ -994,6 +994,22 @@ def test_bad_input(rng, kwargs, fit_kw, exc, match):
         GeneralizedNystrom(n_landmarks=10, random_state=0, **kwargs).fit(X, y, **fit_kw)
 
 
+def test_cannot_link_between_identical_kernel_rows_warns(rng):
+    """A cannot-link pair of duplicate samples cannot be met by any kernel E S E^T (their rows
+    are equal): a warning names it; distinct samples and must-links give none."""
+    X = rng.normal(size=(40, 3))
+    X[5] = X[3]
+    with pytest.warns(UserWarning, match=r"1 cannot-link pair\(s\) join samples with identical"):
+        GeneralizedNystrom(n_landmarks=8, lam=1.0, random_state=0).fit(
+            X, pairs=[[3, 5, -1], [1, 2, 1], [0, 7, -1]]
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        GeneralizedNystrom(n_landmarks=8, lam=1.0, random_state=0).fit(
+            X, pairs=[[3, 5, 1], [1, 2, 1], [0, 7, -1]]
+        )
+
+
 def test_pairs_contradicting_labels(rng):
     X = rng.normal(size=(30, 2))
     y = np.full(30, -1)

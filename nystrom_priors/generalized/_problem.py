@@ -388,7 +388,30 @@ def _build_problem(S0, labels, pairs, E_of, label_rows=None, S0_eig=None) -> _Pr
     aa = np.concatenate([a, b, diag])
     bb = np.concatenate([b, a, diag])
     tt = np.concatenate([tgt, tgt, np.ones(diag.size)])
-    return _Problem(S0, El, Y, E_of(pts), aa, bb, tt, S0_eig=S0_eig)
+    Ep = E_of(pts)
+    _warn_unmeetable_cannot_links(Ep, a, b, P)
+    return _Problem(S0, El, Y, Ep, aa, bb, tt, S0_eig=S0_eig)
+
+
+def _warn_unmeetable_cannot_links(Ep, a, b, P) -> None:
+    """Warn about cannot-link pairs whose samples have identical rows of E: every kernel
+    ``E S E^T`` gives them equal rows, so the pair's target 0 (against 1 on the diagonal)
+    cannot be met, and the fit settles on a compromise."""
+    import warnings
+
+    from .._feature_names import _user_stacklevel
+
+    cannot = np.flatnonzero(P[:, 2] != 1)
+    same = cannot[(Ep[a[cannot]] == Ep[b[cannot]]).all(axis=1)]
+    if same.size:
+        warnings.warn(
+            f"{same.size} cannot-link pair(s) join samples with identical kernel rows "
+            f"k(x, Z) (e.g. pairs row {P[same[0]].tolist()}): every learned kernel gives them "
+            "equal rows, so such a pair cannot be met and pulls the kernel toward a "
+            "compromise. Check for duplicate samples, or drop those pairs.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
 
 
 def _no_descent_step() -> ValueError:
