@@ -318,7 +318,7 @@ def onestep_model(PE, w, codes, n_classes, rel_lam):
 
     Returns ``(S_r, lam)``: S in S0's eigen-coordinates (r x r; ``S = U0 S_r U0^T``) and the
     absolute lam."""
-    from .._numba._lam_cv import onestep, restricted_problem
+    from .._numba._lam_cv import restricted_problem
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
     # p x p algebra (p <= min(l, m)): one BLAS thread is as fast, and does not fight the
@@ -330,19 +330,22 @@ def onestep_model(PE, w, codes, n_classes, rel_lam):
             codes.astype(np.int64),
             int(n_classes),
         )
-        lam = rel_lam * float(mu[-1]) ** 2 if mu.size else np.inf
-        L = onestep(mu, C, R, lam) if mu.size else None
-        return assemble_model(w, Vc, C, L), lam
+        return onestep_at(w, Vc, mu, C, R, rel_lam)
 
 
-def assemble_model(w, Vc, C, L):
-    """``S_r = diag(1 / w) + Vc (L L^T - C) Vc^T`` (symmetrised), S0 where L is None."""
+def onestep_at(w, Vc, mu, C, R, rel_lam):
+    """``(S_r, lam)``: the one-step model of a restricted problem (``Vc``, ``mu``, ``C``,
+    ``R``: labels' or pairs') at ``lam = rel_lam * mu_max^2``, in S0's eigen-coordinates,
+    ``S_r = diag(1 / w) + Vc (Y - C) Vc^T`` (symmetrised); S0 where the problem is empty."""
+    from .._numba._lam_cv import onestep
+
+    lam = rel_lam * float(mu[-1]) ** 2 if mu.size else np.inf
     S_r = np.diag(1.0 / w)
-    if L is not None:
-        VL = Vc @ L
+    if mu.size:
+        VL = Vc @ onestep(mu, C, R, lam)
         VC = Vc @ C
         S_r = S_r + VL @ VL.T - VC @ Vc.T
-    return 0.5 * (S_r + S_r.T)
+    return 0.5 * (S_r + S_r.T), lam
 
 
 def _path_nka(prob, lams, labels, solve_kw, progress):
@@ -362,7 +365,7 @@ def _path_nka(prob, lams, labels, solve_kw, progress):
             rho2 = _factored(El @ _factor(S), Y, True, zero=0.0)
         else:
             # masked kernel vs targets on the constrained entries only (sparse)
-            vals = np.einsum("ij,ij->i", (prob.Ep @ S)[prob.a], prob.Ep[prob.b])
+            vals = prob.pair_values(S)
             den = np.linalg.norm(vals) * np.linalg.norm(prob.t)
             rho2 = float(vals @ prob.t / den) if den > 0 else 0.0
         crit[k] = rho1 * rho2

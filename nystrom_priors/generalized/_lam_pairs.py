@@ -133,10 +133,8 @@ def onestep_pairs_model(PE, w, ia, ib, must, rel_lam):
 
     Returns ``(S_r, lam)``: S in S0's eigen-coordinates (r x r; ``S = U0 S_r U0^T``) and the
     absolute lam."""
-    from .._numba._lam_cv import onestep
     from .._numba._pairs_cv import pairs_problem
     from .._threads import BLAS_ONE_THREAD as _BLAS
-    from ._lam import assemble_model
 
     PE = np.ascontiguousarray(PE, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
@@ -149,9 +147,7 @@ def onestep_pairs_model(PE, w, ia, ib, must, rel_lam):
             must.astype(np.float64),
             PE.shape[0] + w.size,
         )
-        lam = rel_lam * float(mu[-1]) ** 2 if mu.size else np.inf
-        L = onestep(mu, C, R, lam) if mu.size else None
-        return assemble_model(w, Vc, C, L), lam
+        return _lam.onestep_at(w, Vc, mu, C, R, rel_lam)
 
 
 def one_step_side(labels, pairs, params, rng):

@@ -137,6 +137,10 @@ class _Problem:
     Rt = property(lambda self: self._basis[3])
 
     # ----- J and its gradient in the original coordinates -------------------------------------
+    def pair_values(self, S: np.ndarray) -> np.ndarray:
+        """``E_p S E_p^T`` at the constrained entries ``(a_k, b_k)``, never the full block."""
+        return np.einsum("ij,ij->i", (self.Ep @ S)[self.a], self.Ep[self.b])
+
     def loss(self, S: np.ndarray) -> float:
         val = 0.0
         if self.has_labels:
@@ -144,9 +148,7 @@ class _Problem:
             YYt = self.Y @ self.Y.T
             val += float(np.sum((K - YYt) ** 2)) + self.loss_shift
         if self.has_pairs:
-            F = self.Ep @ S
-            vals = np.einsum("ij,ij->i", F[self.a], self.Ep[self.b])
-            val += float(np.sum((vals - self.t) ** 2))
+            val += float(np.sum((self.pair_values(S) - self.t) ** 2))
         return val
 
     def objective(self, S: np.ndarray, lam: float) -> float:
@@ -159,9 +161,7 @@ class _Problem:
         if self.has_pairs:
             import scipy.sparse as sp
 
-            F = self.Ep @ S
-            vals = np.einsum("ij,ij->i", F[self.a], self.Ep[self.b])
-            Tv = sp.csr_matrix((vals, (self.a, self.b)), shape=self.T.shape)
+            Tv = sp.csr_matrix((self.pair_values(S), (self.a, self.b)), shape=self.T.shape)
             H += self.Ep.T @ (Tv @ self.Ep)
         return H
 

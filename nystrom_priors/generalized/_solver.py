@@ -198,10 +198,7 @@ def _solve_lam(
         cold_steps = 0 if prob.has_pairs else _COLD_STEPS
         first_cap = min(cap, _GUESS_STEPS if guess else cold_steps) if cold_small else cap
         R0 = _dual_guess(prob, lam, S_guess) if guess else R_warm
-        if cold_small and first_cap == 0 < cap:
-            S, R, it, cert, ok = None, None, 0, np.inf, False
-        else:
-            S, R, it, cert, ok = _solve_newton(prob, lam, R0, tol=tol, max_iter=first_cap, out=out)
+        S, R, it, cert, ok = _solve_newton(prob, lam, R0, tol=tol, max_iter=first_cap, out=out)
         if cold_small and not ok:
             S, R, it_b, cert, ok = _solve_barrier_dual(
                 prob, lam, None, tol=tol, max_iter=cap, out=out
@@ -229,9 +226,7 @@ def _dual_guess(prob: _Problem, lam: float, S: np.ndarray):
     """The dual point ``R = A(S) - t`` of a primal guess S (``_Dual``'s layout)."""
     t = _Dual(prob, lam).targets()
     yl = prob.El @ S @ prob.El.T if prob.has_labels else None
-    yp = None
-    if prob.has_pairs:
-        yp = np.einsum("ij,ij->i", (prob.Ep @ S)[prob.a], prob.Ep[prob.b])
+    yp = prob.pair_values(S) if prob.has_pairs else None
     return tuple(None if y is None else y - tt for y, tt in zip((yl, yp), t))
 
 
