@@ -264,7 +264,8 @@ def select_landmarks(
         sparse input work on a densified sample of at most ``2^24`` entries (at least
         ``m`` rows), which may be smaller than ``sample_size``.
     n_landmarks : int
-        Number of landmarks ``m``; capped at ``n`` with a warning.
+        Number of landmarks ``m``; capped at ``n`` with a warning. Not used (nor checked)
+        when ``method`` is an array: its rows are the landmarks.
     method : {"kmeans", "kmeans++", "uniform", "rpcholesky"} or ndarray of shape (m, d)
         Selection rule (see the module docstring), or the landmarks themselves.
     random_state : None, int, Generator or RandomState

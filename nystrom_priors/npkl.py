@@ -129,7 +129,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     weights : {"binary", "gaussian"}, default="binary"
         kNN edge weights ("dense" is always Gaussian).
     sigma : float, optional
-        Gaussian width; default half the mean distance to the 10 nearest neighbours.
+        Gaussian width of the edge weights (``weights="gaussian"`` or ``graph="dense"``; binary
+        kNN weights have none); default half the mean distance to the 10 nearest neighbours.
     delta : float, optional
         Laplacian regulariser; default ``C / 2``.
     rank : int, optional

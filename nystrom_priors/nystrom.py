@@ -264,7 +264,7 @@ class Nystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
     landmarks : str or ndarray of shape (m, d), default="kmeans"
         Landmark selection, ``"kmeans"``, ``"kmeans++"``, ``"uniform"`` or ``"rpcholesky"``
         (see :func:`select_landmarks`; RPCholesky factors this model's kernel), or the
-        landmarks.
+        landmarks themselves (m is then their number, whatever ``n_landmarks`` says).
     rcond : float, optional
         Relative eigenvalue cut-off for ``W^+``; default ``m * eps`` of the training dtype.
     random_state : None, int or Generator

@@ -421,6 +421,26 @@ def test_newton_cold_start_with_inactive_constraint_takes_one_step():
     assert it == 0 and not ok and np.allclose(S, S0) and J - f_ref <= gap * J
 
 
+@pytest.mark.parametrize("pairs", [False, True])
+def test_max_iter_bounds_every_phase_together(pairs):
+    """``max_iter`` is the whole budget of a solve: the semismooth steps, the barrier dual's
+    and APG's iterations together never exceed it (a budget per phase let ``max_iter=1`` run
+    three), and what a spent budget returns is PSD and reported as not converged."""
+    prob, S0, *_ = _small_problem(np.random.default_rng(5), pairs=pairs)
+    lam = prob.mu_max**2 * 1e-9  # cold start at small lam, PSD constraint active
+    _S, it_free, _c, ok_free, _ = solve._solve_lam(prob, lam, "newton", 1e-10, 5000)
+    assert ok_free and it_free > 3  # the budgets below do cut the solve short
+    for budget in (1, 2, 3, it_free - 1):
+        S, it, cert, ok, _ = solve._solve_lam(prob, lam, "newton", 1e-10, budget)
+        assert it <= budget and not ok and cert > 1e-10
+        assert np.linalg.eigvalsh(S).min() >= -1e-10 * np.abs(S).max()
+    X, y, _ = _toy(np.random.default_rng(1))
+    gn = GeneralizedNystrom(n_landmarks=15, lam=1e-9, solver="newton", max_iter=2, tol=1e-10)
+    with pytest.warns(ConvergenceWarning, match="increase max_iter"):
+        gn.fit(X, y)
+    assert gn.n_iter_ <= 2 and not gn.converged_
+
+
 def test_pairs_cold_start_goes_to_the_barrier_dual(rng, monkeypatch):
     """With pairs the cold start below _HOMOTOPY_START skips the semismooth step (the pairs'
     Jacobi-preconditioned CG stops at a 10% residual, so one step cannot certify) and is the

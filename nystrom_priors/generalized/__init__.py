@@ -166,9 +166,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         raised to it with a warning; above ``mu_max^2 / eps``, S0 is returned when its
         certificate meets ``tol``.
     lam_grid : array-like of float, optional
-        Exponents e of the grid ``mu_max^2 * 10^e``; default ``-12, -10, ..., 0``. Within
-        ``|e| <= -log10(eps) = 15.65``, at most ``_MAX_GRID`` (100) of them: every exponent
-        costs a solve per cross-validation round and a held-out loss per labeled sample.
+        Exponents e of the grid ``mu_max^2 * 10^e`` searched by "auto" and "nka" (a number
+        lam ignores it); default ``-12, -10, ..., 0``. Within ``|e| <= -log10(eps) = 15.65``,
+        at most ``_MAX_GRID`` (100): each costs a solve per cross-validation round and a
+        held-out loss per labeled sample.
     solver : {"auto", "onestep", "newton", "apg", "pgd"}, default="auto"
         ``"onestep"``: the closed-form one-step model (labels or pairs, not both; lam "auto"
         or a number); the others solve J exactly: the dual semismooth Newton-CG, the
@@ -179,7 +180,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         Certified tolerance: relative duality gap (labels) or relative projected-gradient
         residual (pairs).
     max_iter : int, optional
-        Iterations of an exact solver (default 20000 for "pgd", else 2000).
+        Iterations of an exact solver per lam solved, all its phases together (for
+        "newton": semismooth, barrier and APG steps); default 20000 for "pgd", else 2000.
     cv : int, default=5
         Folds for ``lam="auto"`` (labels: stratified, two independent splits up to 500
         labels; pairs only: capped by the number of constrained samples).
@@ -292,12 +294,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         check_verbose(self.verbose)
         solver = check_option(self.solver, "solver", _SOLVERS)
         tol = check_scalar(self.tol, "tol", lo=0.0, lo_closed=False, hi=1.0)
-        default_iter = 20000 if solver == "pgd" else 2000
-        max_iter = (
-            default_iter
-            if self.max_iter is None
-            else int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
-        )
+        max_iter = 20000 if solver == "pgd" else 2000
+        if self.max_iter is not None:
+            max_iter = int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
         cv = int(check_scalar(self.cv, "cv", kind="int", lo=2))
         lam = self.lam
         if isinstance(lam, str):

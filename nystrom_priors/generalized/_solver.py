@@ -171,8 +171,9 @@ def _solve_lam(
     (``_paper.py``); ``"apg"`` the accelerated projected gradient. ``"newton"`` runs the dual
     semismooth Newton-CG; a cold start below ``_HOMOTOPY_START * mu_max^2`` that does not certify
     within ``_COLD_STEPS`` steps continues with the barrier-smoothed dual Newton (``_barrier.py``),
-    the iterations of both counted; if it still cannot certify ``tol`` its last primal iterate,
-    always PSD, warm-starts APG. Above
+    and where Newton cannot certify ``tol``, its last primal iterate, always PSD, warm-starts
+    APG. ``max_iter`` bounds the iterations of all phases together (a semismooth step, a
+    barrier step and an APG iteration count one each). Above
     ``mu_max^2 / _LAM_RANGE`` S0 itself is returned when ``_prior_gap`` certifies it.
     """
     if lam * _LAM_RANGE > prob.mu_max**2:
@@ -199,17 +200,19 @@ def _solve_lam(
         first_cap = min(cap, _GUESS_STEPS if guess else cold_steps) if cold_small else cap
         R0 = _dual_guess(prob, lam, S_guess) if guess else R_warm
         S, R, it, cert, ok = _solve_newton(prob, lam, R0, tol=tol, max_iter=first_cap, out=out)
-        if cold_small and not ok:
+        if cold_small and not ok and it < max_iter:
             S, R, it_b, cert, ok = _solve_barrier_dual(
-                prob, lam, None, tol=tol, max_iter=cap, out=out
+                prob, lam, None, tol=tol, max_iter=min(cap, max_iter - it), out=out
             )
             it += it_b
         if ok:
             return S, it, cert, True, R
+        if it >= max_iter:  # max_iter bounds the phases together; S is PSD, as APG's start
+            return S, it, cert, False, None
         if out is not None:
             out.pop("eig", None)  # APG finishes: S is no longer in that form
         coords = _Coords(prob, lam, True)
-        V, it2, cert, ok = _solve(coords, coords.to_V(S), tol=tol, max_iter=max_iter)
+        V, it2, cert, ok = _solve(coords, coords.to_V(S), tol=tol, max_iter=max_iter - it)
         return coords.to_S(V), it + it2, cert, ok, None
     coords = _Coords(prob, lam, solver == "apg")
     V0 = _closed_form_V(coords) if S_warm is None else coords.to_V(S_warm)
