@@ -519,9 +519,29 @@ class FactorTransformMixin:
         return int(self.projection_.shape[1])
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """Names ``<classname><i>`` of the factor-row columns, as scikit-learn does."""
+        """Names ``<classname><i>`` of the factor-row columns, as scikit-learn does.
+
+        ``input_features`` (optional) is only checked, as scikit-learn checks it: one name per
+        input feature, equal to ``feature_names_in_`` when the model was fitted on a
+        DataFrame. The output names do not depend on it."""
         prefix = type(self).__name__.lower()
-        return np.asarray([f"{prefix}{i}" for i in range(self.n_components_)], dtype=object)
+        names = [f"{prefix}{i}" for i in range(self.n_components_)]  # NotFittedError first
+        if input_features is not None:
+            given = np.asarray(input_features, dtype=object)
+            fitted = getattr(self, "feature_names_in_", None)
+            if fitted is not None and not (
+                given.shape == fitted.shape and bool((given == fitted).all())
+            ):
+                raise ValueError(
+                    f"input_features is not equal to feature_names_in_ ({list(fitted)}), got "
+                    f"{given.tolist()!r}."
+                )
+            if given.ndim != 1 or given.shape[0] != self.n_features_in_:
+                raise ValueError(
+                    f"input_features should have one name per input feature "
+                    f"({self.n_features_in_}), got shape {given.shape}."
+                )
+        return np.asarray(names, dtype=object)
 
 
 def _wrap_mixin() -> None:

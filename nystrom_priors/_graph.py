@@ -354,7 +354,9 @@ def normalized_laplacian(S: Any, delta: float):
         i = int(np.flatnonzero(deg <= 0)[0])
         raise ValueError(
             f"sample {i} has no graph neighbour (degree 0); the Laplacian's "
-            "normalisation is undefined."
+            "normalisation is undefined. With Gaussian edge weights this means they all "
+            "underflowed: exp(-d^2 / (2 sigma^2)) is 0 once sigma is small against the "
+            "distances; use a larger sigma (or sigma=None)."
         )
     dis = 1.0 / np.sqrt(deg)
     if sp.issparse(S):

@@ -42,6 +42,8 @@ REGISTRY = {
     "BCDNPKL": "nystrom_priors.npkl",
 }
 _META_KEYS = {"class": str, "library_version": str, "params": dict, "attrs": dict}
+# optional: the set_output configuration, {"transform": mode} (format 2)
+_META_OPTIONAL = {"output": dict}
 _F64 = (np.dtype(np.float64),)
 _FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
 _I64 = (np.dtype(np.int64),)
@@ -455,9 +457,10 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
                 f"{where}: field '__meta__.{key}': expected a JSON "
                 f"{kind.__name__}, got {_kind(meta[key])}."
             )
-    extra = sorted(set(meta) - set(_META_KEYS))
+    extra = sorted(set(meta) - set(_META_KEYS) - set(_META_OPTIONAL))
     if extra:
         raise InvalidModel(f"{where}: field '__meta__.{extra[0]}': unknown key.")
+    _output_config(where, meta.get("output", {}))
     name = meta["class"]
     if name not in REGISTRY:
         raise InvalidModel(
@@ -533,3 +536,21 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
     for key in sorted(set(fields.attrs) - fields.used):
         raise InvalidModel(f"{where}: field 'attrs.{key}': unknown fitted attribute of {name}.")
     return cls, params, fields.attrs
+
+
+def _output_config(where: str, output: Any) -> None:
+    """Check the saved ``set_output`` configuration: ``{"transform": mode}`` or empty."""
+    from ._output import _MODES
+
+    if not isinstance(output, dict):
+        raise InvalidModel(
+            f"{where}: field '__meta__.output': expected a JSON object, got {_kind(output)}."
+        )
+    for key, value in output.items():
+        if key != "transform":
+            raise InvalidModel(f"{where}: field '__meta__.output.{key}': unknown key.")
+        if value not in _MODES:
+            raise InvalidModel(
+                f"{where}: field '__meta__.output.transform': expected one of {list(_MODES)}, "
+                f"got {value!r}."
+            )

@@ -454,7 +454,13 @@ def check_scalar(
     else:
         if not isinstance(value, numbers.Real):
             raise TypeError(f"{name} must be a real number, got {_describe(value)}.")
-        v = float(value)
+        try:
+            v = float(value)
+        except OverflowError:  # a Python int (or Fraction) beyond float64's range
+            raise ValueError(
+                f"{name} must be a finite float64 number, got one beyond float64's range "
+                f"(about 1.8e308)."
+            ) from None
         if np.isnan(v):
             raise ValueError(f"{name} must be a number, got NaN.")
         if np.isinf(v) and not allow_inf:

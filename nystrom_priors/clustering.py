@@ -238,7 +238,10 @@ def pair_accuracy(labels_true: Any, labels_pred: Any, pairs: Any = None) -> floa
     if pairs is not None:
         P = np.asarray(pairs)
         if P.ndim != 2 or P.shape[1] not in (2, 3) or P.shape[0] == 0:
-            raise ValueError(f"pairs must have shape (k, 2) or (k, 3), got {P.shape}.")
+            empty = " (no pair: the accuracy of none is undefined)" if P.size == 0 else ""
+            raise ValueError(
+                f"pairs must have shape (k, 2) or (k, 3) with k >= 1, got {P.shape}{empty}."
+            )
         if P.dtype.kind not in "iuf" or (
             P.dtype.kind == "f" and not (np.isfinite(P).all() and (P == np.round(P)).all())
         ):

@@ -1,11 +1,12 @@
 """Save and load fitted estimators as ``.npz`` archives without pickle.
 
-Layout of a file (format version 1):
+Layout of a file (format version 1; 2 when it holds a ``set_output`` configuration):
 
 * ``__nystrom_priors__``: the magic string ``"nystrom_priors model"``;
 * ``__format_version__``: integer format version;
 * ``__meta__``: JSON with the class name, the library version, scalar parameters and scalar
-  fitted attributes (floats are written with ``repr`` precision, so they round-trip exactly);
+  fitted attributes (floats are written with ``repr`` precision, so they round-trip exactly),
+  and in format 2 ``output``, the ``set_output`` configuration (``{"transform": "pandas"}``);
 * ``param:<name>`` / ``attr:<name>``: array-valued parameters and fitted attributes;
 * ``csr:<name>:data`` / ``indices`` / ``indptr`` / ``shape``: a fitted attribute that is a
   ``scipy.sparse`` CSR matrix (BCDNPKL's ``X_fit_`` after a sparse fit), stored as its four
@@ -36,7 +37,8 @@ from ._validation import check_is_fitted, is_sparse
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
-FORMAT_VERSION = 1
+#: 2 adds the optional ``set_output`` configuration; a model without one is written as 1
+FORMAT_VERSION = 2
 _MAGIC = "nystrom_priors model"
 _TEMP_SUFFIX = ".tmp"
 
@@ -220,16 +222,18 @@ def save(model: Any, path: str | os.PathLike) -> None:
             arrays.update(pack(key, value))
         else:
             attrs[key] = _to_json_value(value, f"fitted attribute {key!r}")
-    meta = json.dumps(
-        {"class": name, "library_version": __version__, "params": params, "attrs": attrs}
-    )
+    content = {"class": name, "library_version": __version__, "params": params, "attrs": attrs}
+    output = {k: v for k, v in getattr(model, "_sklearn_output_config", {}).items() if v}
+    if output:  # readers of format 1 refuse the key: the version tells them to upgrade
+        content["output"] = output
+    meta = json.dumps(content)
     # what load will see: JSON round-tripped metadata, the same arrays
     validate(f"the {name} being saved to {path!r}", json.loads(meta), arrays)
     _write_atomic(
         path,
         dict(
             __nystrom_priors__=np.array(_MAGIC),
-            __format_version__=np.array(FORMAT_VERSION),
+            __format_version__=np.array(2 if output else 1),
             __meta__=np.array(meta),
             **arrays,
         ),
@@ -305,6 +309,8 @@ def load(path: str | os.PathLike) -> Any:
         ) from None
     cls, params, attrs = validate(repr(path), meta, entries)
     model = cls(**params)
+    if meta.get("output"):  # set_output's configuration, as pickle and clone keep it
+        model._sklearn_output_config = dict(meta["output"])
     for key, value in attrs.items():
         setattr(model, key, value.astype(object) if key == "feature_names_in_" else value)
     if isinstance(getattr(model, "landmarks_", None), np.ndarray):

@@ -71,10 +71,8 @@ from ._validation import (
     is_sparse,
 )
 from .side_info import (
-    check_labels,
     check_pairs,
-    check_pairs_agree_with_labels,
-    pairs_from_labels,
+    side_pairs,
 )
 
 __all__ = [
@@ -267,14 +265,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         return out
 
     def _pairs(self, n: int, y: Any, pairs: Any, rng: np.random.Generator) -> np.ndarray:
-        blocks = []
-        if y is not None:
-            blocks.append(pairs_from_labels(y, n, self.n_constraints, random_state=rng))
-        if pairs is not None:
-            checked, kept = check_pairs(pairs, n, return_index=True)
-            if y is not None:  # against the labels, not the pairs drawn from them
-                check_pairs_agree_with_labels(checked, kept, check_labels(y, n), n)
-            blocks.append(checked)
+        drawn, given, _ = side_pairs(y, pairs, n, self.n_constraints, random_state=rng)
+        blocks = [b for b in (drawn, given) if b is not None]
         if not blocks:
             raise ValueError("no side information: give pairs ([i, j, +1/-1] rows) or y.")
         if len(blocks) == 1:

@@ -285,6 +285,14 @@ def labels_to_pairs(
     return np.stack([idx[p[order]], idx[q[order]], sign[order]], axis=1).astype(np.int64)
 
 
+def _label_vector(y: Any, n_samples: int) -> np.ndarray:
+    """``y`` as an array, refused unless it has one entry per sample."""
+    y = _as_label_array(y)
+    if y.ndim != 1 or y.shape[0] != n_samples:
+        raise ValueError(f"y must have shape ({n_samples},) like X's rows, got shape {y.shape}.")
+    return y
+
+
 def pairs_from_labels(
     y: Any, n_samples: int, n_constraints: int | None = None, *, random_state: Any = None
 ) -> np.ndarray:
@@ -296,9 +304,7 @@ def pairs_from_labels(
     never make the default quadratic), half must-link where available, and orders them
     must-link first (ITML's order). Warns when the labeled samples hold a single class.
     """
-    y = _as_label_array(y)
-    if y.ndim != 1 or y.shape[0] != n_samples:
-        raise ValueError(f"y must have shape ({n_samples},) like X's rows, got shape {y.shape}.")
+    y = _label_vector(y, n_samples)
     labels = check_labels(y, n_samples)
     if labels.n_classes < 2:
         warnings.warn(
@@ -315,6 +321,33 @@ def pairs_from_labels(
         k = int(check_scalar(n_constraints, "n_constraints", kind="int", lo=1))
     lp = labels_to_pairs(y, min(k, total), random_state=random_state)
     return lp[np.argsort(-lp[:, 2], kind="stable")]
+
+
+def side_pairs(
+    y: Any, pairs: Any, n_samples: int, n_constraints: int | None, *, random_state: Any
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """``(drawn, given, kept)``: the pairs a pair-based learner draws from ``y``
+    (``pairs_from_labels``), the given ``pairs`` checked (``check_pairs``) and against the
+    labels (``check_pairs_agree_with_labels``), and the given rows ``given`` keeps; None for
+    what is absent.
+
+    With pairs given, a ``y`` that labels fewer than two samples contributes no pair, as
+    ``GeneralizedNystrom`` treats it: a Pipeline passes its ``y`` along, and every -1 then means
+    "no labels", not "no side information". It is still validated."""
+    labels = None
+    if y is not None:
+        y = _label_vector(y, n_samples)
+        if pairs is None or not all_unlabeled(y, n_samples):
+            labels = check_labels(y, n_samples)
+    drawn = None
+    if labels is not None and (pairs is None or labels.index.size >= 2):
+        drawn = pairs_from_labels(y, n_samples, n_constraints, random_state=random_state)
+    given = kept = None
+    if pairs is not None:
+        given, kept = check_pairs(pairs, n_samples, return_index=True)
+        if labels is not None:  # against the labels, not the pairs drawn from them
+            check_pairs_agree_with_labels(given, kept, labels, n_samples)
+    return drawn, given, kept
 
 
 def check_pairs_agree_with_labels(

@@ -728,7 +728,7 @@ case("load.bit-flipped", (ValueError, r"truncated or corrupted|not a nystrom_pri
 case("load.text-file", (ValueError, r"not an .npz \(zip\) archive"))(
     lambda: _load_bytes(lambda b: b"hello")
 )
-case("load.future-version", (ValueError, r"format version 99.*reads versions 1..1.*upgrade"))(
+case("load.future-version", (ValueError, r"format version 99.*reads versions 1..2.*upgrade"))(
     lambda: _load_rewritten(__format_version__=np.array(99))
 )
 case("load.foreign-npz", (ValueError, r"not a nystrom_priors model file"))(

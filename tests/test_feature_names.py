@@ -131,3 +131,23 @@ def test_names_survive_save_and_load(tmp_path):
     assert back.feature_names_in_.tolist() == list("abcd")
     with pytest.raises(ValueError, match="unseen at fit time"):
         back.transform(frame(list("abce")))
+
+
+@pytest.mark.parametrize("fit_in", ["names", "array"])
+@pytest.mark.parametrize(
+    "given", [None, list("abcd"), list("abce"), ["a", "b"], ["x0", "x1", "x2", "x3"]]
+)
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_get_feature_names_out_checks_input_features_as_scikit_learn(name, fit_in, given):
+    """``input_features`` is accepted or refused as by scikit-learn's own prefix-named
+    transformer (``PCA``) fitted on the same input; the names out never depend on it."""
+    decomposition = pytest.importorskip("sklearn.decomposition")
+    data = FIT_INPUTS[fit_in]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LEARNERS[name]().fit(data, Y)
+    ref = decomposition.PCA(2).fit(data)
+    expected = outcome(lambda: ref.get_feature_names_out(given))[0]
+    assert outcome(lambda: model.get_feature_names_out(given))[0] == expected
+    if expected == "ok":
+        assert list(model.get_feature_names_out(given)) == list(model.get_feature_names_out())

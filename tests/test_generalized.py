@@ -439,6 +439,10 @@ def test_max_iter_bounds_every_phase_together(pairs):
     with pytest.warns(ConvergenceWarning, match="increase max_iter"):
         gn.fit(X, y)
     assert gn.n_iter_ <= 2 and not gn.converged_
+    # more iterations of the paper's first-order solver are rarely the remedy: it says so
+    with pytest.warns(ConvergenceWarning, match="or use solver='auto'"):
+        gn.set_params(solver="pgd").fit(X, y)
+    assert gn.n_iter_ <= 2
 
 
 def test_pairs_cold_start_goes_to_the_barrier_dual(rng, monkeypatch):

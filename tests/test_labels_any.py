@@ -180,3 +180,30 @@ def test_numpy_labels_do_not_import_pandas():
     )
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(npr.__file__)))
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+@pytest.mark.parametrize("marker", ["all unlabeled", "one labeled"])
+def test_a_y_that_labels_fewer_than_two_samples_leaves_the_pairs_alone(name, marker):
+    """A Pipeline passes its y along with the pairs: a y that labels no sample (every -1), or,
+    for the pair-based learners, a single one (no pair can be drawn from it), adds no pair,
+    and the fit is the pairs-only fit, without the warning of a fit that has no side
+    information. (GeneralizedNystrom fits one label too: its data term is the labeled rows'
+    kernel, and the sample's own entry is one.)"""
+    if name == "GeneralizedNystrom" and marker == "one labeled":
+        pytest.skip("one label is a data term of J")
+    X, _ = _data()
+    P = labels_to_pairs(np.where(np.arange(60) % 5 == 0, np.arange(60) % 3, -1))
+    y = np.full(60, -1)
+    if marker == "one labeled":
+        y[1] = 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = LEARNERS[name]().fit(X, pairs=P).transform(X)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        both = LEARNERS[name]().fit(X, y, pairs=P).transform(X)
+    assert not [w for w in caught if "label" in str(w.message)], [str(w.message) for w in caught]
+    np.testing.assert_array_equal(both, alone)
+    with pytest.raises(ValueError, match=r"y (has 3 entries|must have shape \(60,\))"):
+        LEARNERS[name]().fit(X, [-1, -1, -1], pairs=P)

@@ -305,6 +305,12 @@ def test_zero_length_pairs_are_skipped_with_a_warning():
         (dict(similarity_pairs=[[0, 1, 1]]), ValueError, "similarity_bounds"),
         (dict(similarity_pairs=[[0, 50, 1]], similarity_bounds=[1.0]), ValueError, "out of range"),
         (dict(similarity_bounds=[1.0]), ValueError, "without similarity_pairs"),
+        # no PSD kernel has a negative diagonal entry
+        (
+            dict(similarity_pairs=[[1, 2, 1], [3, 3, -1]], similarity_bounds=[0.1, -1e-3]),
+            ValueError,
+            r"constraint 1 \(\[3, 3, -1\]\) asks K\[3, 3\] <= -0.001, but a PSD",
+        ),
     ],
 )
 def test_bad_fit_input(kwargs, exc, match):

@@ -126,10 +126,10 @@ def test_future_format_version_is_refused(tmp_path, key):
     save(model, tmp_path / "m.npz")
     with np.load(tmp_path / "m.npz") as data:
         arrays = {k: data[k] for k in data.files}
-    arrays["__format_version__"] = np.array(2)
+    arrays["__format_version__"] = np.array(3)
     np.savez(tmp_path / "future.npz", **arrays)
     with pytest.raises(
-        ValueError, match=r"format version 2, but this nystrom_priors reads versions 1\.\.1"
+        ValueError, match=r"format version 3, but this nystrom_priors reads versions 1\.\.2"
     ):
         load(tmp_path / "future.npz")
 

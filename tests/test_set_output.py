@@ -100,8 +100,33 @@ def test_set_output_does_not_change_params_or_saving(tmp_path):
     model.set_output(transform="pandas").fit(df, y)
     assert model.get_params() == params
     npr.save(model, tmp_path / "m.npz")
-    back = npr.load(tmp_path / "m.npz")
-    np.testing.assert_array_equal(back.transform(df.to_numpy()), model.transform(df).to_numpy())
+    back = npr.load(tmp_path / "m.npz")  # the configuration is kept, as pickle and clone do
+    out = back.transform(df)
+    assert isinstance(out, pd.DataFrame) and out.index.equals(df.index)
+    pd.testing.assert_frame_equal(out, model.transform(df))
+    with np.load(tmp_path / "m.npz") as f:  # format 2: readers of 1 are told to upgrade
+        assert int(f["__format_version__"]) == 2
+    plain = npr.GeneralizedNystrom(n_landmarks=6, lam=1.0, random_state=0).fit(df, y)
+    npr.save(plain, tmp_path / "p.npz")
+    with np.load(tmp_path / "p.npz") as f:  # without a configuration: format 1, as before
+        assert int(f["__format_version__"]) == 1
+    assert isinstance(npr.load(tmp_path / "p.npz").transform(df), np.ndarray)
+
+
+def test_a_tampered_output_configuration_is_refused(tmp_path):
+    import json
+
+    df, y = _data()
+    model = npr.Nystrom(n_landmarks=6, random_state=0).set_output(transform="pandas").fit(df)
+    npr.save(model, tmp_path / "m.npz")
+    with np.load(tmp_path / "m.npz") as f:
+        entries = dict(f)
+    for output, match in [({"transform": "polars"}, "output.transform"), ([1], "output")]:
+        meta = json.loads(str(entries["__meta__"]))
+        meta["output"] = output
+        np.savez(tmp_path / "bad.npz", **{**entries, "__meta__": np.array(json.dumps(meta))})
+        with pytest.raises(ValueError, match=match):
+            npr.load(tmp_path / "bad.npz")
 
 
 def test_internal_uses_stay_arrays_under_pandas_output():

@@ -98,6 +98,8 @@ def test_random_state_forms():
         (0.0, {"lo": 0.0, "lo_closed": False}, ValueError, r"must be in \(0, inf\), got 0.0"),
         (5, {"kind": "int", "hi": 4}, ValueError, r"must be in \(-inf, 4\], got 5"),
         (2.5, {"kind": "int"}, TypeError, "must be an integer, got float 2.5"),
+        (10**400, {}, ValueError, "beyond float64's range"),  # float() overflows
+        (-(10**400), {"allow_inf": True}, ValueError, "beyond float64's range"),
     ],
 )
 def test_check_scalar(value, kwargs, exc, match):

@@ -24,8 +24,14 @@ DSYEVR, DSYTRF = 0, 1
 
 
 def addresses() -> np.ndarray:
-    """``int64`` addresses of ``dsyevr`` and ``dsytrf`` in scipy's ``cython_lapack``."""
+    """``int64`` addresses of ``dsyevr`` and ``dsytrf`` in scipy's ``cython_lapack``; none
+    (callers then use ``np.linalg.eigh``) when Numba's JIT is disabled, where the intrinsic
+    that calls them cannot run."""
+    from numba import config
     from numba.extending import get_cython_function_address
+
+    if config.DISABLE_JIT:
+        return np.zeros(0, dtype=np.int64)
 
     names = ("dsyevr", "dsytrf")
     return np.array(

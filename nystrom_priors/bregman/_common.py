@@ -40,10 +40,8 @@ from ..exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
 from ..nystrom import _LandmarkKernelMixin
 from ..side_info import (
     _pair_rows,
-    check_labels,
     check_pairs,
-    check_pairs_agree_with_labels,
-    pairs_from_labels,
+    side_pairs,
 )
 from ._bounds import (
     _BOUND_RULES,
@@ -96,6 +94,19 @@ def _check_similarity_pairs(pairs: Any, n: int) -> np.ndarray:
         signs="+1 (K_ij >= bound) or -1 (K_ij <= bound)",
     )
     return np.concatenate([np.sort(arr[:, :2], axis=1), arr[:, 2:]], axis=1)
+
+
+def _refuse_negative_diagonal(S: np.ndarray, bounds: np.ndarray) -> None:
+    """Refuse ``K_ii <= b`` with ``b < 0``: a PSD kernel's diagonal is never negative, so no
+    learner can meet it (refused up front rather than left to the infeasibility test)."""
+    bad = np.flatnonzero((S[:, 0] == S[:, 1]) & (S[:, 2] == -1) & (bounds < 0))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(
+            f"similarity constraint {k} ([{S[k, 0]}, {S[k, 0]}, -1]) asks K[{S[k, 0]}, {S[k, 0]}] "
+            f"<= {bounds[k]:g}, but a PSD kernel's diagonal entries are >= 0 ({bad.size} "
+            "such constraint(s)); a diagonal upper bound must be >= 0."
+        )
 
 
 def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarray:
@@ -295,16 +306,13 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         bound_blocks = []
         if sim_pairs is None and sim_bounds is not None:
             raise ValueError("similarity_bounds were given without similarity_pairs.")
-        if y is not None:
-            lp = pairs_from_labels(y, n, self.n_constraints, random_state=rng)
-            blocks.append(lp)
+        drawn, checked, kept = side_pairs(y, pairs, n, self.n_constraints, random_state=rng)
+        if drawn is not None:
+            blocks.append(drawn)
             bound_blocks.append(None)
         if pairs is not None:
-            checked, kept = check_pairs(pairs, n, return_index=True)
             if bounds is not None:  # one per given row, duplicates included
                 braw = _check_bounds(bounds, np.shape(pairs)[0], "bounds", positive=True)
-            if y is not None:  # against the labels, not the pairs drawn from them
-                check_pairs_agree_with_labels(checked, kept, check_labels(y, n), n)
             blocks.append(checked)
             bound_blocks.append(None if bounds is None else braw[kept])
         elif bounds is not None:
@@ -380,6 +388,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         if sim_pairs is not None:
             S = _check_similarity_pairs(sim_pairs, n)
             sb = _check_bounds(sim_bounds, S.shape[0], "similarity_bounds", positive=False)
+            _refuse_negative_diagonal(S, sb)
             G0.prefetch(S[:, :2])
         else:
             if sim_bounds is not None:

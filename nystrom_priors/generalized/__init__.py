@@ -99,7 +99,7 @@ from ..exceptions import ConvergenceWarning
 from ..nystrom import _LandmarkKernelMixin
 from ..side_info import all_unlabeled, check_labels, check_pairs
 from . import _lam, _lam_pairs
-from ._problem import _build_problem, _factor, _sym, _top_gram_eig
+from ._problem import _build_problem, _factor, _in_range, _sym, _top_gram_eig
 from ._solver import _LAM_RANGE, _solve_lam
 
 __all__ = ["GeneralizedNystrom"]
@@ -123,27 +123,6 @@ def _floored(lam: float, scale: float) -> float:
         )
         return _LAM_RANGE * scale
     return lam
-
-
-def _in_range(E: np.ndarray) -> np.ndarray:
-    """E (float64) if products of two of its entries, summed over its rows, are finite and normal.
-
-    The problem is built from ``E^T E`` over the constrained rows: kernel values beyond the
-    square root of float64's range overflow there, and values whose squares fall below the
-    smallest normal number lose all precision (or vanish, making the side information look
-    orthogonal to the landmarks). Neither has a representable answer, so both are refused.
-    """
-    E = np.asarray(E, dtype=np.float64)
-    top = float(np.abs(E).max()) if E.size else 0.0
-    fi = np.finfo(np.float64)
-    if top > 0.0 and (top > np.sqrt(fi.max / max(E.size, 1)) or top * top < fi.tiny / fi.eps):
-        raise ValueError(
-            f"The kernel values between the constrained samples and the landmarks reach max "
-            f"|k(x, z)| = {top:.3g}, so their squares (which GeneralizedNystrom needs) "
-            f"{'overflow' if top > 1.0 else 'underflow'} float64. Rescale X or the kernel "
-            "(gamma, coef0, degree) so that kernel values are of moderate size."
-        )
-    return E
 
 
 class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
@@ -405,7 +384,13 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             warnings.warn(
                 f"GeneralizedNystrom's {params['solver']!r} solver stopped after {it} iterations "
                 f"at lam={lam:.3g} with a certified optimality measure of {cert:.2e} > "
-                f"tol={params['tol']:g}; increase max_iter or relax tol.",
+                f"tol={params['tol']:g}; increase max_iter or relax tol"
+                + (
+                    " (or use solver='auto': the paper's first-order gradient mapping crawls "
+                    "where lam is small against mu_max^2)."
+                    if params["solver"] == "pgd"
+                    else "."
+                ),
                 ConvergenceWarning,
                 stacklevel=2,
             )
@@ -423,12 +408,13 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             )
         if y is not None:
             if all_unlabeled(y, n):
-                warnings.warn(
-                    "y has no labeled sample (every entry is -1, None or NaN) and no pairs are "
-                    "given: the learned kernel is the Nystrom prior.",
-                    UserWarning,
-                    stacklevel=3,
-                )
+                if pairs is None:  # with pairs, the pairs are the side information
+                    warnings.warn(
+                        "y has no labeled sample (every entry is -1, None or NaN) and no pairs are "
+                        "given: the learned kernel is the Nystrom prior.",
+                        UserWarning,
+                        stacklevel=3,
+                    )
             else:
                 labels = check_labels(y, n)
                 if labels.n_classes == 1 and pairs is None:

@@ -422,3 +422,24 @@ def _no_descent_step() -> ValueError:
         "as with data far from the origin under a linear or polynomial kernel. Centre or "
         "rescale X, or use solver='auto' or 'newton'."
     )
+
+
+def _in_range(E: np.ndarray) -> np.ndarray:
+    """E (float64) if products of two of its entries, summed over its rows, are finite and normal.
+
+    The problem is built from ``E^T E`` over the constrained rows: kernel values beyond the
+    square root of float64's range overflow there, and values whose squares fall below the
+    smallest normal number lose all precision (or vanish, making the side information look
+    orthogonal to the landmarks). Neither has a representable answer, so both are refused.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    top = float(np.abs(E).max()) if E.size else 0.0
+    fi = np.finfo(np.float64)
+    if top > 0.0 and (top > np.sqrt(fi.max / max(E.size, 1)) or top * top < fi.tiny / fi.eps):
+        raise ValueError(
+            f"The kernel values between the constrained samples and the landmarks reach max "
+            f"|k(x, z)| = {top:.3g}, so their squares (which GeneralizedNystrom needs) "
+            f"{'overflow' if top > 1.0 else 'underflow'} float64. Rescale X or the kernel "
+            "(gamma, coef0, degree) so that kernel values are of moderate size."
+        )
+    return E
