@@ -415,8 +415,14 @@ class FactorTransformMixin:
         -------
         K : ndarray of shape (n_A, n_B)
         """
-        GA = self._transform_array(A)
-        GB = GA if B is None else self._transform_array(B)
+
+        def rows(M: Any, name: str) -> Any:  # an error names the argument, A or B
+            if is_dask_array(M):
+                return self._transform_array(M)
+            return self._transform_validated(self._check_X(M, name=name))
+
+        GA = rows(A, "A")
+        GB = GA if B is None else rows(B, "B")
         if is_dask_array(GA) and not is_dask_array(GB):
             GB = GB.astype(GA.dtype, copy=False)
         if is_dask_array(GA):
@@ -498,7 +504,9 @@ class FactorTransformMixin:
         K_block : ndarray of shape (n_b, n_B)
         """
         if B is None:
-            if not isinstance(A, np.ndarray) and not hasattr(A, "tocsr"):  # sparse: one matrix
+            from .kernels import _array_like
+
+            if not _array_like(A) and not hasattr(A, "tocsr"):  # sparse: one matrix
                 raise TypeError("B must be given when A is an iterable of blocks.")
             B = A
         elif not hasattr(B, "__array__") and not hasattr(B, "tocsr") and hasattr(B, "__next__"):

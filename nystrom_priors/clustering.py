@@ -12,11 +12,13 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ._validation import check_array, check_option, check_random_state, check_scalar
+from .exceptions import ConvergenceWarning
 
 __all__ = ["kernel_kmeans", "normalized_mutual_info", "pair_accuracy"]
 
@@ -69,11 +71,15 @@ def kernel_kmeans(
     rng = check_random_state(random_state)
     from ._width import _binary_exponent
 
-    # k-means is invariant to scaling G; a power of two (exact) brings max |G| into [0.5, 1),
-    # so that the restarts' inertias below stay finite and comparable (at |G| ~ 1e200 all were
-    # inf and no labels were returned); kmeans then has nothing left to scale
-    e = _binary_exponent(float(np.abs(G).max(initial=0.0)))
-    G64 = np.ascontiguousarray(np.ldexp(np.asarray(G, dtype=np.float64), -e))
+    # k-means is invariant to translating and scaling G. Centred, a common offset (rows of a
+    # linear kernel on timestamps) does not swamp the differences between rows in the
+    # distances' expansion |x|^2 - 2 x.c + |c|^2; a power of two (exact) then brings max |G|
+    # into [0.5, 1), so that the restarts' inertias stay finite and comparable (at |G| ~ 1e200
+    # all were inf and no labels were returned); kmeans has nothing left to scale
+    G64 = np.asarray(G, dtype=np.float64)
+    G64 = G64 - G64.mean(axis=0) if G64.shape[0] else G64
+    e = _binary_exponent(float(np.abs(G64).max(initial=0.0)))
+    G64 = np.ascontiguousarray(np.ldexp(G64, -e))
     best, best_inertia = None, np.inf
 
     def unscaled(value: float) -> float:  # for the progress records only (may be inf)
@@ -88,6 +94,20 @@ def kernel_kmeans(
                 best, best_inertia = labels, inertia
             progress.update(inertia=unscaled(inertia), best=unscaled(best_inertia))
         progress.close(f"best inertia {unscaled(best_inertia):.6g}")
+    found = np.unique(best).size
+    if found < k:  # as scikit-learn's KMeans warns
+        distinct = np.unique(G64, axis=0).shape[0]
+        why = (
+            f"G has only {distinct} distinct rows (duplicate samples, or a kernel that "
+            "cannot tell them apart)"
+            if distinct < k
+            else "a cluster emptied in the best restart; try a larger n_init"
+        )
+        warnings.warn(
+            f"kernel_kmeans found {found} distinct clusters, fewer than n_clusters={k}: {why}.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     return best
 
 

@@ -19,6 +19,7 @@ O(nd) by :func:`mean_squared_distance`.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -227,7 +228,10 @@ def make_kernel(
         if gamma is None:
             if X is None:
                 raise ValueError("The 'poly' kernel needs gamma when no data are given.")
-            gamma = 1.0 / X.shape[1]
+            shape = X.shape if hasattr(X, "shape") else np.shape(X)  # lists too
+            if len(shape) != 2 or shape[1] == 0:
+                check_array(X, accept_sparse=True)  # raises the standard message
+            gamma = 1.0 / shape[1]
         return KernelSpec("poly", gamma=gamma, degree=degree, coef0=coef0)  # it checks them
     if gamma is not None:
         raise ValueError(f"gamma does not apply to the {name!r} kernel, got gamma={gamma!r}.")
@@ -390,6 +394,12 @@ def extrapolate(
     return out
 
 
+def _array_like(X: Any) -> bool:
+    """Whether X is one array (numpy, memmap, pandas, dask, ...: a ``shape`` and
+    ``__array__``), to be sliced into row blocks, rather than an iterable of blocks."""
+    return isinstance(X, np.ndarray) or (hasattr(X, "__array__") and hasattr(X, "shape"))
+
+
 def _iter_blocks(X: Any, block_rows: int | None, row_width: int) -> Iterator[tuple[int, Any]]:
     """Yield ``(start_row, raw_block)`` from a 2-D array or an iterable of 2-D row blocks."""
     if block_rows is None:
@@ -401,12 +411,20 @@ def _iter_blocks(X: Any, block_rows: int | None, row_width: int) -> Iterator[tup
         for s in range(0, X.shape[0], block_rows):
             yield s, X[s : s + block_rows]
         return
-    if isinstance(X, np.ndarray):  # includes np.memmap: slicing reads one block at a time
-        if X.ndim != 2:
-            check_array(X)  # raises the standard message
+    if _array_like(X):  # np.memmap, dask: slicing reads one block at a time
+        if len(X.shape) != 2 or not all(isinstance(k, numbers.Integral) for k in X.shape):
+            check_array(X)  # raises the standard message (dask: unknown chunk sizes computed)
+        # a DataFrame's blocks keep its columns; a lazy array (dask) computes one block
+        rows = X.iloc if hasattr(X, "iloc") else X
+        lazy = not isinstance(X, np.ndarray) and not hasattr(X, "iloc")
         for s in range(0, X.shape[0], block_rows):
-            yield s, X[s : s + block_rows]
+            block = rows[s : s + block_rows]
+            yield s, np.asarray(block) if lazy else block
         return
+    if isinstance(X, (dict, str, bytes)):  # iterable, but of keys or characters, not blocks
+        raise TypeError(
+            f"X must be a 2-D array or an iterable of 2-D row blocks, got {type(X).__name__}."
+        )
     try:
         it = iter(X)
     except TypeError:

@@ -140,6 +140,20 @@ def _spectrum(G: np.ndarray) -> np.ndarray:
     return s**2  # eigenvalues of G G^T, descending
 
 
+def _checked_rows(model: Any, X: Any) -> np.ndarray:
+    """X validated by ``model``, which must be a fitted learner of this package."""
+    from ._base import FactorTransformMixin
+
+    if not isinstance(model, FactorTransformMixin):
+        raise TypeError(
+            f"model must be a fitted learner of nystrom_priors (Nystrom, GeneralizedNystrom, "
+            f"LogDetKernelLearner, VonNeumannKernelLearner, BCDNPKL), got "
+            f"{type(model).__name__}."
+        )
+    model._check_fitted_for_transform()
+    return model._check_X(X)
+
+
 def plot_spectrum(model: Any, X: Any, *, n_eigenvalues: int | None = None, ax: Any = None) -> Any:
     """Eigenvalues of the prior and of the learned kernel on the samples ``X``.
 
@@ -173,10 +187,14 @@ def plot_spectrum(model: Any, X: Any, *, n_eigenvalues: int | None = None, ax: A
     >>> [line.get_label() for line in plot_spectrum(gn, X).lines]
     ['prior', 'learned (GeneralizedNystrom)']
     """
-    X = model._check_X(X)
+    from ._validation import check_scalar
+
+    X = _checked_rows(model, X)
+    if n_eigenvalues is not None:
+        n_eigenvalues = int(check_scalar(n_eigenvalues, "n_eigenvalues", kind="int", lo=1))
     learned = _spectrum(model.transform(X))
     prior_rows = _prior_rows(model, X)
-    k = learned.size if n_eigenvalues is None else int(n_eigenvalues)
+    k = learned.size if n_eigenvalues is None else n_eigenvalues
     ax = _axes(ax)
     floor = np.finfo(np.float64).tiny
     if prior_rows is not None:
@@ -217,7 +235,7 @@ def plot_kernel_heatmap(
 
     Parameters
     ----------
-    model : fitted learner of this package (anything with ``transform``)
+    model : fitted learner of this package
     X : array-like of shape (n, d)
     y : array-like of shape (n,)
         Class labels used for the ordering (not for the kernel).
@@ -246,7 +264,7 @@ def plot_kernel_heatmap(
     from ._validation import check_random_state, check_scalar
 
     y = np.asarray(y)
-    X = model._check_X(X)
+    X = _checked_rows(model, X)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have shape ({X.shape[0]},) like X's rows, got {y.shape}.")
     cap = int(check_scalar(max_samples, "max_samples", kind="int", lo=2))
@@ -254,7 +272,13 @@ def plot_kernel_heatmap(
     keep = np.arange(y.size)
     if y.size > cap:
         keep = np.sort(rng.choice(y.size, cap, replace=False))
-    order = keep[np.argsort(y[keep], kind="stable")]
+    try:
+        order = keep[np.argsort(y[keep], kind="stable")]
+    except TypeError:  # e.g. strings mixed with numbers or None
+        raise TypeError(
+            "y must hold labels of one sortable type (all numbers or all strings), got "
+            f"{sorted({type(v).__name__ for v in y.ravel()})}."
+        ) from None
     G = model.transform(X[order]).astype(np.float64)
     K = G @ G.T
     ax = _axes(ax)

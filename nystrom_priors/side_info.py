@@ -247,6 +247,8 @@ def labels_to_pairs(
     [[0, 1, 1], [0, 2, -1], [1, 2, -1]]
     """
     y = _as_label_array(y)
+    if y.ndim != 1:  # check_labels reads the length from y itself here
+        raise ValueError(f"y must be 1-D with one entry per sample, got shape {y.shape}.")
     labels = check_labels(y, y.shape[0])
     idx = labels.index
     l = idx.size

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 
 
@@ -32,3 +33,29 @@ def save_figure(path: str, draw) -> None:
     fig.savefig(path, dpi=90)
     plt.close(fig)
     print(f"wrote {path}")
+
+
+def count(lo: int = 1):
+    """An argparse ``type``: an integer of at least ``lo`` (a bad value is a usage error
+    before any work, not a traceback after it)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo}, got {value}")
+        return value
+
+    return parse
+
+
+def new_file(path: str) -> str:
+    """An argparse ``type``: a file path whose folder exists and that is not a folder."""
+    if os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{path!r} is a directory; give a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"the folder {folder!r} does not exist")
+    return path

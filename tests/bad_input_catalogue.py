@@ -594,6 +594,24 @@ case("extrapolate.kernelspec-with-width", (ValueError, r"KernelSpec.*but width=2
 case("Nystrom.kernelspec-with-gamma", (ValueError, r"KernelSpec.*but gamma=0.5 was passed"))(
     lambda: fit("Nystrom", kernel=_fns().make_kernel("rbf", width=1.0), gamma=0.5)
 )
+# found by the adversarial sweeps: errors from deep inside instead of what was wrong
+case("make_kernel.poly-data-as-list", OK)(lambda: _fns().make_kernel("poly", X=X.tolist()))
+case("make_kernel.poly-data-1d", (ValueError, r"X must be a 2-D array.*1-D array of shape"))(
+    lambda: _fns().make_kernel("poly", X=X[0])
+)
+case("labels_to_pairs.scalar-y", (ValueError, r"y must be 1-D .*got shape \(\)"))(
+    lambda: _fns().labels_to_pairs(5, 3)
+)
+case("kernel.B-1d", (ValueError, r"^B must be a 2-D array"))(lambda: fit("Nystrom").kernel(X, X[0]))
+case("kernel.A-too-few-features", (ValueError, r"^A has 2 features, but Nystrom is expecting"))(
+    lambda: fit("Nystrom").kernel(X[:, :2], X)
+)
+case("Nystrom.width-int-beyond-float64", (ValueError, r"width must be a finite float64"))(
+    lambda: fit("Nystrom", width=10**400)
+)
+case("pair_accuracy.no-pair", (ValueError, r"k >= 1, got \(0, 3\) \(no pair"))(
+    lambda: _fns().pair_accuracy([0, 1], [0, 1], pairs=np.zeros((0, 3), dtype=int))
+)
 case("select_landmarks.method-unknown", (ValueError, r"method must be one of .*got 'best'"))(
     lambda: _fns().select_landmarks(X, 5, method="best")
 )

