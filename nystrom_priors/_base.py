@@ -452,7 +452,7 @@ class FactorTransformMixin:
         G_block : ndarray of shape (n_b, n_components_)
         """
         from ._validation import check_no_overlap
-        from .kernels import _check_block_rows, _iter_blocks
+        from .kernels import _array_like, _check_block_rows, _iter_blocks
 
         self._check_fitted_for_transform()
         if block_rows is not None:
@@ -468,6 +468,9 @@ class FactorTransformMixin:
                 )
             if not out.flags.writeable:
                 raise ValueError("out is read-only.")
+            n = getattr(X, "shape", (None,))[0] if _array_like(X) or hasattr(X, "tocsr") else None
+            if n is not None and out.shape[0] != n:  # rows left unwritten would pass for data
+                raise ValueError(f"out has {out.shape[0]} rows, X has {n}; they must match.")
             check_no_overlap(out, {"X": X})
         for start, raw in _iter_blocks(X, block_rows, 1):
             Xb = self._check_X(raw, name=f"X block at row {start}")

@@ -238,7 +238,8 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
     weights : {"binary", "gaussian"}, default="binary"
         Edge weight 1, or ``exp(-||xi - xj||^2 / (2 sigma^2))``.
     sigma : float, optional
-        Gaussian width; default half the mean distance to the 10 nearest neighbours.
+        Gaussian width (``weights="gaussian"`` only); default half the mean distance to the 10
+        nearest neighbours.
 
     Returns
     -------
@@ -263,7 +264,11 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
             sigma = float(check_scalar(sigma, "sigma", lo=0.0, lo_closed=False))
         vals = gaussian_weights(dist[:, :k], sigma, e)
     else:
-        sigma = None
+        if sigma is not None:  # a value the graph would ignore is still a mistake to report
+            raise ValueError(
+                f"sigma applies to weights='gaussian' only, got sigma={sigma!r} with binary "
+                "weights."
+            )
         vals = np.ones((n, k))
     rows = np.repeat(np.arange(n), k)
     A = sp.csr_matrix((vals.ravel(), (rows, idx[:, :k].ravel())), shape=(n, n))

@@ -69,6 +69,8 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
     ``os.replace`` (atomic on POSIX and Windows).
     On any failure, including KeyboardInterrupt, it is removed and ``path`` is untouched.
     """
+    if not path:  # realpath("") is the working directory
+        raise ValueError("cannot save to '': the path is empty; pass a file path.")
     # through a symbolic link: replace the file it points to, as open(path, "wb") wrote it
     given, path = path, os.path.realpath(path)
     directory, base = os.path.split(path)

@@ -82,6 +82,12 @@ def _factored(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None =
     )
 
 
+def _check_centered(centered: Any) -> None:
+    """``centered`` must be a bool: a string such as "no" would read as True."""
+    if not isinstance(centered, (bool, np.bool_)):
+        raise TypeError(f"centered must be True or False, got {centered!r}.")
+
+
 def alignment(K1: Any, K2: Any, *, centered: bool = True) -> float:
     """Normalised (centred) alignment of two kernel matrices.
 
@@ -105,6 +111,7 @@ def alignment(K1: Any, K2: Any, *, centered: bool = True) -> float:
     >>> round(alignment(K, K), 12)
     1.0
     """
+    _check_centered(centered)
     A = check_array(K1, name="K1").astype(np.float64, copy=False)
     B = check_array(K2, name="K2").astype(np.float64, copy=False)
     if A.shape[0] != A.shape[1] or A.shape != B.shape:
@@ -144,6 +151,7 @@ def factored_alignment(G1: Any, G2: Any, *, centered: bool = True) -> float:
     >>> bool(np.isclose(a, alignment(G1 @ G1.T, G2 @ G2.T)))
     True
     """
+    _check_centered(centered)
     A = check_array(G1, name="G1").astype(np.float64, copy=False)
     B = check_array(G2, name="G2").astype(np.float64, copy=False)
     if A.shape[0] != B.shape[0]:

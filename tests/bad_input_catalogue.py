@@ -612,6 +612,16 @@ case("Nystrom.width-int-beyond-float64", (ValueError, r"width must be a finite f
 case("pair_accuracy.no-pair", (ValueError, r"k >= 1, got \(0, 3\) \(no pair"))(
     lambda: _fns().pair_accuracy([0, 1], [0, 1], pairs=np.zeros((0, 3), dtype=int))
 )
+case("knn_graph.sigma-with-binary-weights", (ValueError, r"sigma applies to weights='gaussian'"))(
+    lambda: _fns().knn_graph(X, 5, sigma=1.0)
+)
+case("BCDNPKL.sigma-with-binary-weights", (ValueError, r"sigma applies to Gaussian edge weights"))(
+    lambda: fit("BCDNPKL", sigma=1.0)
+)
+case("alignment.centered-string", (TypeError, r"centered must be True or False, got 'no'"))(
+    lambda: _fns().alignment(np.eye(3), np.eye(3), centered="no")
+)
+case("save.empty-path", (ValueError, r"the path is empty"))(lambda: _fns().save(fit("Nystrom"), ""))
 case("select_landmarks.method-unknown", (ValueError, r"method must be one of .*got 'best'"))(
     lambda: _fns().select_landmarks(X, 5, method="best")
 )

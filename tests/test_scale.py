@@ -105,6 +105,9 @@ def test_iter_transform_out_validation(fitted):
         list(model.iter_transform(X, out=np.empty((X.shape[0], r + 1))))
     with pytest.raises(ValueError, match="rows"):
         list(model.iter_transform(X, out=np.empty((10, r))))
+    # more rows than X: the ones left unwritten would pass for data
+    with pytest.raises(ValueError, match=f"out has {X.shape[0] + 1} rows, X has {X.shape[0]}"):
+        list(model.iter_transform(X, out=np.empty((X.shape[0] + 1, r))))
     with pytest.raises(ValueError, match="dtype"):
         list(model.iter_transform(X, out=np.empty((X.shape[0], r), dtype=np.float32)))
 
