@@ -38,7 +38,7 @@ compares it with the best fixed lam on 19 public data sets.
 Exact solvers
 -------------
 A fixed ``lam``, pairs, or an explicit ``solver`` solve J itself to a certified ``tol``
-(relative duality gap for labels, projected-gradient residual for pairs on the primal):
+(a relative duality gap: Lagrangian for labels on the primal, Fenchel otherwise):
 
 ``"auto"``
     ``"newton"`` when the dual is the smaller problem (fewer constrained entries than entries
@@ -156,8 +156,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         ``"auto"``: the one-step model with ``lam="auto"`` on labels alone, else the
         smaller of the exact primal and dual solvers (see the module docstring).
     tol : float, default=1e-6
-        Certified tolerance: relative duality gap (labels) or relative projected-gradient
-        residual (pairs).
+        Certified tolerance: an upper bound on the relative duality gap.
     max_iter : int, optional
         Iterations of an exact solver per lam solved, all its phases together (for
         "newton": semismooth, barrier and APG steps); default 20000 for "pgd", else 2000.
@@ -205,12 +204,11 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     certificate_ : float
         NaN for the one-step model (a closed form, not an iterative solution of J; its
         ``n_iter_`` is 1, the one projection).
-        Otherwise the final optimality measure, <= ``tol`` when converged: an upper bound on the
-        relative duality gap or, for pairs solved on the primal (``"apg"``, ``"pgd"``), the
-        relative projected-gradient residual. The residual is a stationarity measure, not a
-        gap bound: with a nearly singular ``W`` (entries of ``S0`` ~ 1e7, 1-d data, m = 14)
-        it has been seen at 1e-9 with the objective 2.4x the optimum. The dual Newton solver
-        (``"auto"`` with fewer pairs than entries of S) certifies an exact gap.
+        Otherwise the final optimality measure, <= ``tol`` when converged: an upper bound on
+        ``(J(S_) - min J) / J(S_)``, a duality gap. With pairs the primal solvers (``"apg"``,
+        ``"pgd"``) take the dual point ``A(S) - t``; where ``W`` is nearly singular (1-d
+        data: entries of ``S0`` ~ 1e12) their round-off, amplified by ``1 / lam``, can keep
+        that gap above ``tol`` at the optimum, and the fit warns rather than claims it.
     classes_ : ndarray
         The classes of the labeled samples of ``y``, sorted (any label type: numbers,
         strings, ...; see the user guide, "Label types"); empty without labels.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._dual import certify
 from ._problem import _Coords, _no_descent_step, _psd_project
 
 
@@ -47,8 +48,8 @@ def gradient_mapping(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: i
             or it % 10 == 0
             or it == max_iter
         ):
-            cert, _ = coords.certificate(V, coords.grad(V), eig, tol=tol)
+            cert, V_cert = certify(coords, V, eig, None, tol)
             if cert <= tol:
-                return V, it, cert, True
+                return V_cert, it, cert, True
         A = max(A * 0.5, 1e-12)  # let the step grow again (Nemirovski's gradient mapping)
     return V, it, cert, False

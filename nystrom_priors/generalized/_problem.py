@@ -240,8 +240,7 @@ class _Coords:
         ``t V^-1``). With ``tol``, a value <= tol from the first two candidates is returned
         without the eigendecompositions of G and V: any Z >= 0 bounds the gap, so the value
         is still certified, only possibly larger than the full minimum (never above tol).
-        Otherwise: the projected-gradient residual ||V - P_psd(V - G/L)|| * L relative to
-        ||G|| + L ||V||.
+        Separable problems only: pairs are certified by the dual gap (``_dual.certify``).
         """
         if self.prob.separable:
             # f(V) - g(Z) = sum a (V-b)^2 + sum (Z^2/(4a) + Z b); substituting b = V - G/(2a)
@@ -292,11 +291,7 @@ class _Coords:
                 w, U = np.linalg.eigh(_sym(V)) if eig is None else eig
                 gap = min(gap, null_gap(null_basis(w, U)))
             return gap / J, "gap"
-        L = self.lipschitz
-        P = _psd_project(V - G / L)[0]
-        res = L * float(np.linalg.norm(V - P))
-        scale = float(np.linalg.norm(G)) + L * float(np.linalg.norm(V))
-        return res / max(scale, 1e-300), "pgn"
+        raise ValueError("certificate: pairs are certified by _dual.certify")
 
 
 def _closed_form_V(coords: _Coords) -> np.ndarray:

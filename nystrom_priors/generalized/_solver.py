@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._barrier import _solve_barrier_dual
-from ._dual import _Dual, _solve_newton
+from ._dual import _solve_newton, certify, dual_point
 from ._problem import (
     _closed_form_V,
     _Coords,
@@ -88,9 +88,9 @@ def _solve(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int):
             or it % 10 == 0
             or it == max_iter
         ):
-            cert, _ = coords.certificate(V, coords.grad(V), eig, null=null, tol=tol)
+            cert, V_cert = certify(coords, V, eig, null, tol)
             if cert <= tol:
-                return V, it, cert, True
+                return V_cert, it, cert, True
     return V, it, cert, False
 
 
@@ -198,7 +198,7 @@ def _solve_lam(
         # 10% residual, and the barrier dual starts afresh
         cold_steps = 0 if prob.has_pairs else _COLD_STEPS
         first_cap = min(cap, _GUESS_STEPS if guess else cold_steps) if cold_small else cap
-        R0 = _dual_guess(prob, lam, S_guess) if guess else R_warm
+        R0 = dual_point(prob, lam, S_guess) if guess else R_warm
         S, R, it, cert, ok = _solve_newton(prob, lam, R0, tol=tol, max_iter=first_cap, out=out)
         if cold_small and not ok and it < max_iter:
             S, R, it_b, cert, ok = _solve_barrier_dual(
@@ -223,14 +223,6 @@ def _solve_lam(
     else:
         V, it, cert, ok = _solve(coords, V0, tol=tol, max_iter=max_iter)
     return coords.to_S(V), it, cert, ok, None
-
-
-def _dual_guess(prob: _Problem, lam: float, S: np.ndarray):
-    """The dual point ``R = A(S) - t`` of a primal guess S (``_Dual``'s layout)."""
-    t = _Dual(prob, lam).targets()
-    yl = prob.El @ S @ prob.El.T if prob.has_labels else None
-    yp = prob.pair_values(S) if prob.has_pairs else None
-    return tuple(None if y is None else y - tt for y, tt in zip((yl, yp), t))
 
 
 def _solve_path(prob, lams, solve_kw):
