@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -469,9 +470,10 @@ class FactorTransformMixin:
             if not out.flags.writeable:
                 raise ValueError("out is read-only.")
             n = getattr(X, "shape", (None,))[0] if _array_like(X) or hasattr(X, "tocsr") else None
-            if n is not None and out.shape[0] != n:  # rows left unwritten would pass for data
+            if isinstance(n, numbers.Integral) and out.shape[0] != n:  # dask: maybe NaN
                 raise ValueError(f"out has {out.shape[0]} rows, X has {n}; they must match.")
             check_no_overlap(out, {"X": X})
+        stop = 0
         for start, raw in _iter_blocks(X, block_rows, 1):
             Xb = self._check_X(raw, name=f"X block at row {start}")
             if out is None:
@@ -492,6 +494,8 @@ class FactorTransformMixin:
             else:
                 view[...] = self._transform_validated(Xb)
             yield start, view
+        if out is not None and stop != out.shape[0]:  # rows left unwritten would pass for data
+            raise ValueError(f"out has {out.shape[0]} rows, the input had {stop}.")
 
     def iter_kernel_rows(
         self, A: Any, B: Any = None, *, block_rows: int | None = None
@@ -518,6 +522,8 @@ class FactorTransformMixin:
                 f"got an iterator ({type(B).__name__}); pass np.vstack of its blocks."
             )
         GB = self._transform_array(B)
+        if is_dask_array(GB):  # computed once, not once per block of A
+            GB = np.asarray(GB)
         for start, GA in self.iter_transform(A, block_rows=block_rows):
             yield start, _finite_products(GA, GB.astype(GA.dtype, copy=False), type(self).__name__)
 

@@ -71,15 +71,18 @@ def kernel_kmeans(
     rng = check_random_state(random_state)
     from ._width import _binary_exponent
 
-    # k-means is invariant to translating and scaling G. Centred, a common offset (rows of a
-    # linear kernel on timestamps) does not swamp the differences between rows in the
-    # distances' expansion |x|^2 - 2 x.c + |c|^2; a power of two (exact) then brings max |G|
-    # into [0.5, 1), so that the restarts' inertias stay finite and comparable (at |G| ~ 1e200
-    # all were inf and no labels were returned); kmeans has nothing left to scale
-    G64 = np.asarray(G, dtype=np.float64)
+    # k-means is invariant to scaling and translating G. A power of two (exact) brings
+    # max |G| into [0.5, 1), so that the column means and the restarts' inertias stay finite
+    # and comparable (at |G| ~ 1e200 all inertias were inf and no labels were returned);
+    # centred, a common offset (rows of a linear kernel on timestamps) no longer swamps the
+    # differences between rows in the distances' expansion |x|^2 - 2 x.c + |c|^2; a second
+    # power of two rescales the centred rows, and kmeans has nothing left to scale
+    e1 = _binary_exponent(float(np.abs(np.asarray(G)).max(initial=0.0)))
+    G64 = np.ldexp(np.asarray(G, dtype=np.float64), -e1)
     G64 = G64 - G64.mean(axis=0) if G64.shape[0] else G64
-    e = _binary_exponent(float(np.abs(G64).max(initial=0.0)))
-    G64 = np.ascontiguousarray(np.ldexp(G64, -e))
+    e2 = _binary_exponent(float(np.abs(G64).max(initial=0.0)))
+    G64 = np.ascontiguousarray(np.ldexp(G64, -e2))
+    e = e1 + e2
     best, best_inertia = None, np.inf
 
     def unscaled(value: float) -> float:  # for the progress records only (may be inf)

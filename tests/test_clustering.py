@@ -88,6 +88,16 @@ def test_kernel_kmeans_is_translation_invariant(offset):
     assert metrics.adjusted_rand_score(labels, ref) == 1.0
 
 
+def test_kernel_kmeans_centres_after_scaling_where_column_sums_overflow():
+    """Centring sums each column: rows near float64's top (an offset of 50 at 2^1016) must be
+    scaled first, or the means are inf and the rows NaN (kmeans then never returned)."""
+    G = np.random.default_rng(0).normal(size=(60, 3))
+    G[:20] += 6.0
+    expected = kernel_kmeans(G, 3, random_state=0)
+    got = kernel_kmeans(np.ldexp(G + 50.0, 1016), 3, random_state=0)
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_kernel_kmeans_warns_when_it_finds_fewer_clusters_than_asked():
     from nystrom_priors import ConvergenceWarning
 

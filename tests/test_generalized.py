@@ -1168,3 +1168,19 @@ def test_pairs_certificate_bounds_the_objective_gap_on_an_ill_conditioned_prior(
     assert model.n_iter_ > 1
     gap = (J(model) - J(best)) / J(model)
     assert gap <= model.certificate_ + 1e-6, (gap, model.certificate_, model.converged_)
+
+
+@pytest.mark.parametrize("solver", ["apg", "pgd"])
+def test_an_unconverged_pairs_solve_reports_the_certificate_of_what_it_returns(solver):
+    """certify may certify the dual's primal S(R) rather than the iterate; a solve that runs
+    out of budget returns that same point, so its certificate bounds its own gap (returning
+    the iterate with S(R)'s certificate understated the gap up to 4x)."""
+    for d in (4, 1):
+        prob, *_ = _small_problem(np.random.default_rng(3), m=14, d=d, pairs=True)
+        lam = prob.mu_max**2 * 1e-3
+        S_ref, _it, cert_ref, ok_ref, _ = solve._solve_lam(prob, lam, "newton", 1e-12, 5000)
+        J_ref = prob.objective(S_ref, lam)
+        for budget in (3, 10, 30):
+            S, _it, cert, ok, _ = solve._solve_lam(prob, lam, solver, 1e-12, budget)
+            J = prob.objective(S, lam)
+            assert (J - J_ref) / J <= cert + 1e-12, (d, budget, (J - J_ref) / J, cert)

@@ -108,6 +108,8 @@ def test_iter_transform_out_validation(fitted):
     # more rows than X: the ones left unwritten would pass for data
     with pytest.raises(ValueError, match=f"out has {X.shape[0] + 1} rows, X has {X.shape[0]}"):
         list(model.iter_transform(X, out=np.empty((X.shape[0] + 1, r))))
+    with pytest.raises(ValueError, match=f"out has {X.shape[0]} rows, the input had 20"):
+        list(model.iter_transform(iter([X[:10], X[10:20]]), out=np.empty((X.shape[0], r))))
     with pytest.raises(ValueError, match="dtype"):
         list(model.iter_transform(X, out=np.empty((X.shape[0], r), dtype=np.float32)))
 

@@ -26,6 +26,7 @@ def gradient_mapping(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: i
     eig = (np.maximum(w, 0.0), U)
     A = coords.lipschitz * 1e-3
     cert = np.inf
+    V_cert = V  # the point the last certificate is for (the last iterate or S(R))
     for it in range(1, max_iter + 1):
         g = coords.grad(V)
         f = coords.f(V)
@@ -52,4 +53,4 @@ def gradient_mapping(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: i
             if cert <= tol:
                 return V_cert, it, cert, True
         A = max(A * 0.5, 1e-12)  # let the step grow again (Nemirovski's gradient mapping)
-    return V, it, cert, False
+    return V_cert, it, cert, False  # the certificate is computed at it == max_iter

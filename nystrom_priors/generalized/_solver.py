@@ -41,6 +41,7 @@ def _solve(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int):
     L = coords.lipschitz
     cert = np.inf
     it = 0
+    V_cert = V  # the point the last certificate is for (the last iterate or S(R))
     # near a solution few eigenvalues of the step's argument are negative: while fewer than
     # _FEW_NEGATIVE * m were at the previous step only those are computed
     # (``_psd_project_few_negative``); the certificate, every ~10 steps, takes V's null space
@@ -91,7 +92,7 @@ def _solve(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int):
             cert, V_cert = certify(coords, V, eig, null, tol)
             if cert <= tol:
                 return V_cert, it, cert, True
-    return V, it, cert, False
+    return V_cert, it, cert, False  # the certificate is computed at it == max_iter
 
 
 # lam / mu_max^2 outside [_LAM_RANGE, 1 / _LAM_RANGE] is numerically the limit problem: below,
