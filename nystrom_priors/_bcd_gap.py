@@ -89,7 +89,7 @@ def relative_gap(system, pos, sgn, V, C, loss, delta, primal, dual, order):
     return max(primal - lower, 0.0) / max(abs(primal), 1e-300)
 
 
-def run(args, max_iter, tol, certify, verbose, gap):
+def run(args, max_iter, tol, certify, verbose, gap, hint=""):
     """Sweep until certified (``certify``: ``gap()`` <= tol, checked whenever the relative
     objective decrease of a sweep falls below the current threshold, which then shrinks
     tenfold) or, without ``certify``, until the relative decrease is <= tol.
@@ -150,7 +150,7 @@ def run(args, max_iter, tol, certify, verbose, gap):
                 f"tol={tol}); increase max_iter or tol"
             )
         warnings.warn(
-            f"BCDNPKL {why}.",
+            f"BCDNPKL {why}{hint}.",
             ConvergenceWarning,
             stacklevel=3,
         )

@@ -366,9 +366,17 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             f = objective(*args[:-1])
             return _bcd_gap.relative_gap(system, pos, P[:, 2], V, C, loss, delta, f, dual, order)
 
+        # what the warning of a fit that does not converge adds to its own advice: a rank
+        # below the SDP optimum's bound, or the default delta = C / 2 at a small C (the
+        # graph term then dominates and BCD crawls), which more sweeps or tol do not fix
+        hint = ""
+        if r < min(barvinok_pataki_rank(P.shape[0]), L.size):
+            hint += f"; rank={r} may be below the optimum's rank: try a larger rank (or None)"
+        if self.delta is None and delta < 0.05:
+            hint += f"; the default delta = C / 2 = {delta:.3g} is small: pass a larger delta"
         # the hinge loss has no certificate BCD can reach (it stalls above the optimum)
         path, n_sweeps, converged, gap_ = _bcd_gap.run(
-            args, max_iter, tol, loss != _LOSSES["hinge"], self.verbose, gap
+            args, max_iter, tol, loss != _LOSSES["hinge"], self.verbose, gap, hint
         )
         self.n_features_in_ = X.shape[1]
         # the model's own copy: mutating the caller's X must not change the fitted model

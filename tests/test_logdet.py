@@ -482,3 +482,35 @@ def test_burg_violation_in_chunks_matches_numpy():
         for k in (0, 1):  # all distance, all similarity: the maximum is of that kind
             same = np.full(nc, k, dtype=np.int8)
             check(c0, c1, same, viol_d if k == 0 else viol_s)
+
+
+def test_constraints_the_initial_kernel_meets_converge_in_one_sweep():
+    """Bounds equal to the initial distances (bound_rule="relative", epsilon=0): every
+    projection is round-off, the duals ~1e-11, and their relative change stayed large, so the
+    dual-change test never passed (1,000 sweeps and a ConvergenceWarning). Duals whose effect
+    lam_c b_c is below tol now count as settled; von Neumann already stopped after a sweep."""
+    rng = np.random.default_rng(0)
+    y = np.arange(120) % 3
+    X = rng.normal(size=(120, 5)) + y[:, None]
+    kw = dict(random_state=0, n_landmarks=30, bound_rule="relative", epsilon=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = LogDetKernelLearner(**kw).fit(X, y)
+    assert model.converged_ and model.n_iter_ == 1 and model.max_violation_ <= 1e-12
+
+
+def test_the_warning_quotes_the_returned_kernels_violation():
+    """The warnings used to quote the largest violation seen during the last sweep (before
+    each projection), 10x below what the returned kernel has; they quote max_violation_."""
+    rng = np.random.default_rng(0)
+    y = np.arange(120) % 3
+    X = rng.normal(size=(120, 5)) + y[:, None]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = LogDetKernelLearner(random_state=0, n_landmarks=30, max_iter=50).fit(X, y)
+    assert not model.converged_
+    text = " ".join(str(w.message) for w in caught)
+    assert (
+        f"returned kernel's largest relative violation is {model.max_violation_:.3g}" in text
+        or (f"returned kernel's largest relative violation {model.max_violation_:.3g}" in text)
+    ), text

@@ -620,3 +620,29 @@ def test_lanczos_certificate_is_a_valid_bound(sdp_problem, monkeypatch):
     assert model.converged_ and gap <= model.gap_ <= 1e-6, (gap, model.gap_)
     # the cruder scaling never certifies earlier than the generalized eigenvalue
     assert model.n_iter_ >= dense.n_iter_
+
+
+@pytest.mark.parametrize(
+    "kw, advice, fixed",
+    [
+        (dict(rank=1), r"rank=1 may be below the optimum's rank: try a larger rank", dict()),
+        (
+            dict(C=1e-6),
+            r"the default delta = C / 2 = 5e-07 is small: pass a larger delta",
+            dict(delta=0.5),
+        ),
+    ],
+)
+def test_a_fit_that_cannot_converge_names_the_setting_that_helps(kw, advice, fixed):
+    """A rank below the SDP optimum's, or the default delta = C / 2 at a tiny C, keep BCD from
+    its certificate whatever max_iter or tol: the warning says so, and the named setting
+    does converge."""
+    rng = np.random.default_rng(0)
+    y = np.arange(100) % 3
+    X = rng.normal(size=(100, 3)) + y[:, None]
+    yp = np.where(np.arange(100) % 4 == 0, y, -1)
+    with pytest.warns(ConvergenceWarning, match=advice):
+        assert not BCDNPKL(random_state=0, **kw).fit(X, yp).converged_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert BCDNPKL(random_state=0, **{**kw, **fixed, "rank": None}).fit(X, yp).converged_

@@ -477,9 +477,10 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             old = max(n_sweeps - 1 - w, 0)
             warnings.warn(
                 f"{name}: the hard constraints look infeasible at rank {self.n_components_}: "
-                f"after {n_sweeps} sweeps the largest relative violation is "
-                f"{viol[n_sweeps - 1]:.3g} (it was {viol[old]:.3g} {n_sweeps - 1 - old} sweeps "
-                f"earlier) while ||dual|| grew from {lamnorm[old]:.3g} to "
+                f"after {n_sweeps} sweeps the returned kernel's largest relative violation is "
+                f"{self.max_violation_:.3g} (within the last sweep {viol[n_sweeps - 1]:.3g}, "
+                f"{n_sweeps - 1 - old} sweeps earlier {viol[old]:.3g}) while ||dual|| grew from "
+                f"{lamnorm[old]:.3g} to "
                 f"{lamnorm[n_sweeps - 1]:.3g}. {remedy} The result is finite but does not meet "
                 "the constraints; converged_ is False.",
                 InfeasibleConstraintsWarning,
@@ -488,8 +489,9 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         elif status == 1:
             warnings.warn(
                 f"{name} did not converge in max_iter={self.max_iter} sweeps (relative dual "
-                f"change {conv[n_sweeps - 1]:.3g}, largest relative violation "
-                f"{viol[n_sweeps - 1]:.3g}, tol={self.tol}); increase max_iter or tol.",
+                f"change {conv[n_sweeps - 1]:.3g}, the returned kernel's largest relative "
+                f"violation {self.max_violation_:.3g}, tol={self.tol}); increase max_iter or "
+                "tol.",
                 ConvergenceWarning,
                 stacklevel=3,
             )

@@ -244,8 +244,8 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         if c["similarity_pairs"].shape[0]:
             remedy += " Similarity constraints are always hard: check similarity_bounds."
         stretch = (Gc, c["I1"], c["I2"], c["b"], c["pairs"], math.isinf(gamma))
-        self._finish(n_sweeps, status, conv, viol, lamnorm, remedy, stretch)
         self.max_violation_ = float(
             burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt, 0, nc)
         )
+        self._finish(n_sweeps, status, conv, viol, lamnorm, remedy, stretch)
         return self

@@ -180,6 +180,7 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         self.bounds_ = c["b"].copy()
         self.dual_ = lam
         self.evaluations_path_ = np.concatenate(evals)[:n_sweeps]
+        self.max_violation_ = float(vn_violation(*cons, W, dlog, 0, nc))
         self._finish(
             n_sweeps,
             status,
@@ -189,5 +190,4 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
             "von Neumann learning has no slack: use LogDetKernelLearner with a finite gamma, "
             "fewer or looser constraints, or a larger rank.",
         )
-        self.max_violation_ = float(vn_violation(*cons, W, dlog, 0, nc))
         return self
