@@ -397,8 +397,6 @@ class FactorTransformMixin:
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
         """``fit(X, y, **fit_params)`` then ``transform(X)``."""
-        import inspect
-
         from ._pairs_format import refuse_point_pairs_transform
 
         if "pairs" in inspect.signature(type(self).fit).parameters:  # fit takes point pairs

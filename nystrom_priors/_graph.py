@@ -255,6 +255,11 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
     k = int(check_scalar(n_neighbors, "n_neighbors", kind="int", lo=1))
     if k >= n:
         raise ValueError(f"n_neighbors={k} must be < n_samples={n}.")
+    if sigma is not None and weights == "binary":  # a value ignored is still a mistake
+        raise ValueError(
+            f"sigma applies to Gaussian edge weights (weights='gaussian'; a dense graph's are "
+            f"always Gaussian), got sigma={sigma!r} with binary kNN weights."
+        )
     kk = max(k, min(10, n - 1)) if (weights == "gaussian" and sigma is None) else k
     idx, dist, e, _ = _knn_scaled(X, None, kk)
     if weights == "gaussian":
@@ -264,11 +269,6 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
             sigma = float(check_scalar(sigma, "sigma", lo=0.0, lo_closed=False))
         vals = gaussian_weights(dist[:, :k], sigma, e)
     else:
-        if sigma is not None:  # a value the graph would ignore is still a mistake to report
-            raise ValueError(
-                f"sigma applies to weights='gaussian' only, got sigma={sigma!r} with binary "
-                "weights."
-            )
         vals = np.ones((n, k))
     rows = np.repeat(np.arange(n), k)
     A = sp.csr_matrix((vals.ravel(), (rows, idx[:, :k].ravel())), shape=(n, n))

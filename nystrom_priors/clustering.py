@@ -77,8 +77,9 @@ def kernel_kmeans(
     # centred, a common offset (rows of a linear kernel on timestamps) no longer swamps the
     # differences between rows in the distances' expansion |x|^2 - 2 x.c + |c|^2; a second
     # power of two rescales the centred rows, and kmeans has nothing left to scale
-    e1 = _binary_exponent(float(np.abs(np.asarray(G)).max(initial=0.0)))
-    G64 = np.ldexp(np.asarray(G, dtype=np.float64), -e1)
+    G64 = np.asarray(G, dtype=np.float64)
+    e1 = _binary_exponent(float(np.abs(G64).max(initial=0.0)))
+    G64 = np.ldexp(G64, -e1)
     G64 = G64 - G64.mean(axis=0) if G64.shape[0] else G64
     e2 = _binary_exponent(float(np.abs(G64).max(initial=0.0)))
     G64 = np.ascontiguousarray(np.ldexp(G64, -e2))

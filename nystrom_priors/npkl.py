@@ -302,12 +302,6 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         delta, tol, max_iter = p["delta"], p["tol"], p["max_iter"]
         if k >= n:
             raise ValueError(f"n_neighbors={k} must be < n_samples={n}.")
-        if self.sigma is not None and graph == "knn" and weights == "binary":
-            # not in _validate_params: a model saved with it must still load
-            raise ValueError(
-                f"sigma applies to Gaussian edge weights (weights='gaussian' or graph='dense'), "
-                f"got sigma={self.sigma!r} with binary kNN weights."
-            )
         rng = check_random_state(self.random_state)
         P = self._pairs(n, y, pairs, rng)
 

@@ -150,8 +150,7 @@ def _checked_rows(model: Any, X: Any) -> np.ndarray:
             f"LogDetKernelLearner, VonNeumannKernelLearner, BCDNPKL), got "
             f"{type(model).__name__}."
         )
-    model._check_fitted_for_transform()
-    return model._check_X(X)
+    return model._check_X(X)  # NotFittedError first
 
 
 def plot_spectrum(model: Any, X: Any, *, n_eigenvalues: int | None = None, ax: Any = None) -> Any:

@@ -44,14 +44,12 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=new_file, default="nystrom_priors_demo.png", help="the figure (PNG)"
     )
     parser.add_argument("--seed", type=count(0), default=0, help="seed of the first draw")
-    parser.add_argument("--labels", type=count(10), default=100, help="labelled digits, 10-1796")
+    parser.add_argument("--labels", type=count(10), default=100, help="labelled digits (>= 10)")
     parser.add_argument(
         "--draws", type=count(1), default=5, help="random draws of the labelled digits"
     )
     parser.add_argument("--dpi", type=count(1), default=90, help="figure resolution")
     args = parser.parse_args(argv)
-    if args.labels > 1796:  # digits has 1,797 rows: one at least stays unlabelled
-        parser.error(f"argument --labels: at most 1796 of the 1797 digits, got {args.labels}")
     if not os.path.splitext(args.out)[1]:  # matplotlib would add it, and the path printed not
         args.out += ".png"
     try:
@@ -68,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     n = X.shape[0]
+    if args.labels >= n:  # one digit at least stays unlabelled (checked before any fit)
+        parser.error(f"argument --labels: at most {n - 1} of the {n} digits, got {args.labels}")
     m = n // 10
     # compile the jitted kernels outside the timings (cached on disk after the first run)
     npr.GeneralizedNystrom(n_landmarks=20, random_state=0).fit(

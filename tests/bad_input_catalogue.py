@@ -612,9 +612,10 @@ case("Nystrom.width-int-beyond-float64", (ValueError, r"width must be a finite f
 case("pair_accuracy.no-pair", (ValueError, r"k >= 1, got \(0, 3\) \(no pair"))(
     lambda: _fns().pair_accuracy([0, 1], [0, 1], pairs=np.zeros((0, 3), dtype=int))
 )
-case("knn_graph.sigma-with-binary-weights", (ValueError, r"sigma applies to weights='gaussian'"))(
-    lambda: _fns().knn_graph(X, 5, sigma=1.0)
-)
+case(
+    "knn_graph.sigma-with-binary-weights",
+    (ValueError, r"sigma applies to Gaussian edge weights \(weights='gaussian'; a dense"),
+)(lambda: _fns().knn_graph(X, 5, sigma=1.0))
 case("BCDNPKL.sigma-with-binary-weights", (ValueError, r"sigma applies to Gaussian edge weights"))(
     lambda: fit("BCDNPKL", sigma=1.0)
 )

@@ -355,8 +355,8 @@ def _burg_similarity(Bt, G, i1, i2, delta, lam, bvec, c, a, cc, v, y2, q, dg, cf
 def _idle_duals(lam, kind, bvec, tol):
     """Whether every dual moves its constraint by less than ``tol`` (relative): ``lam_c b_c``
     for a distance bound, any nonzero dual of a similarity constraint counts. Where the
-    initial kernel meets the constraints the duals are round-off (~1e-11) whose relative
-    change stays large, and the dual-change test alone never passed (1,000 sweeps)."""
+    initial kernel meets the constraints the duals are round-off, and their relative change,
+    which ITML's test reads, stays large however long the sweeps run."""
     for c in range(lam.shape[0]):
         if kind[c] == 0:
             if abs(lam[c] * bvec[c]) >= tol:

@@ -444,10 +444,10 @@ def _solve_newton(
     return S, R, it, gap, gap <= tol
 
 
-def dual_point(prob: _Problem, lam: float, S: np.ndarray):
-    """The dual point ``R = A(S) - t`` of a primal point S (``_Dual``'s layout): the optimal
-    dual's form, ``R* = A(S*) - t``."""
-    t = _Dual(prob, lam).targets()
+def dual_point(prob: _Problem, lam: float, S: np.ndarray, dual: _Dual | None = None):
+    """The dual point ``R = A(S) - t`` of a primal point S (``_Dual``'s layout; ``dual``: that
+    of ``prob`` and ``lam`` if already built): the optimal dual's form, ``R* = A(S*) - t``."""
+    t = (_Dual(prob, lam) if dual is None else dual).targets()
     yl = prob.El @ S @ prob.El.T if prob.has_labels else None
     yp = prob.pair_values(S) if prob.has_pairs else None
     return tuple(None if y is None else y - tt for y, tt in zip((yl, yp), t))
@@ -459,20 +459,22 @@ def certify(coords, V: np.ndarray, eig, null, tol: float) -> tuple[float, np.nda
 
     Separable labels: ``coords.certificate``'s Lagrangian gap, of V itself. Otherwise (pairs)
     Fenchel duality at ``R = dual_point(S)``: d(R) bounds min J from below for any R, and this
-    R tends to the optimal dual as S tends to the optimum. Of the two primal points, S and the
-    dual's own ``S(R) = P_psd(X(R))`` (one eigendecomposition, ``_Dual.state``), the one with
-    the smaller gap ``(J - d(R)) / J`` is returned: where S0 is huge (a nearly singular W) the
-    round-off of S alone keeps its gap near 1e-4 at the optimum, while S(R) is consistent
-    with R as the dual Newton's iterates are. A stationarity measure such as the relative
-    projected-gradient residual is no bound: there it met 1e-9 at the closed-form start, the
-    objective 25x the optimum.
+    R tends to the optimal dual as S tends to the optimum; a stationarity measure (such as the
+    projected-gradient residual) bounds nothing where S0 is huge. Of the two primal points, S
+    and the dual's own ``S(R) = P_psd(X(R))`` (one eigendecomposition, ``_Dual.state``), the
+    one with the smaller gap ``(J - d(R)) / J`` is returned: S's round-off enters R through
+    ``A(S)`` and is amplified by ``1 / lam`` in ``X(R)``, while S(R) is consistent with R, as
+    the dual Newton's iterates are. ``J(S) = lam ||S - S0||^2 + ||R||^2`` (plus the labels'
+    compression constant) reuses ``A(S)``.
     """
     if coords.prob.separable:
-        return coords.certificate(V, coords.grad(V), eig, null=null, tol=tol)[0], V
+        return coords.certificate(V, coords.grad(V), eig, null=null, tol=tol), V
     prob, lam = coords.prob, coords.lam
     S = coords.to_S(V)
-    st = _Dual(prob, lam).state(dual_point(prob, lam, S))
-    J = prob.objective(S, lam)
+    dual = _Dual(prob, lam)
+    R = dual_point(prob, lam, S, dual)
+    st = dual.state(R)
+    J = lam * float(np.sum((S - prob.S0) ** 2)) + prob.loss_shift + dual.dot(R, R)
     gap = max(J - st["d"], 0.0) / max(J, 1e-300)
     gap_r = max(st["J"] - st["d"], 0.0) / max(st["J"], 1e-300)
     if gap_r < gap:

@@ -218,13 +218,13 @@ class _Coords:
         V: np.ndarray,
         G: np.ndarray,
         eig=None,
-        extra=None,
         null=None,
         tol: float | None = None,
-    ) -> tuple[float, str]:
+    ) -> float:
         """Certified optimality measure at a feasible V with gradient G.
 
-        Separable (labels): the Lagrangian duality gap f(V) - g(Z), relative to
+        Separable problems (labels) only; pairs are certified by the dual gap
+        (``_dual.certify``). The Lagrangian duality gap f(V) - g(Z), relative to
         max(J(S), eps loss(0)) (an exact fit has J = 0 up to round-off); ``g`` is
         the closed-form dual of the weighted quadratic, and for any Z >= 0 the gap equals
         ``sum (G - Z)^2 / (4a) + <Z, V>`` (dual residual plus complementarity), an upper bound
@@ -236,62 +236,58 @@ class _Coords:
         1e-5 to > 1 relative, and every solver ran to max_iter. ``eig`` = (w, U) with
         ``V = U diag(w) U^T`` (from the projection that produced V) saves an eigh; ``null``, an
         orthonormal basis of V's null space (the clipped eigenvectors of a partial projection),
-        saves it too. ``extra``: one more PSD multiplier to try (the barrier method's
-        ``t V^-1``). With ``tol``, a value <= tol from the first two candidates is returned
+        saves it too. With ``tol``, a value <= tol from the first two candidates is returned
         without the eigendecompositions of G and V: any Z >= 0 bounds the gap, so the value
         is still certified, only possibly larger than the full minimum (never above tol).
-        Separable problems only: pairs are certified by the dual gap (``_dual.certify``).
         """
-        if self.prob.separable:
-            # f(V) - g(Z) = sum a (V-b)^2 + sum (Z^2/(4a) + Z b); substituting b = V - G/(2a)
-            # gives the cancellation-free form below (no O(|b|) terms cancel)
-            inv4a = 1.0 / (4.0 * self.wa)
-            m = V.shape[0]
-            # the gap is relative to J, floored at eps times the loss of S = 0 (the targets'
-            # own scale, free of lam and S0): at an exact fit (J = 0 up to round-off) a
-            # relative gap would compare round-off with round-off
-            if not hasattr(self, "_J_floor"):
-                self._J_floor = _EPS * self.prob.loss(np.zeros_like(V))
-            J = max(self.prob.objective(self.to_S(V), self.lam), self._J_floor, 1e-300)
-            # round-off floor of the computed gap, per multiplier: the nearest representable V
-            # leaves G ~ dG = eps * a (|V| + |b|) per entry, which moves sum (G - Z)^2 / (4a)
-            # by up to sum (2 |G - Z| + dG) dG / (4a), and <Z, V> for Z on V's near-null space
-            # Un by ~||dG|| ||Un^T V Un||. One floor for every multiplier, sum dG |V|, made the
-            # certificate 0 wherever V ~ 1e8 (an ill-conditioned prior): a warm start 13% above
-            # the optimum was accepted as converged (found by a solver-agreement fuzz).
-            dG = _EPS * 2.0 * self.wa * (np.abs(V) + np.abs(self.b))
-            dG_norm = float(np.linalg.norm(dG))
+        if not self.prob.separable:
+            raise ValueError("certificate: pairs are certified by _dual.certify")
+        # f(V) - g(Z) = sum a (V-b)^2 + sum (Z^2/(4a) + Z b); substituting b = V - G/(2a)
+        # gives the cancellation-free form below (no O(|b|) terms cancel)
+        inv4a = 1.0 / (4.0 * self.wa)
+        m = V.shape[0]
+        # the gap is relative to J, floored at eps times the loss of S = 0 (the targets'
+        # own scale, free of lam and S0): at an exact fit (J = 0 up to round-off) a
+        # relative gap would compare round-off with round-off
+        if not hasattr(self, "_J_floor"):
+            self._J_floor = _EPS * self.prob.loss(np.zeros_like(V))
+        J = max(self.prob.objective(self.to_S(V), self.lam), self._J_floor, 1e-300)
+        # round-off floor of the computed gap, per multiplier: the nearest representable V
+        # leaves G ~ dG = eps * a (|V| + |b|) per entry, which moves sum (G - Z)^2 / (4a)
+        # by up to sum (2 |G - Z| + dG) dG / (4a), and <Z, V> for Z on V's near-null space
+        # Un by ~||dG|| ||Un^T V Un||. One floor for every multiplier, sum dG |V|, made the
+        # certificate 0 wherever V ~ 1e8 (an ill-conditioned prior): a warm start 13% above
+        # the optimum was accepted as converged (found by a solver-agreement fuzz).
+        dG = _EPS * 2.0 * self.wa * (np.abs(V) + np.abs(self.b))
+        dG_norm = float(np.linalg.norm(dG))
 
-            def gap_of(Z, z_noise):
-                """max(gap - its round-off, 0) for the multiplier Z; z_noise: that of <Z, V>."""
-                GZ = G - Z
-                val = float(np.sum(GZ**2 * inv4a) + np.sum(Z * V))
-                return max(val - float(np.sum((2.0 * np.abs(GZ) + dG) * dG * inv4a)) - z_noise, 0.0)
+        def gap_of(Z, z_noise):
+            """max(gap - its round-off, 0) for the multiplier Z; z_noise: that of <Z, V>."""
+            GZ = G - Z
+            val = float(np.sum(GZ**2 * inv4a) + np.sum(Z * V))
+            return max(val - float(np.sum((2.0 * np.abs(GZ) + dG) * dG * inv4a)) - z_noise, 0.0)
 
-            def null_gap(Un):
-                if Un.shape[1] == 0 or Un.shape[1] == m:
-                    return np.inf
-                Z = Un @ _psd_project(Un.T @ G @ Un)[0] @ Un.T
-                Vn = float(np.linalg.norm(Un.T @ V @ Un))
-                return gap_of(Z, (dG_norm + m * _EPS * float(np.linalg.norm(G))) * Vn)
+        def null_gap(Un):
+            if Un.shape[1] == 0 or Un.shape[1] == m:
+                return np.inf
+            Z = Un @ _psd_project(Un.T @ G @ Un)[0] @ Un.T
+            Vn = float(np.linalg.norm(Un.T @ V @ Un))
+            return gap_of(Z, (dG_norm + m * _EPS * float(np.linalg.norm(G))) * Vn)
 
-            def null_basis(w, U):
-                return U[:, w <= m * _EPS * max(float(w.max(initial=0.0)), 0.0)]
+        def null_basis(w, U):
+            return U[:, w <= m * _EPS * max(float(w.max(initial=0.0)), 0.0)]
 
-            gap = gap_of(np.zeros_like(G), 0.0)
-            if extra is not None:  # not computed from G: only the product's own rounding
-                gap = min(gap, gap_of(extra, m * _EPS * float(np.sum(np.abs(extra * V)))))
-            short = tol is not None and (eig is not None or null is not None)
-            if short:
-                gap = min(gap, null_gap(null_basis(*eig) if eig is not None else null))
-                if gap <= tol * J:
-                    return gap / J, "gap"
-            gap = min(gap, gap_of(_psd_project(G)[0], 0.0))
-            if not (short and eig is not None):  # V's exact null space, unless tried above
-                w, U = np.linalg.eigh(_sym(V)) if eig is None else eig
-                gap = min(gap, null_gap(null_basis(w, U)))
-            return gap / J, "gap"
-        raise ValueError("certificate: pairs are certified by _dual.certify")
+        gap = gap_of(np.zeros_like(G), 0.0)
+        short = tol is not None and (eig is not None or null is not None)
+        if short:
+            gap = min(gap, null_gap(null_basis(*eig) if eig is not None else null))
+            if gap <= tol * J:
+                return gap / J
+        gap = min(gap, gap_of(_psd_project(G)[0], 0.0))
+        if not (short and eig is not None):  # V's exact null space, unless tried above
+            w, U = np.linalg.eigh(_sym(V)) if eig is None else eig
+            gap = min(gap, null_gap(null_basis(w, U)))
+        return gap / J
 
 
 def _closed_form_V(coords: _Coords) -> np.ndarray:
