@@ -353,6 +353,38 @@ def test_stratified_folds_balance_classes(rng):
         assert np.unique(folds[codes == c]).size == min(count, 5)
 
 
+def test_stratified_folds_do_not_depend_on_class_names():
+    """Renaming the classes (a permutation of the codes) deals the same folds."""
+    codes = np.random.default_rng(1).integers(5, size=60)
+    for perm in ([4, 3, 2, 1, 0], [2, 0, 4, 1, 3]):
+        renamed = np.asarray(perm)[codes]
+        for seed in range(5):
+            a = lam_cv.stratified_folds(codes, 5, np.random.default_rng(seed))
+            b = lam_cv.stratified_folds(renamed, 5, np.random.default_rng(seed))
+            np.testing.assert_array_equal(a, b)
+
+
+def test_auto_chooses_the_same_lam_whatever_the_classes_are_called():
+    """lam="auto" depends on which samples share a label, not on the labels' names: renamed
+    classes (permuted integers, strings) give the same lam, path and kernel."""
+    r = np.random.default_rng(3)
+    n, c = 400, 4
+    X = r.normal(size=(n, 4))
+    y = (np.digitize(X[:, 0] * X[:, 1], [-0.5, 0.0, 0.5])).astype(int)  # 4 classes
+    y[r.choice(n, n - 120, replace=False)] = -1
+    names = np.array(["d", "a", "c", "b"], dtype=object)
+    for seed in range(3):
+        base = GeneralizedNystrom(n_landmarks=40, random_state=seed).fit(X, y)
+        perm = np.random.default_rng(seed).permutation(c)
+        for renamed in (np.where(y < 0, -1, perm[y]), np.where(y < 0, None, names[y])):
+            other = GeneralizedNystrom(n_landmarks=40, random_state=seed).fit(X, renamed)
+            assert other.lam_ == base.lam_
+            np.testing.assert_allclose(other.criterion_path_, base.criterion_path_, rtol=1e-9)
+            np.testing.assert_allclose(
+                other.S_, base.S_, rtol=1e-9, atol=1e-12 * np.abs(base.S_).max()
+            )
+
+
 def test_informative_rounds_drop_unpredictable_rows_and_repeated_rounds(rng):
     """A held-out row whose class has no training row in its round is not scored; a round that
     repeats an earlier one (tiny classes deal both splits the same folds) is dropped; rows

@@ -77,10 +77,13 @@ def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.
 
     Each class is dealt round-robin, continuing where the previous class stopped, so folds
     differ in size by at most one and a class with at least k members is in every fold (a
-    smaller class in as many folds as it has members)."""
+    smaller class in as many folds as it has members). The classes are shuffled from the
+    order of their first labeled sample, not from their codes, so that renaming the classes
+    deals the same folds (and lam="auto" chooses the same lam)."""
     folds = np.empty(codes.size, dtype=np.int64)
     offset = int(rng.integers(k))
-    for c in rng.permutation(np.unique(codes)):
+    classes, first = np.unique(codes, return_index=True)
+    for c in rng.permutation(classes[np.argsort(first)]):
         members = rng.permutation(np.flatnonzero(codes == c))
         folds[members] = (offset + np.arange(members.size)) % k
         offset += members.size
