@@ -8,6 +8,7 @@ secular eigensolver, and constructed feasible / infeasible problems.
 """
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -216,12 +217,46 @@ def test_infeasible_hard_constraints_warn_and_stay_finite(cls):
     model = cls(init="linear", max_iter=5000)
     with pytest.warns(
         InfeasibleConstraintsWarning, match="gamma" if cls is LogDetKernelLearner else "slack"
-    ):
+    ) as record:
         G = model.fit_transform(X, pairs=pairs, bounds=bounds)
+    # the full-rank linear kernel has no room to give: no "larger rank" or "landmarks" advice
+    message = str(next(w.message for w in record if w.category is InfeasibleConstraintsWarning))
+    assert "larger rank" not in message and "landmarks" not in message
     assert model.infeasible_ and not model.converged_
     assert model.n_iter_ < 5000
     assert np.all(np.isfinite(G))
     assert model.max_violation_ > 1e-3
+
+
+@pytest.mark.parametrize(
+    "rank, advice", [(None, "or more landmarks."), (2, "or a larger rank or more landmarks.")]
+)
+def test_infeasibility_advice_names_the_room_the_kernel_has(rank, advice):
+    """With init="nystrom" more landmarks give the kernel room, and a larger rank where
+    ``rank`` truncated the initial kernel."""
+    X = np.array([[0.0, 0.0], [1.0, 0.2], [2.0, -0.1], [0.5, 1.0]])
+    pairs = np.array([[0, 1, 1], [1, 2, 1], [0, 2, -1]])
+    bounds = np.array([1e-4, 1e-4, 10.0])  # no kernel: sqrt(1e-4) + sqrt(1e-4) < sqrt(10)
+    model = LogDetKernelLearner(n_landmarks=4, rank=rank, random_state=0, max_iter=5000)
+    with pytest.warns(InfeasibleConstraintsWarning, match=re.escape(advice)):
+        model.fit(X, pairs=pairs, bounds=bounds)
+    assert model.infeasible_
+
+
+def test_a_feasible_set_that_converges_slowly_is_not_called_infeasible():
+    """120 samples of three classes, a full-rank 120 x 120 Nystrom factor and the default
+    bounds: the set is feasible (given the sweeps, the fit converges to ``tol``), but the
+    violation falls slowly and the window's dual increment is nearly PSD (lambda_min =
+    -0.006 lambda_max). The old test stopped after 75 sweeps calling it infeasible; the trace
+    bound of its certificate (58, below the initial kernel's 120) does not exclude it."""
+    r = np.random.default_rng(0)
+    y = np.arange(120) % 3
+    X = r.normal(size=(120, 5)) + y[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfeasibleConstraintsWarning)
+        model = LogDetKernelLearner(n_landmarks=120, random_state=0, max_iter=3000).fit(X, y)
+    assert model.converged_ and not model.infeasible_
+    assert model.max_violation_ <= model.tol
 
 
 def test_soft_projections_that_overflow_raise_the_diagnosis_not_a_division_error():

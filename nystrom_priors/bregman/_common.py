@@ -11,8 +11,10 @@ dual increment ``y = max(lam - lam_prev, 0)`` of the window as a Farkas certific
 ``M = sum_c y_c delta_c A_c`` (in factor coordinates) is PSD and ``sum_c y_c delta_c b_c < 0``,
 no PSD kernel meets the constraints (``0 <= tr(K M) <= sum_c y_c delta_c b_c < 0``). The
 duals of an infeasible set grow along such a direction, so its finite-window estimate
-approaches one; we accept ``lambda_min(M) >= -0.02 lambda_max(M)``, ``sum y delta b <= -0.01
-sum y b`` and a violation that did not halve over the window, then stop with
+approaches one. We accept y when it proves that every kernel meeting the constraints has at
+least ``_TRACE_FACTOR`` (100) times the trace of the initial one (``tr(K) >= sum y delta b /
+lambda_min(M)`` where M is nearly PSD; see ``_farkas_certificate``) and the violation did not
+halve over the window, then stop with
 :class:`InfeasibleConstraintsWarning` (remedy: a finite ``gamma``). A feasible plateau, where a
 sweep leaves the kernel unchanged while dual mass moves between constraints, gives an
 indefinite M and is not flagged.
@@ -54,13 +56,26 @@ from ._bounds import (
 _INITS = ("nystrom", "linear")
 # sweeps per allocation of the per-sweep paths (they grow as sweeps are done)
 _PATH_CHUNK = 1024
+# infeasible: any kernel that meets the constraints has at least this many times the initial
+# kernel's trace (``_farkas_certificate``)
+_TRACE_FACTOR = 100.0
 
 
 def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
     """Is ``y = max(increment, 0)`` (approximately) a Farkas certificate of infeasibility?
 
     ``cert`` holds the constraint data in the initial factor coordinates: rows ``G``, index
-    arrays ``I1``, ``I2``, ``kind``, ``delta`` and bounds ``b``.
+    arrays ``I1``, ``I2``, ``kind``, ``delta``, bounds ``b``, and ``trace0``, the trace of
+    the initial kernel there (its rank: the coordinates whiten it).
+
+    Every kernel K that meets the constraints has ``tr(K M) <= sum_c y_c delta_c b_c = -beta``
+    and ``tr(K M) >= lambda_min(M) tr(K)``; where ``beta > 0`` and ``lambda_min(M) = -eps < 0``
+    it therefore has ``tr(K) >= beta / eps`` (an exact certificate, ``eps = 0``, excludes
+    every kernel). y is accepted when that bound exceeds ``_TRACE_FACTOR`` times the initial
+    kernel's trace and ``beta`` is at least 1% of ``sum y |b|``: the constraints could be met
+    only by stretching the initial kernel's squared distances a hundredfold on average. The
+    bound holds for every window, so a feasible set, however slowly it converges, is flagged
+    only if all its solutions are that far from the initial kernel.
     """
     y = np.maximum(increment, 0.0)
     if not y.any():
@@ -75,11 +90,11 @@ def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
         half = (A * coef[~dist][:, None]).T @ C
         M += 0.5 * (half + half.T)
     ev = np.linalg.eigvalsh(0.5 * (M + M.T))
-    top = np.abs(ev).max()
-    if top == 0.0:
+    beta = -float((coef * b).sum())
+    if not beta >= 0.01 * float((y * np.abs(b)).sum()) or np.abs(ev).max() == 0.0:
         return False
-    scale = float((y * np.abs(b)).sum())
-    return bool(ev[0] >= -0.02 * top and float((coef * b).sum()) <= -0.01 * scale)
+    eps = max(-float(ev[0]), 0.0)
+    return bool(eps == 0.0 or beta > _TRACE_FACTOR * eps * float(cert["trace0"]))
 
 
 def _check_similarity_pairs(pairs: Any, n: int) -> np.ndarray:
@@ -264,10 +279,14 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         if init == "nystrom":
             self._fit_landmarks(X, rng)
             P0 = self._fit_prior()
-            if rank is not None and rank < P0.shape[1]:
+            # what gives infeasible constraints more room (the warnings' remedy, ``_remedy``)
+            truncated = rank is not None and rank < P0.shape[1]
+            self._room = "a larger rank or more landmarks" if truncated else "more landmarks"
+            if truncated:
                 P0 = P0[:, :rank]  # eigenvalues are descending: the top-rank Nystrom factor
         else:
             d = X.shape[1]
+            self._room = "a larger rank" if rank is not None and rank < d else ""
             if rank is None or rank >= d:
                 P0 = np.eye(d)
             else:
@@ -289,6 +308,13 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         self.P0_ = np.ascontiguousarray(P0, dtype=np.float64)
         self.projection_ = self.P0_
         return _FactorRows(self, X)
+
+    def _remedy(self, first: str) -> str:
+        """The infeasibility remedy: ``first``, fewer or looser constraints, and more room for
+        the kernel where there is any (a larger rank below the initial kernel's, more
+        landmarks with ``init="nystrom"``; a full-rank linear kernel has none)."""
+        room = getattr(self, "_room", "")
+        return f"{first}, fewer or looser constraints" + (f", or {room}." if room else ".")
 
     # -- constraints ---------------------------------------------------------------------
     def _constraints(

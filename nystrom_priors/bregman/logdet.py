@@ -226,6 +226,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
             )
 
         cert = dict(G=Gc, I1=c["I1"], I2=c["I2"], kind=c["kind"], delta=c["delta"], b=bhat)
+        cert["trace0"] = float(r)  # the initial kernel is the identity in G0's coordinates
         n_sweeps, status, conv, viol, lamnorm = self._run(step, lam, cert, max_iter)
         nd = c["pairs"].shape[0]
         self.B_ = np.ascontiguousarray(Bt.T)
@@ -236,10 +237,8 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         self.similarity_pairs_ = c["similarity_pairs"]
         self.similarity_bounds_ = c["b"][nd:].copy()
         self.dual_ = lam
-        remedy = (
-            "Use a finite slack (e.g. gamma=1.0), fewer or looser constraints, or a larger rank."
-            if math.isinf(gamma)
-            else "Use a smaller gamma, fewer or looser constraints, or a larger rank."
+        remedy = self._remedy(
+            "Use a finite slack (e.g. gamma=1.0)" if math.isinf(gamma) else "Use a smaller gamma"
         )
         if c["similarity_pairs"].shape[0]:
             remedy += " Similarity constraints are always hard: check similarity_bounds."

@@ -170,6 +170,8 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
             kind=c["kind"],
             delta=c["delta"],
             b=c["b"],
+            # the initial kernel T diag(sig) T^T = P P^T in G0's coordinates
+            trace0=float(r),
         )
         n_sweeps, status, conv, viol, lamnorm = self._run(step, lam, cert, max_iter)
         self.basis_ = T
@@ -187,7 +189,8 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
             conv,
             viol,
             lamnorm,
-            "von Neumann learning has no slack: use LogDetKernelLearner with a finite gamma, "
-            "fewer or looser constraints, or a larger rank.",
+            self._remedy(
+                "von Neumann learning has no slack: use LogDetKernelLearner with a finite gamma"
+            ),
         )
         return self
