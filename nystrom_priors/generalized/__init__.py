@@ -156,7 +156,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         ``"auto"``: the one-step model with ``lam="auto"`` on labels alone, else the
         smaller of the exact primal and dual solvers (see the module docstring).
     tol : float, default=1e-6
-        Certified tolerance: an upper bound on the relative duality gap.
+        Certified tolerance: an upper bound on the relative duality gap. The gap is computed
+        in float64 from terms the prior dominates, so a ``tol`` below about 1e-8 may be
+        below its round-off where S0 is large (a nearly singular landmark kernel).
     max_iter : int, optional
         Iterations of an exact solver per lam solved, all its phases together (for
         "newton": semismooth, barrier and APG steps); default 20000 for "pgd", else 2000.
