@@ -96,11 +96,13 @@ class _Cross:
         return out
 
 
-def _rows_equal(A: Any, ia: np.ndarray, B: Any, ib: np.ndarray) -> np.ndarray:
-    """``A[ia[t]] == B[ib[t]]`` (every feature, exactly) for each t of the broadcast index
-    arrays; dense or CSR rows."""
+def _rows_equal(
+    A: Any, ia: np.ndarray, B: Any, ib: np.ndarray, dtype: Any = np.float64
+) -> np.ndarray:
+    """``A[ia[t]] == B[ib[t]]`` (every feature, exactly, once both are cast to ``dtype``)
+    for each t of the broadcast index arrays; dense or CSR rows."""
     if not (is_sparse(A) or is_sparse(B)):
-        return np.all(A[ia] == B[ib], axis=-1)
+        return np.all(A[ia].astype(dtype, copy=False) == B[ib].astype(dtype, copy=False), axis=-1)
     import scipy.sparse as sp
 
     ia, ib = np.broadcast_arrays(ia, ib)
@@ -108,6 +110,7 @@ def _rows_equal(A: Any, ia: np.ndarray, B: Any, ib: np.ndarray) -> np.ndarray:
     ia, ib = ia.ravel(), ib.ravel()
     Ra = sp.csr_matrix(A[ia]) if is_sparse(A) else sp.csr_matrix(np.asarray(A)[ia])
     Rb = sp.csr_matrix(B[ib]) if is_sparse(B) else sp.csr_matrix(np.asarray(B)[ib])
+    Ra, Rb = Ra.astype(dtype), Rb.astype(dtype)
     D = (Ra - Rb).tocsr()
     D.eliminate_zeros()  # x - y == 0 exactly iff x == y (finite values)
     return (np.diff(D.indptr) == 0).reshape(shape)

@@ -53,6 +53,7 @@ from ._graph import (
     _exponent,
     _knn_scaled,
     _rows_equal,
+    _sq_norms,
     dense_weights,
     gaussian_graph,
     gaussian_weights,
@@ -444,10 +445,13 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     def _transform_validated(self, X: Any, out: np.ndarray | None = None) -> np.ndarray:
         """Harmonic extension: ``phi(x) = sum_j S_xj / sqrt(d_x d_j) phi(x_j) / (1 + delta)``
         over the k nearest training samples (every training sample for the dense graph); a
-        sample equal to a training sample gets that sample's learned row (so
-        ``transform(X_train)`` equals ``fit_transform``). Distances are taken in units of
-        ``2^e ~ max |x|`` (exact; any finite scale works) and, for the dense graph, a block of
-        query rows at a time (memory O(block x n), not O(n_query x n))."""
+        sample equal to a training sample gets that sample's learned row, so
+        ``transform(X_train)`` equals ``fit_transform`` (where training rows repeat, each copy
+        gets the mean of their learned rows: transform is a function of the row). Equality is
+        exact in the coarser of the two dtypes, so float64 rows whose float32 rounding the
+        model was fitted on count as equal. Distances are taken in units of ``2^e ~ max |x|``
+        (exact; any finite scale works) and, for the dense graph, a block of query rows at a
+        time (memory O(block x n), not O(n_query x n))."""
         if out is None:
             out = np.empty((X.shape[0], self.embedding_.shape[1]), dtype=X.dtype)
         # the dense graph weighs every training sample: a block of 2^22 / n query rows at once
@@ -459,6 +463,10 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
 
     def _extend(self, X: Any) -> np.ndarray:
         Xf = self.X_fit_
+        coarse = np.float32 if np.float32 in (X.dtype, Xf.dtype) else np.float64
+        # squared distance (in units of the query's ||x||^2) below which a training sample
+        # may equal the query: the computed distance's round-off, or the coarser dtype's
+        tiny = 8 * (X.shape[1] + 2) * max(_eps(X), float(np.finfo(coarse).eps))
         if self.graph_type_ == "dense":
             e = _exponent(Xf, X)
             D2 = squared_distances(X, Xf, e)
@@ -466,8 +474,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             dx = S.sum(axis=1)
             W = S / np.sqrt(np.maximum(dx, 1e-300)[:, None] * self.degrees_[None, :])
             G = W @ self.embedding_ / (1.0 + self.delta_)
-            nearest = np.argmin(D2, axis=1)
-            same = _rows_equal(Xf, nearest, X, np.arange(X.shape[0]))
+            q = _sq_norms(_as_float(X, np.float64, e))
+            qi, tj = np.nonzero(D2 <= tiny * q[:, None])
         else:
             # float32 queries: float32 cross products (the distances are summed in float64)
             idx, dist, e, q = _knn_scaled(Xf, X, self.n_neighbors_, dtype=X.dtype)
@@ -478,16 +486,18 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             dx = s.sum(axis=1, keepdims=True)
             w = s / np.sqrt(np.maximum(dx, 1e-300) * self.degrees_[idx])
             G = np.einsum("ik,ikr->ir", w, self.embedding_[idx]) / (1.0 + self.delta_)
-            # a training sample is among its own k nearest, its computed squared distance at
-            # most the cross products' round-off: only rows that close are compared exactly
-            near = np.flatnonzero(dist[:, 0] ** 2 <= 8 * (X.shape[1] + 2) * _eps(X) * q)
-            match = _rows_equal(Xf, idx[near], X, near[:, None])  # exact equality
-            same = np.zeros(X.shape[0], dtype=bool)
-            same[near] = match.any(axis=1)
-            nearest = np.zeros(X.shape[0], dtype=np.int64)
-            nearest[near] = idx[near, np.argmax(match, axis=1)]
-        if same.any():
-            G[same] = self.embedding_[nearest[same]]
+            # a training sample is among its own k nearest (its copies too, up to k of them)
+            near = dist**2 <= tiny * q[:, None]
+            qi, tj = np.nonzero(near)
+            tj = idx[qi, tj]
+        match = _rows_equal(Xf, tj, X, qi, dtype=coarse)  # exact equality
+        qi, tj = qi[match], tj[match]
+        if qi.size:
+            count = np.bincount(qi, minlength=X.shape[0])
+            same = np.flatnonzero(count)
+            total = np.zeros((X.shape[0], G.shape[1]))
+            np.add.at(total, qi, self.embedding_[tj])
+            G[same] = total[same] / count[same, None]
         return G.astype(X.dtype, copy=False)
 
     @property

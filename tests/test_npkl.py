@@ -438,6 +438,30 @@ def test_harmonic_extension_reproduces_unconstrained_training_rows():
     assert np.allclose(model.kernel(X_new, X_new), Gn @ Gn.T)
 
 
+@pytest.mark.parametrize("graph", ["knn", "dense"])
+def test_training_rows_get_their_learned_rows_in_either_dtype_and_copies_their_mean(graph):
+    """transform(X_train) is fit_transform(X_train) for rows that occur once; copies of a
+    training row all get the mean of the copies' learned rows (transform is a function of the
+    row); and a model fitted on float32 data recognises the float64 rows it was rounded from
+    (the old exact float64 comparison gave them the harmonic extension, rows up to 98% off)."""
+    rng = np.random.default_rng(5)
+    X, y = two_moons(90, rng)
+    X = np.vstack([X, X[:3]])  # rows 90-92 copy rows 0-2
+    y = np.concatenate([y, y[:3]])
+    pairs = random_pairs(y[:90], 40, rng)
+    model = BCDNPKL(graph=graph, random_state=0).fit(X, pairs=pairs)
+    G, E = model.transform(X), model.embedding_
+    once = np.arange(3, 90)
+    np.testing.assert_array_equal(G[once], E[once])
+    for a, b in ((0, 90), (1, 91), (2, 92)):
+        np.testing.assert_allclose(G[a], 0.5 * (E[a] + E[b]), rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(G[a], G[b])
+    X32 = X.astype(np.float32)
+    m32 = BCDNPKL(graph=graph, random_state=0).fit(X32, pairs=pairs)
+    G32 = m32.transform(X32)
+    np.testing.assert_allclose(m32.transform(X), G32, rtol=1e-5, atol=1e-6 * np.abs(G32).max())
+
+
 def test_learned_kernel_separates_the_classes():
     from nystrom_priors.clustering import kernel_kmeans, pair_accuracy
 
