@@ -63,6 +63,8 @@ def _factored(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None =
     (r1 r2 + r1^2 + r2^2 floats, O(n (r1 + r2)^2) time). The smaller is used, so that a few
     samples with very wide factors (or many samples with narrow ones) stay cheap.
     """
+    if hasattr(B, "toarray"):
+        return _factored_sparse(A, B, centered, zero)
     if centered:
         # H A A^T H = (H A)(H A)^T: centring the kernel subtracts the column means of A
         A = A - A.mean(axis=0)
@@ -80,6 +82,26 @@ def _factored(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None =
     return _ratio(
         float(np.vdot(AtB, AtB)), float(np.vdot(AtA, AtA)), float(np.vdot(BtB, BtB)), zero=zero
     )
+
+
+def _factored_sparse(A: np.ndarray, B: Any, centered: bool, zero: float | None) -> float:
+    """``_factored`` for a ``scipy.sparse`` B (one-hot labels: as many columns as classes,
+    up to n) in O(n r1^2 + nnz(B) r1) time and O(r1 (r1 + r2)) memory, never densifying B.
+
+    Centring A alone centres the cross term (``(HA)^T B = (HA)^T HB``), and with
+    ``D = B^T B`` (sparse) and ``u = B^T 1 / sqrt(n)``,
+    ``||(HB)^T HB||^2 = ||D - u u^T||^2 = ||D||^2 - 2 u^T D u + ||u||^4``."""
+    if centered:
+        A = A - A.mean(axis=0)
+    AtB = np.asarray(B.T @ A)  # (r2, r1)
+    AtA = A.T @ A
+    D = (B.T @ B).tocsr()
+    bb = float(D.multiply(D).sum())
+    if centered:
+        u = np.asarray(B.sum(axis=0)).ravel() / np.sqrt(A.shape[0])
+        uu = float(u @ u)
+        bb = max(bb - 2.0 * float(u @ (D @ u)) + uu * uu, 0.0)
+    return _ratio(float(np.vdot(AtB, AtB)), float(np.vdot(AtA, AtA)), bb, zero=zero)
 
 
 def _check_centered(centered: Any) -> None:

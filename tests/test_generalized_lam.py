@@ -488,32 +488,38 @@ r = np.random.default_rng(0)
 n, d, m = 12000, 6, 40
 X = r.normal(size=(n, d))
 y = (X[:, 0] + 0.3 * r.normal(size=n) > 0).astype(int)
-if PAIRS:  # 12,000 pairs over about 10,000 samples
+lam = "auto"
+if MODE == "pairs":  # 12,000 pairs over about 10,000 samples
     side, small = {"pairs": labels_to_pairs(y, 12000, random_state=0)}, {
         "pairs": labels_to_pairs(y[:600], 300, random_state=0)
     }
     rows = np.unique(side["pairs"][:, :2]).size
-else:  # every sample labeled
+elif MODE == "labels":  # every sample labeled
     side, small, rows = {"y": y}, {"y": y[:600]}, n
-GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X[:600], **small)  # compile outside
+elif MODE == "classes":  # 6,000 classes of two samples: one-vs-rest scores would be l x l / 2
+    side, small, rows = {"y": np.arange(n) // 2}, {"y": np.arange(600) // 2}, n
+else:  # every sample its own class, a fixed lam: a dense one-hot Y would be l x l
+    side, small, rows, lam = {"y": np.arange(n)}, {"y": np.arange(600)}, n, 0.1
+GeneralizedNystrom(n_landmarks=m, random_state=0, lam=lam).fit(X[:600], **small)  # compile
 with open("/proc/self/clear_refs", "w") as fh:
     fh.write("5")  # reset the peak resident set to the current one
 base = peak_kib()
-model = GeneralizedNystrom(n_landmarks=m, random_state=0).fit(X, **side)
+model = GeneralizedNystrom(n_landmarks=m, random_state=0, lam=lam).fit(X, **side)
 assert model.S_.shape == (m, m)
 print(rows, peak_kib() - base)
 """
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc")
-@pytest.mark.parametrize("pairs", [False, True])
-def test_auto_memory_is_linear_in_the_constrained_samples(pairs):
-    """12,000 labels, or 12,000 pairs over about 10,000 samples: no array over pairs of
-    constrained samples (l x l: 0.8-1.15 GB) or n x l array, in Python or in jitted code
-    (the labels' and the pairs' cross-validation, the pairs' exact solve): the peak resident
-    set of a fresh process grows by O(n m + m^2) during the fit."""
+@pytest.mark.parametrize("mode", ["labels", "pairs", "classes", "own_class_fixed_lam"])
+def test_auto_memory_is_linear_in_the_constrained_samples(mode):
+    """12,000 labels (two classes, 6,000 classes of two, or every sample its own class at a
+    fixed lam), or 12,000 pairs over about 10,000 samples: no array over pairs of constrained
+    samples (l x l: 0.8-1.15 GB), no labels x classes array and no n x l array, in Python or
+    in jitted code (the labels' and the pairs' cross-validation, the pairs' exact solve, the
+    labels' exact solve): the peak resident set of a fresh process grows by O(n m + m^2)."""
     out = subprocess.run(
-        [sys.executable, "-c", f"PAIRS = {pairs}\n" + _MEMORY_SCRIPT],
+        [sys.executable, "-c", f"MODE = {mode!r}\n" + _MEMORY_SCRIPT],
         capture_output=True,
         text=True,
         timeout=300,

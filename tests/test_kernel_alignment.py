@@ -117,3 +117,25 @@ def test_factored_ones_uncentred_is_one():
     assert factored_alignment(G, G, centered=False) == pytest.approx(1.0, rel=1e-15)
     with pytest.raises(ValueError, match="zero Frobenius norm"):
         factored_alignment(G, G)  # zero after centring
+
+
+@pytest.mark.parametrize("centered", [True, False])
+@pytest.mark.parametrize("one_hot", [True, False])
+def test_factored_alignment_of_a_sparse_factor_matches_the_dense_one(centered, one_hot):
+    """A scipy.sparse B (one-hot labels with many classes) gives the dense computation's
+    alignment without densifying B."""
+    import scipy.sparse as sp
+
+    from nystrom_priors.kernel_alignment import _factored
+
+    r = np.random.default_rng(3)
+    n = 300
+    A = r.normal(size=(n, 7))
+    if one_hot:
+        codes = r.integers(120, size=n)
+        B = sp.csr_matrix((np.ones(n), (np.arange(n), codes)), shape=(n, 130))
+    else:
+        B = sp.random(n, 40, density=0.05, random_state=4, format="csr")
+    got = _factored(A, B, centered)
+    want = _factored(A, B.toarray(), centered)
+    assert got == pytest.approx(want, rel=1e-10)

@@ -14,19 +14,49 @@ from numba import njit, prange
 
 from ._lapack import DSYEVR, DSYTRF, lowest_eigenpairs, negative_count
 
+# rows of scores formed at a time: memory O(_ROWS c) for c classes, never O(l c)
+_ROWS = 256
+
 
 @njit(cache=True, nogil=True)
-def _pm_targets(codes, n_classes):
-    n = codes.size
+def _target(code, k, n_classes):
+    """The +-1 target of a row of class ``code`` in score column k (one column, class 1
+    positive, for two classes; one-vs-rest columns otherwise)."""
     if n_classes == 2:
-        T = np.empty((n, 1))
-        for i in range(n):
-            T[i, 0] = 1.0 if codes[i] == 1 else -1.0
-        return T
-    T = -np.ones((n, n_classes))
-    for i in range(n):
-        T[i, codes[i]] = 1.0
-    return T
+        return 1.0 if code == 1 else -1.0
+    return 1.0 if code == k else -1.0
+
+
+@njit(cache=True, nogil=True)
+def _class_sums(F, codes, n_classes):
+    """``F^T Y`` (p, n_classes) for the one-hot Y of ``codes``, without Y (l x n_classes)."""
+    l, p = F.shape
+    out = np.zeros((p, n_classes))
+    for i in range(l):
+        c = codes[i]
+        for a in range(p):
+            out[a, c] += F[i, a]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _target_products(F, codes, n_classes):
+    """``(F^T T, T^T 1)`` for the +-1 targets T of ``codes`` (``_target``; T = 2 Y - 1 for
+    one-vs-rest, one column for two classes), without T (l x c)."""
+    l, p = F.shape
+    sums = _class_sums(F, codes, n_classes)
+    counts = np.bincount(codes, minlength=n_classes).astype(np.float64)
+    total = F.sum(axis=0)
+    if n_classes == 2:
+        FtT = np.empty((p, 1))
+        for a in range(p):
+            FtT[a, 0] = 2.0 * sums[a, 1] - total[a]
+        return FtT, np.array([2.0 * counts[1] - l])
+    FtT = np.empty((p, n_classes))
+    for a in range(p):
+        for c in range(n_classes):
+            FtT[a, c] = 2.0 * sums[a, c] - total[a]
+    return FtT, 2.0 * counts - l
 
 
 @njit(cache=True, nogil=True)
@@ -48,8 +78,8 @@ def _margins(P, codes, n_classes):
 
 
 @njit(cache=True, nogil=True)
-def _losses(P, T, codes, n_classes, rows, out, t, j, scale):
-    """Per-sample held-out losses of the scores P (targets T, ``_pm_targets``) into
+def _losses(P, codes, n_classes, rows, out, t, j, scale):
+    """Per-sample held-out losses of the scores P (targets ``_target``) into
     ``out[:, t, rows[i], j]``: squared loss and squared hinge (summed over the one-vs-rest
     columns), 0/1 error, and the ramp loss ``min(max(1 - margin / scale, 0), 2)`` of the
     margin in units of ``scale``."""
@@ -59,9 +89,10 @@ def _losses(P, T, codes, n_classes, rows, out, t, j, scale):
         sq = 0.0
         sqh = 0.0
         for k in range(c):
-            d = P[i, k] - T[i, k]
+            tk = _target(codes[i], k, n_classes)
+            d = P[i, k] - tk
             sq += d * d
-            h = 1.0 - T[i, k] * P[i, k]
+            h = 1.0 - tk * P[i, k]
             if h > 0.0:
                 sqh += h * h
         out[0, t, rows[i], j] = sq
@@ -143,10 +174,7 @@ def _restricted(aT, w, codes_T, n_classes):
     l, r = aT.shape
     Vc, mu, C, F, D = _basis(aT, w, l + r)
     p = mu.size
-    Y = np.zeros((l, n_classes))
-    for i in range(l):
-        Y[i, codes_T[i]] = 1.0
-    FY = F.T @ Y
+    FY = _class_sums(F, codes_T, n_classes)  # F^T Y for the one-hot Y, never Y itself
     R = FY @ FY.T
     for a in range(p):
         for b in range(p):
@@ -293,17 +321,19 @@ def _round_constants(PE, w, codes, n_classes, train, test):
         for k in range(p):
             S0Vc[i, k] = Vc[i, k] / w[i]
     GV = aV @ S0Vc - FV @ C
-    T = _pm_targets(codes_T, n_classes)
-    BtT = np.empty((p + 1, T.shape[1]))
-    BtT[:p] = FT.T @ T
-    BtT[p] = T.sum(axis=0)
+    FtT, Tsum = _target_products(FT, codes_T, n_classes)
+    BtT = np.empty((p + 1, Tsum.size))
+    BtT[:p] = FtT
+    BtT[p] = Tsum
     return mu, C, R, D, FT, FV, GV, FT.sum(axis=0), BtT
 
 
 @njit(cache=True, nogil=True)
 def _lam_scores(mu, C, R, D, FT, FV, GV, b, BtT, rel_lam, alpha, lapack):
-    """Ridge scores (held-out (l_V, c), training (l_T, c)) of one round at
-    ``lam = rel_lam * mu_max^2`` (the prior where ``rel_lam`` is inf).
+    """The ridge classifier of one round at ``lam = rel_lam * mu_max^2`` (the prior where
+    ``rel_lam`` is inf), as ``(coef, HV, ZC)``: held-out scores ``HV coef`` (l_V, c) and
+    training scores ``coef[p] + F_T ZC`` (l_T, c), formed a block of rows at a time by the
+    caller (``_train_scores``) so that c classes cost O(rows c), never O(l c).
 
     With ``Yt = diag(D + Y, 1)`` the ridge classifier's held-out scores are
     ``[G_V + F_V Y, 1] (B^T B Yt + alpha I)^-1 B^T T`` and the training ones
@@ -326,15 +356,22 @@ def _lam_scores(mu, C, R, D, FT, FV, GV, b, BtT, rel_lam, alpha, lapack):
         A[a, a] += alpha
         A[a, p] = b[a]
     A[p, p] = FT.shape[0] + alpha
-    coef = np.linalg.solve(A, BtT)
+    coef = np.ascontiguousarray(np.linalg.solve(A, BtT))  # solve's result is Fortran-ordered
     HV = np.ones((FV.shape[0], p + 1))
     HV[:, :p] = GV + FV @ Y
-    SV = HV @ coef
-    ST = np.empty((FT.shape[0], coef.shape[1]))
-    ST[:] = coef[p]
+    ZC = Z @ np.ascontiguousarray(coef[:p])
+    return coef, HV, ZC
+
+
+@njit(cache=True, nogil=True)
+def _train_scores(FT, ZC, coef, start, stop):
+    """Training scores ``coef[p] + F_T ZC`` of the rows ``start:stop``."""
+    p = ZC.shape[0]
+    S = np.empty((stop - start, coef.shape[1]))
+    S[:] = coef[p]
     if p > 0:
-        ST += FT @ (Z @ np.ascontiguousarray(coef[:p]))  # solve's result is Fortran-ordered
-    return SV, ST
+        S += FT[start:stop] @ ZC
+    return S
 
 
 @njit(cache=True, nogil=True)
@@ -348,9 +385,9 @@ def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
     ST = np.empty((train.size, rel_lams.size, c))
     every = np.zeros(0, dtype=np.int64)  # all eigenpairs (np.linalg.eigh)
     for j in range(rel_lams.size):
-        SV[:, j, :], ST[:, j, :] = _lam_scores(
-            mu, C, R, D, FT, FV, GV, b, BtT, rel_lams[j], alpha, every
-        )
+        coef, HV, ZC = _lam_scores(mu, C, R, D, FT, FV, GV, b, BtT, rel_lams[j], alpha, every)
+        SV[:, j, :] = HV @ coef
+        ST[:, j, :] = _train_scores(FT, ZC, coef, 0, train.size)
     return SV, ST
 
 
@@ -468,12 +505,13 @@ def score_rounds(
             continue
         train = np.flatnonzero(roles[t] == 1)
         test = np.flatnonzero(roles[t] == 2)
-        SV, ST = _lam_scores(
+        FT = _unslot(FTs, t, TT * P, lT, p)
+        coef, HV, ZC = _lam_scores(
             MU[t * P : t * P + p],
             _unslot(CC, t, P * P, p, p),
             _unslot(RR, t, P * P, p, p),
             _unslot(DD, t, P * P, p, p),
-            _unslot(FTs, t, TT * P, lT, p),
+            FT,
             _unslot(FVs, t, VV * P, lV, p),
             _unslot(GVs, t, VV * P, lV, p),
             bs[t * P : t * P + p],
@@ -482,13 +520,19 @@ def score_rounds(
             alpha,
             lapack,
         )
-        mT = _margins(ST, codes[train], n_classes)
-        scale = np.sqrt(np.mean(mT * mT))
+        codes_T = codes[train]
+        ss = 0.0  # the training rows' squared margins, a block of rows at a time
+        for s in range(0, lT, _ROWS):
+            e = min(s + _ROWS, lT)
+            mT = _margins(_train_scores(FT, ZC, coef, s, e), codes_T[s:e], n_classes)
+            ss += np.sum(mT * mT)
+        scale = np.sqrt(ss / lT)
         if not (scale > 0.0 and np.isfinite(scale)):
             scale = 1.0
         codes_V = codes[test]
-        T = _pm_targets(codes_V, n_classes)
-        _losses(SV, T, codes_V, n_classes, test, out, t, j, scale)
+        for s in range(0, lV, _ROWS):
+            e = min(s + _ROWS, lV)
+            _losses(HV[s:e] @ coef, codes_V[s:e], n_classes, test[s:e], out, t, j, scale)
 
 
 @njit(cache=True, nogil=True)

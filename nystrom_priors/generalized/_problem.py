@@ -58,7 +58,8 @@ class _Problem:
     Parameters
     ----------
     S0 : (m, m) prior.
-    El, Y : labeled extrapolation rows (l, m) and one-hot labels (l, c), or None.
+    El, Y : labeled extrapolation rows (l, m) and one-hot labels (l, c), dense or
+        ``scipy.sparse`` (kept sparse: with c ~ l a dense Y would be quadratic), or None.
     Ep, a, b, t : rows of E for the points of the sparse part (p, m) and the ordered entries
         (a[k], b[k]) of the mask with targets t[k], or None.
     offset : (m, m) or None
@@ -91,7 +92,7 @@ class _Problem:
         R = np.zeros((self.m, self.m))
         Mpre = np.zeros((self.m, self.m))
         if self.has_labels:
-            C = El.T @ Y
+            C = (Y.T @ El).T  # E_l^T Y, also for a sparse one-hot Y (never densified)
             R += C @ C.T
             self.M = El.T @ El
             if offset is not None:
@@ -99,6 +100,8 @@ class _Problem:
             Mpre += self.M
             if El.shape[0] > self.m:
                 self.El, self.Y, self.loss_shift = _compress_labels(El, Y)
+            elif hasattr(Y, "toarray"):  # l <= m rows: at most m x l
+                self.Y = Y.toarray()
         if self.has_pairs:
             import scipy.sparse as sp
 
@@ -319,9 +322,12 @@ def _compress_labels(El: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndar
     V, s, Wt = np.linalg.svd(El, full_matrices=False)
     keep = s > max(El.shape) * _EPS * (s[0] if s.size else 0.0)
     V, s, Wt = V[:, keep], s[keep], Wt[keep]
-    Yc = V.T @ Y
-    # ||Y Y^T||^2 = ||Y^T Y||^2 (c x c), likewise for Yc: no l x l matrix
-    shift = float(np.sum((Y.T @ Y) ** 2) - np.sum((Yc.T @ Yc) ** 2))
+    Yc = np.ascontiguousarray((Y.T @ V).T)  # V^T Y (r x c), also for a sparse Y
+    # ||Y Y^T||^2 = ||Y^T Y||^2 (c x c: diagonal, and sparse, for a sparse one-hot Y) and
+    # ||Yc Yc^T||^2 (r x r): no l x l matrix, and no dense c x c one
+    YtY = Y.T @ Y
+    yy = float(YtY.multiply(YtY).sum()) if hasattr(YtY, "multiply") else float(np.sum(YtY**2))
+    shift = yy - float(np.sum((Yc @ Yc.T) ** 2))
     return np.ascontiguousarray(s[:, None] * Wt), Yc, max(shift, 0.0)
 
 
@@ -346,8 +352,13 @@ def _build_problem(S0, labels, pairs, E_of, label_rows=None, S0_eig=None) -> _Pr
         rows = np.arange(labels.index.size) if label_rows is None else label_rows
         idx = labels.index[rows]
         El = E_of(idx)
-        Y = np.zeros((idx.size, labels.n_classes))
-        Y[np.arange(idx.size), labels.codes[rows]] = 1.0
+        import scipy.sparse as sp
+
+        # one-hot labels, sparse: with as many classes as samples a dense Y is l x l
+        ones = np.ones(idx.size)
+        Y = sp.csr_matrix(
+            (ones, (np.arange(idx.size), labels.codes[rows])), shape=(idx.size, labels.n_classes)
+        )
         n_max = int(max(idx.max(), pairs[:, :2].max() if pairs is not None else 0)) + 1
         code_of = np.full(n_max, -1)
         code_of[idx] = labels.codes[rows]
