@@ -29,6 +29,11 @@ def atomic_fit(fit: Callable) -> Callable:
 
         saved = dict(self.__dict__)
         try:
+            # every parameter, also one the chosen kernel ignores (degree with "rbf"), as
+            # save and load check them: a model that fits can always be saved
+            validate = getattr(self, "_validate_params", None)
+            if validate is not None:
+                validate()
             out = fit(self, *args, **kwargs)
             record_feature_names(self, args[0] if args else kwargs.get("X"))
             return out

@@ -95,6 +95,12 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
             "or socket), which saving would replace; pass the path of a regular file or of a "
             "new one."
         )
+    # the rename needs only the directory's write permission: refuse to replace a file that
+    # open(path, "wb") could not overwrite (a read-only model), as open() would
+    if kind is not None and not os.access(path, os.W_OK):
+        raise PermissionError(
+            errno.EACCES, f"cannot save to {given!r}: the file exists and is not writable"
+        )
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for _ in range(100):
         tmp = os.path.join(directory, f".{base}.{os.urandom(6).hex()}{_TEMP_SUFFIX}")
@@ -103,6 +109,10 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
             break
         except FileExistsError:
             continue
+        except PermissionError as exc:  # name the path given, not the temporary file
+            raise PermissionError(
+                exc.errno, f"cannot save to {given!r}: directory {directory!r} is not writable"
+            ) from None
     else:  # pragma: no cover - 100 collisions of 48 random bits
         raise FileExistsError(f"could not create a temporary file in {directory!r}")
     try:

@@ -396,7 +396,27 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         self.n_iter_ = int(n_sweeps)
         self.converged_ = bool(converged)
         self._system = system
+        self._warn_degenerate_delta(delta)
         return self
+
+    def _warn_degenerate_delta(self, delta: float) -> None:
+        """Warn where delta leaves the graph out: beyond 1 / eps its normalised weights (at
+        most 1) vanish next to ``1 + delta`` in float64 (at 1e300 the learned kernel is zero)."""
+        if delta * np.finfo(np.float64).eps < 1.0:
+            return
+        from ._feature_names import _user_stacklevel
+
+        which = "delta = C / 2" if self.delta is None else "delta"
+        fix = (
+            "a smaller C (the default delta is C / 2)" if self.delta is None else "a smaller delta"
+        )
+        warnings.warn(
+            f"BCDNPKL: {which} = {delta:.3g}: beyond 1 / eps = 4.5e15 the graph's weights are "
+            "lost to float64 round-off next to 1 + delta, so the kernel ignores the graph; use "
+            f"{fix}.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
 
     def _warn_components(self, S, P: np.ndarray) -> None:
         import scipy.sparse as sp

@@ -89,3 +89,31 @@ def test_case(outcomes, case_id):
     # Exactly the promised type (a subclass would also satisfy `except name`; we want the type).
     assert got["type"] == name, f"raised {got['type']}: {got['message']}"
     assert re.search(regex, got["message"]), f"message {got['message']!r} !~ {regex!r}"
+
+
+@pytest.mark.parametrize(
+    "cls, params, name",
+    [
+        ("Nystrom", {"degree": "x"}, "degree"),
+        ("GeneralizedNystrom", {"coef0": float("nan")}, "coef0"),
+        ("LogDetKernelLearner", {"n_constraints": 0}, "n_constraints"),
+        ("VonNeumannKernelLearner", {"n_constraints": 2.5}, "n_constraints"),
+    ],
+)
+def test_fit_refuses_every_parameter_save_would_refuse(cls, params, name, tmp_path):
+    """A parameter the chosen kernel or side information ignores (degree with "rbf",
+    n_constraints with explicit pairs) is still checked by fit, as save and load check it:
+    such a model used to fit and then could never be saved."""
+    import numpy as np
+
+    import nystrom_priors as npr
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = np.arange(40) % 2
+    # the Bregman learners on explicit pairs: n_constraints (pairs drawn from y) is unused
+    side = {"pairs": [[0, 1, 1], [2, 3, -1]]} if "Learner" in cls else {"y": y}
+    est = getattr(npr, cls)(n_landmarks=5, **params)
+    with pytest.raises((TypeError, ValueError), match=name):
+        est.fit(X, **side)
+    good = getattr(npr, cls)(n_landmarks=5).fit(X, **side)
+    npr.save(good, tmp_path / "m.npz")  # the valid counterpart saves

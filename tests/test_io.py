@@ -504,6 +504,36 @@ def test_save_keeps_permissions_and_refuses_a_directory(tmp_path, models):
     assert _listing(tmp_path) == ["dir.npz", "model.npz"]
 
 
+def test_save_does_not_replace_a_file_it_may_not_write(tmp_path, models, monkeypatch):
+    """Renaming over a file needs only the directory's permission: save used to replace a
+    read-only model file silently. Like open(path, "wb"), it now refuses (naming the path)
+    and the file is kept. Permissions are simulated (tests may run as root, who may write
+    anything); a directory it may not write is named too, not the temporary file."""
+    path = tmp_path / "model.npz"
+    save(models["Nystrom"], path)
+    before = path.read_bytes()
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if str(p) == str(path) else real_access(p, mode)
+    )
+    with pytest.raises(PermissionError, match="model.npz.*not writable"):
+        save(models["BCDNPKL"], path)
+    assert path.read_bytes() == before and _listing(tmp_path) == ["model.npz"]
+    monkeypatch.undo()
+
+    real_open = os.open
+
+    def refuse(name, *args, **kwargs):
+        if str(name).endswith(".tmp"):
+            raise PermissionError(13, "Permission denied", name)
+        return real_open(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    with pytest.raises(PermissionError, match=r"'[^']*new\.npz'.*not writable") as info:
+        save(models["Nystrom"], tmp_path / "new.npz")
+    assert ".tmp" not in str(info.value)
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
 def test_save_refuses_to_replace_a_fifo_or_a_link_to_one(tmp_path, models):
     """A FIFO (like a device, or /dev/null as root) at the path would be replaced by a regular

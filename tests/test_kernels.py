@@ -282,6 +282,23 @@ def test_mean_squared_distance_is_exact(rng):
     assert mean_squared_distance(X.astype(np.float32)) == pytest.approx(brute, rel=1e-5)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_mean_squared_distance_survives_the_rounding_of_a_huge_offset(sparse):
+    """With a common offset of 1e17 the stored values are 16 apart (float64's spacing there)
+    and their mean rounds by up to 8: the plain two-pass sum added that rounding, squared, to
+    every row (1024 instead of 853.3 here). The corrected two-pass sum matches pdist."""
+    import scipy.sparse as sp
+
+    X = 1e17 + np.array([[0.0, 1.0], [16.0, 1.0], [32.0, 1.0], [48.0, 1.0]])
+    brute = pdist(X, "sqeuclidean").mean()
+    got = mean_squared_distance(sp.csr_matrix(X) if sparse else X)
+    assert got == pytest.approx(brute, rel=1e-12)
+    Y = 1e17 + np.random.default_rng(1).normal(size=(500, 3)) * 100
+    assert mean_squared_distance(sp.csr_matrix(Y) if sparse else Y) == pytest.approx(
+        pdist(Y, "sqeuclidean").mean(), rel=1e-9
+    )
+
+
 def test_mean_l1_distance_is_exact(rng):
     X = rng.normal(size=(157, 5))
     assert mean_l1_distance(X) == pytest.approx(pdist(X, "cityblock").mean(), rel=1e-12)

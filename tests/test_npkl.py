@@ -670,3 +670,17 @@ def test_a_fit_that_cannot_converge_names_the_setting_that_helps(kw, advice, fix
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         assert BCDNPKL(random_state=0, **{**kw, **fixed, "rank": None}).fit(X, yp).converged_
+
+
+@pytest.mark.parametrize(
+    "kw, advice", [({"delta": 1e300}, "a smaller delta"), ({"C": 1e20}, "a smaller C")]
+)
+def test_a_delta_that_drowns_the_graph_warns_naming_the_setting(kw, advice):
+    """Beyond 1 / eps the graph's weights vanish next to 1 + delta (at 1e300 the learned
+    kernel is exactly zero, reported as converged): a warning names delta, or C where delta
+    is its default C / 2."""
+    rng = np.random.default_rng(4)
+    X, y = two_moons(60, rng)
+    pairs = random_pairs(y, 20, rng)
+    with pytest.warns(UserWarning, match=f"graph's weights are lost.*{advice}"):
+        BCDNPKL(random_state=0, **kw).fit(X, pairs=pairs)

@@ -98,3 +98,19 @@ def test_von_neumann_properties_on_feasible_problems(seed, k):
     assert np.abs(model.W_.T @ model.W_ - np.eye(4)).max() < 1e-10
     assert rel_violation(G, model.pairs_, model.bounds_) < tol
     assert model.dual_.min() >= 0.0
+
+
+def test_a_bound_no_sweep_can_reach_is_named_in_the_convergence_warning():
+    """A bound of 1e-300 asks a pair's squared distance to shrink ~1e300-fold: the relative
+    violation stays inf and more sweeps cannot help. The warning names the pair, its
+    distance and bound, and the learner that has slack."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    pairs = np.array([[0, 1, 1], [2, 3, -1], [4, 5, 1]])
+    model = VonNeumannKernelLearner(rank=5, n_landmarks=10, max_iter=30, random_state=0)
+    with pytest.warns(
+        ConvergenceWarning,
+        match=r"pair \[\d+, \d+\] asks its squared distance .* to become 1e-300 .*"
+        r"LogDetKernelLearner with a finite gamma",
+    ):
+        model.fit(X, pairs=pairs, bounds=np.full(3, 1e-300))

@@ -12,12 +12,11 @@ dual increment ``y = max(lam - lam_prev, 0)`` of the window as a Farkas certific
 no PSD kernel meets the constraints (``0 <= tr(K M) <= sum_c y_c delta_c b_c < 0``). The
 duals of an infeasible set grow along such a direction, so its finite-window estimate
 approaches one. We accept y when it proves that every kernel meeting the constraints has at
-least ``_TRACE_FACTOR`` (100) times the trace of the initial one (``tr(K) >= sum y delta b /
-lambda_min(M)`` where M is nearly PSD; see ``_farkas_certificate``) and the violation did not
-halve over the window, then stop with
-:class:`InfeasibleConstraintsWarning` (remedy: a finite ``gamma``). A feasible plateau, where a
-sweep leaves the kernel unchanged while dual mass moves between constraints, gives an
-indefinite M and is not flagged.
+least 100 times the trace of the initial one (``tr(K) >= sum y delta b / lambda_min(M)`` where
+M is nearly PSD; ``_diagnostics.py``) and the violation did not halve over the window, then
+stop with :class:`InfeasibleConstraintsWarning` (remedy: a finite ``gamma``). A feasible
+plateau, where a sweep leaves the kernel unchanged while dual mass moves between
+constraints, gives an indefinite M and is not flagged.
 
 **Inductive use.** With ``init="nystrom"``, ``G0 = k(X, Z) U diag(w)^{-1/2}`` is the Nystrom
 factor, defined for any sample, so new samples get ``G0_new B``; the 2006 method becomes
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._base import BaseEstimator, FactorTransformMixin
+from .._feature_names import _user_stacklevel
 from .._labels import _given
 from .._validation import check_option, check_scalar, dense_array
 from ..exceptions import ConvergenceWarning, InfeasibleConstraintsWarning
@@ -52,49 +52,11 @@ from ._bounds import (
     distance_bounds,
     pair_lengths,
 )
+from ._diagnostics import _farkas_certificate, _stretch_hint
 
 _INITS = ("nystrom", "linear")
 # sweeps per allocation of the per-sweep paths (they grow as sweeps are done)
 _PATH_CHUNK = 1024
-# infeasible: any kernel that meets the constraints has at least this many times the initial
-# kernel's trace (``_farkas_certificate``)
-_TRACE_FACTOR = 100.0
-
-
-def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
-    """Is ``y = max(increment, 0)`` (approximately) a Farkas certificate of infeasibility?
-
-    ``cert`` holds the constraint data in the initial factor coordinates: rows ``G``, index
-    arrays ``I1``, ``I2``, ``kind``, ``delta``, bounds ``b``, and ``trace0``, the trace of
-    the initial kernel there (its rank: the coordinates whiten it).
-
-    Every kernel K that meets the constraints has ``tr(K M) <= sum_c y_c delta_c b_c = -beta``
-    and ``tr(K M) >= lambda_min(M) tr(K)``; where ``beta > 0`` and ``lambda_min(M) = -eps < 0``
-    it therefore has ``tr(K) >= beta / eps`` (an exact certificate, ``eps = 0``, excludes
-    every kernel). y is accepted when that bound exceeds ``_TRACE_FACTOR`` times the initial
-    kernel's trace and ``beta`` is at least 1% of ``sum y |b|``: the constraints could be met
-    only by stretching the initial kernel's squared distances a hundredfold on average. The
-    bound holds for every window, so a feasible set, however slowly it converges, is flagged
-    only if all its solutions are that far from the initial kernel.
-    """
-    y = np.maximum(increment, 0.0)
-    if not y.any():
-        return False
-    G, I1, I2, kind, delta, b = (cert[k] for k in ("G", "I1", "I2", "kind", "delta", "b"))
-    coef = y * delta
-    dist = kind == 0
-    V = G[I1[dist]] - G[I2[dist]]
-    M = (V * coef[dist][:, None]).T @ V
-    if (~dist).any():
-        A, C = G[I1[~dist]], G[I2[~dist]]
-        half = (A * coef[~dist][:, None]).T @ C
-        M += 0.5 * (half + half.T)
-    ev = np.linalg.eigvalsh(0.5 * (M + M.T))
-    beta = -float((coef * b).sum())
-    if not beta >= 0.01 * float((y * np.abs(b)).sum()) or np.abs(ev).max() == 0.0:
-        return False
-    eps = max(-float(ev[0]), 0.0)
-    return bool(eps == 0.0 or beta > _TRACE_FACTOR * eps * float(cert["trace0"]))
 
 
 def _check_similarity_pairs(pairs: Any, n: int) -> np.ndarray:
@@ -303,7 +265,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 f"rank={rank} exceeds the rank {P0.shape[1]} of the initial kernel; Bregman "
                 f"learning preserves the initial rank, so rank {P0.shape[1]} is used.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=_user_stacklevel(),
             )
         self.P0_ = np.ascontiguousarray(P0, dtype=np.float64)
         self.projection_ = self.P0_
@@ -385,7 +347,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                     f"{D[np.flatnonzero(zero)[0], :2].tolist()}); Bregman projections cannot "
                     "change their distance, so they are skipped.",
                     UserWarning,
-                    stacklevel=3,
+                    stacklevel=_user_stacklevel(),
                 )
                 D, given = D[~zero], given[~zero]
             missing = np.isnan(given)
@@ -484,10 +446,11 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         if not np.isfinite(self.projection_).all():
             # the projections multiply squared distances together: with a kernel of extreme
             # scale (poly of high degree: distances ~1e88) they overflow
-            big = float(np.max(np.abs(self.bounds_), initial=0.0))
+            b = np.abs(self.bounds_)
+            lo, hi = float(b.min(initial=np.inf)), float(b.max(initial=0.0))
             raise ValueError(
                 f"{type(self).__name__}: the Bregman projections overflowed float64 (the learned "
-                f"factor is not finite); the initial kernel's squared distances reach {big:.3g}. "
+                f"factor is not finite); the squared-distance bounds span {lo:.3g} to {hi:.3g}. "
                 "Rescale X or the kernel (width, kernel_gamma, degree) to a moderate scale."
                 + (_stretch_hint(*stretch) if stretch is not None else "")
             )
@@ -510,16 +473,16 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 f"{lamnorm[n_sweeps - 1]:.3g}. {remedy} The result is finite but does not meet "
                 "the constraints; converged_ is False.",
                 InfeasibleConstraintsWarning,
-                stacklevel=3,
+                stacklevel=_user_stacklevel(),
             )
         elif status == 1:
             warnings.warn(
                 f"{name} did not converge in max_iter={self.max_iter} sweeps (relative dual "
                 f"change {conv[n_sweeps - 1]:.3g}, the returned kernel's largest relative "
                 f"violation {self.max_violation_:.3g}, tol={self.tol}); increase max_iter or "
-                "tol.",
+                "tol." + (_stretch_hint(*stretch) if stretch is not None else ""),
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=_user_stacklevel(),
             )
 
     def _check_fit_params(self) -> tuple[float, int]:
@@ -529,28 +492,6 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         tol = check_scalar(self.tol, "tol", lo=0.0)
         max_iter = int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
         return tol, max_iter
-
-
-def _stretch_hint(G: np.ndarray, I1, I2, b: np.ndarray, pairs: np.ndarray, hard=True) -> str:
-    """The distance constraint asking the largest change of its pair's squared distance (a
-    cannot-link pair of near-duplicates needs a factor ~1e18: projections overflow, hard ones
-    and soft ones whose step still moves the pair by a factor near 1 / eps)."""
-    nd = pairs.shape[0]
-    if nd == 0:
-        return ""
-    diff = G[I1[:nd]] - G[I2[:nd]]
-    d0 = np.einsum("ij,ij->i", diff, diff)
-    with np.errstate(divide="ignore", over="ignore"):
-        ratio = np.maximum(b[:nd] / d0, d0 / b[:nd])
-    k = int(np.argmax(ratio))
-    if not ratio[k] > 1e8:
-        return ""
-    return (
-        f" Or the constraints: pair {pairs[k, :2].tolist()} asks its squared distance "
-        f"{d0[k]:.3g} to become {b[k]:.3g} (a factor {ratio[k]:.3g}); check for "
-        "near-duplicate samples, drop such pairs or "
-        + ("use a finite gamma (soft constraints)." if hard else "use a smaller gamma.")
-    )
 
 
 _COMMON_PARAMS_DOC = """

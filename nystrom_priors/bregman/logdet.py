@@ -242,7 +242,12 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         )
         if c["similarity_pairs"].shape[0]:
             remedy += " Similarity constraints are always hard: check similarity_bounds."
-        stretch = (Gc, c["I1"], c["I2"], c["b"], c["pairs"], math.isinf(gamma))
+        fix = (
+            "use a finite gamma (soft constraints)."
+            if math.isinf(gamma)
+            else "use a smaller gamma."
+        )
+        stretch = (Gc, c["I1"], c["I2"], c["b"], c["pairs"], fix)
         self.max_violation_ = float(
             burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt, 0, nc)
         )

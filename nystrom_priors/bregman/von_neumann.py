@@ -192,5 +192,13 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
             self._remedy(
                 "von Neumann learning has no slack: use LogDetKernelLearner with a finite gamma"
             ),
+            (
+                cert["G"],
+                c["I1"],
+                c["I2"],
+                c["b"],
+                c["pairs"],
+                "use LogDetKernelLearner with a finite gamma.",
+            ),
         )
         return self

@@ -1,0 +1,69 @@
+"""What the Bregman learners say when the constraints cannot be met: the window's dual
+increment read as a Farkas certificate of infeasibility, and the constraint that asks a
+pair's squared distance to change the most."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# infeasible: any kernel that meets the constraints has at least this many times the initial
+# kernel's trace (``_farkas_certificate``)
+_TRACE_FACTOR = 100.0
+
+
+def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
+    """Is ``y = max(increment, 0)`` (approximately) a Farkas certificate of infeasibility?
+
+    ``cert`` holds the constraint data in the initial factor coordinates: rows ``G``, index
+    arrays ``I1``, ``I2``, ``kind``, ``delta``, bounds ``b``, and ``trace0``, the trace of
+    the initial kernel there (its rank: the coordinates whiten it).
+
+    Every kernel K that meets the constraints has ``tr(K M) <= sum_c y_c delta_c b_c = -beta``
+    and ``tr(K M) >= lambda_min(M) tr(K)``; where ``beta > 0`` and ``lambda_min(M) = -eps < 0``
+    it therefore has ``tr(K) >= beta / eps`` (an exact certificate, ``eps = 0``, excludes
+    every kernel). y is accepted when that bound exceeds ``_TRACE_FACTOR`` times the initial
+    kernel's trace and ``beta`` is at least 1% of ``sum y |b|``: the constraints could be met
+    only by stretching the initial kernel's squared distances a hundredfold on average. The
+    bound holds for every window, so a feasible set, however slowly it converges, is flagged
+    only if all its solutions are that far from the initial kernel.
+    """
+    y = np.maximum(increment, 0.0)
+    if not y.any():
+        return False
+    G, I1, I2, kind, delta, b = (cert[k] for k in ("G", "I1", "I2", "kind", "delta", "b"))
+    coef = y * delta
+    dist = kind == 0
+    V = G[I1[dist]] - G[I2[dist]]
+    M = (V * coef[dist][:, None]).T @ V
+    if (~dist).any():
+        A, C = G[I1[~dist]], G[I2[~dist]]
+        half = (A * coef[~dist][:, None]).T @ C
+        M += 0.5 * (half + half.T)
+    ev = np.linalg.eigvalsh(0.5 * (M + M.T))
+    beta = -float((coef * b).sum())
+    if not beta >= 0.01 * float((y * np.abs(b)).sum()) or np.abs(ev).max() == 0.0:
+        return False
+    eps = max(-float(ev[0]), 0.0)
+    return bool(eps == 0.0 or beta > _TRACE_FACTOR * eps * float(cert["trace0"]))
+
+
+def _stretch_hint(G: np.ndarray, I1, I2, b: np.ndarray, pairs: np.ndarray, fix: str) -> str:
+    """The distance constraint asking the largest change of its pair's squared distance (a
+    cannot-link pair of near-duplicates needs a factor ~1e18: projections overflow, hard ones
+    and soft ones whose step still moves the pair by a factor near 1 / eps; a bound of 1e-300
+    asks a factor no sweep can reach). ``fix``: the remedy that ends the hint."""
+    nd = pairs.shape[0]
+    if nd == 0:
+        return ""
+    diff = G[I1[:nd]] - G[I2[:nd]]
+    d0 = np.einsum("ij,ij->i", diff, diff)
+    with np.errstate(divide="ignore", over="ignore"):
+        ratio = np.maximum(b[:nd] / d0, d0 / b[:nd])
+    k = int(np.argmax(ratio))
+    if not ratio[k] > 1e8:
+        return ""
+    return (
+        f" Or the constraints: pair {pairs[k, :2].tolist()} asks its squared distance "
+        f"{d0[k]:.3g} to become {b[k]:.3g} (a factor {ratio[k]:.3g}); check for "
+        f"near-duplicate samples or such bounds, drop such pairs or {fix}"
+    )
