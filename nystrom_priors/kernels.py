@@ -408,7 +408,7 @@ def _iter_blocks(X: Any, block_rows: int | None, row_width: int) -> Iterator[tup
         X = np.asarray(X)  # a list of rows, not a list of blocks
     if is_sparse(X):  # CSR row slices (other formats are converted once)
         X = check_array(X, accept_sparse=True)
-        for s in range(0, X.shape[0], block_rows):
+        for s in range(0, max(X.shape[0], 1), block_rows):  # zero rows: one empty block
             yield s, X[s : s + block_rows]
         return
     if _array_like(X):  # np.memmap, dask: slicing reads one block at a time
@@ -417,7 +417,8 @@ def _iter_blocks(X: Any, block_rows: int | None, row_width: int) -> Iterator[tup
         # a DataFrame's blocks keep its columns; a lazy array (dask) computes one block
         rows = X.iloc if hasattr(X, "iloc") else X
         lazy = not isinstance(X, np.ndarray) and not hasattr(X, "iloc")
-        for s in range(0, X.shape[0], block_rows):
+        # a zero-row array is one (empty) block: the caller checks it as transform would
+        for s in range(0, max(X.shape[0], 1), block_rows):
             block = rows[s : s + block_rows]
             yield s, np.asarray(block) if lazy else block
         return

@@ -35,9 +35,9 @@ def save_figure(path: str, draw) -> None:
     print(f"wrote {path}")
 
 
-def count(lo: int = 1):
-    """An argparse ``type``: an integer of at least ``lo`` (a bad value is a usage error
-    before any work, not a traceback after it)."""
+def count(lo: int = 1, hi: int | None = None):
+    """An argparse ``type``: an integer of at least ``lo`` and at most ``hi`` (a bad value
+    is a usage error before any work, not a traceback after it)."""
 
     def parse(text: str) -> int:
         try:
@@ -46,6 +46,8 @@ def count(lo: int = 1):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < lo:
             raise argparse.ArgumentTypeError(f"must be at least {lo}, got {value}")
+        if hi is not None and value > hi:
+            raise argparse.ArgumentTypeError(f"must be at most {hi}, got {value}")
         return value
 
     return parse

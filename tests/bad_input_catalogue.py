@@ -330,6 +330,10 @@ case(
     "GeneralizedNystrom.lam_grid-string",
     (ValueError, r"lam_grid must be a non-empty 1-D array of finite exponents, got 'abc'"),
 )(lambda: fit("GeneralizedNystrom", lam_grid="abc"))
+case(  # bools are not exponents (np.asarray made True an exponent of 1)
+    "GeneralizedNystrom.lam_grid-bool",
+    (ValueError, r"lam_grid must be a non-empty 1-D array of finite exponents, got \[True, 1.0\]"),
+)(lambda: fit("GeneralizedNystrom", lam_grid=[True, 1.0]))
 case(
     "LogDetKernelLearner.bounds-negative",
     (ValueError, r"bounds\[0\] = -1.0: squared-distance bounds must be > 0"),

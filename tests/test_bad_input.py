@@ -117,3 +117,21 @@ def test_fit_refuses_every_parameter_save_would_refuse(cls, params, name, tmp_pa
         est.fit(X, **side)
     good = getattr(npr, cls)(n_landmarks=5).fit(X, **side)
     npr.save(good, tmp_path / "m.npz")  # the valid counterpart saves
+
+
+def test_streaming_a_zero_row_array_is_refused_as_transform_refuses_it():
+    """iter_transform / iter_kernel_rows of a zero-row array yielded nothing, unchecked (a
+    wrong feature count or a string dtype passed); they now raise what transform raises."""
+    import numpy as np
+
+    import nystrom_priors as npr
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    model = npr.Nystrom(n_landmarks=10, random_state=0).fit(X)
+    for empty in (np.zeros((0, 3)), np.zeros((0, 7)), np.zeros((0, 3), dtype="U1")):
+        with pytest.raises((TypeError, ValueError)) as direct:
+            model.transform(empty)
+        with pytest.raises(type(direct.value)):
+            list(model.iter_transform(empty))
+        with pytest.raises(type(direct.value)):
+            list(model.iter_kernel_rows(empty, X))

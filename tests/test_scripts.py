@@ -62,6 +62,7 @@ def test_keel_raw_files(name, shape, n_classes):
     "args, message",
     [
         (["demo", "--draws", "0"], "argument --draws: must be at least 1, got 0"),
+        (["demo", "--dpi", "3000"], "argument --dpi: must be at most 1200, got 3000"),
         (["demo", "--labels", "5000"], "argument --labels: at most 1796"),
         (["demo", "--out", "/nonexistent-folder/x.png"], "does not exist"),
         (["reproduce", "kulis2006", "--", "--trials", "0"], "--trials: must be at least 1"),

@@ -286,12 +286,14 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         else:
             fixed = check_scalar(lam, "lam", lo=0.0, lo_closed=False, allow_inf=True)
         try:
-            grid = (
-                np.arange(-12.0, 0.5, 2.0)
-                if self.lam_grid is None
-                else np.asarray(self.lam_grid, dtype=float)
-            )
-        except (TypeError, ValueError):  # strings, ragged lists, objects
+            if self.lam_grid is None:
+                grid = np.arange(-12.0, 0.5, 2.0)
+            else:
+                raw = np.asarray(self.lam_grid, dtype=object)
+                if any(isinstance(v, (bool, np.bool_)) for v in raw.ravel()):
+                    raise TypeError("True / False are not exponents")
+                grid = raw.astype(float)
+        except (TypeError, ValueError):  # bools, strings, ragged lists, objects
             grid = np.empty(0)
         if grid.ndim != 1 or grid.size == 0 or not np.isfinite(grid).all():
             raise ValueError(
