@@ -99,8 +99,12 @@ def _factored_sparse(A: np.ndarray, B: Any, centered: bool, zero: float | None) 
     bb = float(D.multiply(D).sum())
     if centered:
         u = np.asarray(B.sum(axis=0)).ravel() / np.sqrt(A.shape[0])
-        uu = float(u @ u)
-        bb = max(bb - 2.0 * float(u @ (D @ u)) + uu * uu, 0.0)
+        uu, uDu = float(u @ u), float(u @ (D @ u))
+        # a difference of large terms: at their round-off it is zero (one class: H B = 0),
+        # as the dense path's centred B is exactly
+        size = bb + 2.0 * abs(uDu) + uu * uu
+        bb = bb - 2.0 * uDu + uu * uu
+        bb = bb if bb > 16 * np.finfo(np.float64).eps * size else 0.0
     return _ratio(float(np.vdot(AtB, AtB)), float(np.vdot(AtA, AtA)), bb, zero=zero)
 
 

@@ -447,7 +447,8 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     # -- factor rows -----------------------------------------------------------------------
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
         """Fit, then return the learned factor of the training samples (``embedding_``;
-        ``transform`` of the same samples gives the same rows)."""
+        ``transform`` of the same samples gives the same rows, but for samples that occur more
+        than once: see ``transform``)."""
         from ._pairs_format import refuse_point_pairs_transform
 
         refuse_point_pairs_transform(X, type(self).__name__)
@@ -466,8 +467,10 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         """Harmonic extension: ``phi(x) = sum_j S_xj / sqrt(d_x d_j) phi(x_j) / (1 + delta)``
         over the k nearest training samples (every training sample for the dense graph); a
         sample equal to a training sample gets that sample's learned row, so
-        ``transform(X_train)`` equals ``fit_transform`` (where training rows repeat, each copy
-        gets the mean of their learned rows: transform is a function of the row). Equality is
+        ``transform(X_train)`` equals ``fit_transform``. Where training rows repeat, each copy
+        gets the mean of the copies' learned rows (transform is a function of the row): of all
+        of them with the dense graph, of those among its ``n_neighbors`` nearest with the kNN
+        graph (all of them when there are at most ``n_neighbors``). Equality is
         exact in the coarser of the two dtypes, so float64 rows whose float32 rounding the
         model was fitted on count as equal. Distances are taken in units of ``2^e ~ max |x|``
         (exact; any finite scale works) and, for the dense graph, a block of query rows at a
@@ -484,9 +487,10 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     def _extend(self, X: Any) -> np.ndarray:
         Xf = self.X_fit_
         coarse = np.float32 if np.float32 in (X.dtype, Xf.dtype) else np.float64
-        # squared distance (in units of the query's ||x||^2) below which a training sample
-        # may equal the query: the computed distance's round-off, or the coarser dtype's
-        tiny = 8 * (X.shape[1] + 2) * max(_eps(X), float(np.finfo(coarse).eps))
+        # squared distance (in units of the query's ||x||^2) below which a training sample may
+        # equal the query once both are rounded to the coarser dtype: ||x - fl(x)||^2 is at
+        # most eps^2 / 4 ||x||^2, plus (kNN) the round-off of distances from cross products
+        rounding = float(np.finfo(coarse).eps) ** 2
         if self.graph_type_ == "dense":
             e = _exponent(Xf, X)
             D2 = squared_distances(X, Xf, e)
@@ -495,7 +499,10 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             W = S / np.sqrt(np.maximum(dx, 1e-300)[:, None] * self.degrees_[None, :])
             G = W @ self.embedding_ / (1.0 + self.delta_)
             q = _sq_norms(_as_float(X, np.float64, e))
-            qi, tj = np.nonzero(D2 <= tiny * q[:, None])
+            # cdist is exact for equal rows; CSR distances come from cross products
+            expanded = is_sparse(X) or is_sparse(Xf)
+            tol = rounding + (8 * (X.shape[1] + 2) * _eps(X) if expanded else 0.0)
+            qi, tj = np.nonzero(D2 <= tol * q[:, None])
         else:
             # float32 queries: float32 cross products (the distances are summed in float64)
             idx, dist, e, q = _knn_scaled(Xf, X, self.n_neighbors_, dtype=X.dtype)
@@ -507,7 +514,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             w = s / np.sqrt(np.maximum(dx, 1e-300) * self.degrees_[idx])
             G = np.einsum("ik,ikr->ir", w, self.embedding_[idx]) / (1.0 + self.delta_)
             # a training sample is among its own k nearest (its copies too, up to k of them)
-            near = dist**2 <= tiny * q[:, None]
+            near = dist**2 <= (8 * (X.shape[1] + 2) * _eps(X) + rounding) * q[:, None]
             qi, tj = np.nonzero(near)
             tj = idx[qi, tj]
         match = _rows_equal(Xf, tj, X, qi, dtype=coarse)  # exact equality

@@ -139,3 +139,16 @@ def test_factored_alignment_of_a_sparse_factor_matches_the_dense_one(centered, o
     got = _factored(A, B, centered)
     want = _factored(A, B.toarray(), centered)
     assert got == pytest.approx(want, rel=1e-10)
+
+
+def test_factored_alignment_of_a_sparse_single_class_is_exactly_zero():
+    """One class: the centred label kernel is zero. The sparse formula's terms cancel only to
+    round-off, which made lam="nka" choose its lam from noise; it is now exactly 0, as the
+    dense path gives."""
+    import scipy.sparse as sp
+
+    from nystrom_priors.kernel_alignment import _factored
+
+    A = np.random.default_rng(0).normal(size=(13, 4))
+    B = sp.csr_matrix(np.ones((13, 1)))
+    assert _factored(A, B, True, zero=0.0) == 0.0 == _factored(A, B.toarray(), True, zero=0.0)

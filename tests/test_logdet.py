@@ -549,3 +549,41 @@ def test_the_warning_quotes_the_returned_kernels_violation():
         f"returned kernel's largest relative violation is {model.max_violation_:.3g}" in text
         or (f"returned kernel's largest relative violation {model.max_violation_:.3g}" in text)
     ), text
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1.0, 30.0])
+def test_the_infeasibility_test_does_not_depend_on_the_bounds_scale(scale):
+    """The certificate's trace bound scales with the bounds while its eigenvalue does not, so
+    it is compared with the trace the bounds' own scale asks for. A strictly feasible set
+    (bounds within 5% of the distances of s^2 X X^T) converges at s = 30, which a bound
+    compared with the fixed initial trace called infeasible after 100 sweeps; an infeasible
+    triangle (sqrt(b01) + sqrt(b12) < sqrt(b02) at every scale) is flagged after the first
+    windows at any scale of its bounds, which the fixed reference missed at 1e-6."""
+    r = np.random.default_rng(0)
+    X = r.normal(size=(60, 3))
+    P = r.choice(60, size=(40, 2))
+    P = P[P[:, 0] != P[:, 1]]
+    sign = r.choice([-1, 1], size=len(P))
+    d = scale**2 * ((X[P[:, 0]] - X[P[:, 1]]) ** 2).sum(1)
+    bounds = np.where(sign == 1, 1.05 * d, 0.95 * d)
+    for cls in (LogDetKernelLearner, VonNeumannKernelLearner):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", InfeasibleConstraintsWarning)
+            model = cls(init="linear", max_iter=5000).fit(
+                X, pairs=np.column_stack([P, sign]), bounds=bounds
+            )
+        assert not model.infeasible_, cls.__name__
+        # von Neumann's multiplicative steps take more than 5000 sweeps to shrink the kernel
+        # a millionfold; LogDet converges at every scale
+        assert model.converged_ or (cls is VonNeumannKernelLearner and scale < 1), cls.__name__
+    T = np.array([[0.0, 0.0], [1.0, 0.2], [2.0, -0.1], [0.5, 1.0]])
+    tri = np.array([[0, 1, 1], [1, 2, 1], [0, 2, -1]])
+    for cls, kw in (
+        (LogDetKernelLearner, {"init": "linear"}),
+        (VonNeumannKernelLearner, {"init": "linear"}),
+        (LogDetKernelLearner, {"n_landmarks": 4, "random_state": 0}),
+    ):
+        model = cls(max_iter=3000, **kw)
+        with pytest.warns(InfeasibleConstraintsWarning):
+            model.fit(T, pairs=tri, bounds=np.array([1e-4, 1e-4, 10.0]) * scale)
+        assert model.infeasible_ and model.n_iter_ <= 100, (cls.__name__, kw, model.n_iter_)

@@ -12,11 +12,11 @@ dual increment ``y = max(lam - lam_prev, 0)`` of the window as a Farkas certific
 no PSD kernel meets the constraints (``0 <= tr(K M) <= sum_c y_c delta_c b_c < 0``). The
 duals of an infeasible set grow along such a direction, so its finite-window estimate
 approaches one. We accept y when it proves that every kernel meeting the constraints has at
-least 100 times the trace of the initial one (``tr(K) >= sum y delta b / lambda_min(M)`` where
-M is nearly PSD; ``_diagnostics.py``) and the violation did not halve over the window, then
-stop with :class:`InfeasibleConstraintsWarning` (remedy: a finite ``gamma``). A feasible
-plateau, where a sweep leaves the kernel unchanged while dual mass moves between
-constraints, gives an indefinite M and is not flagged.
+least 100 times the trace the bounds' scale asks for (``tr(K) >= sum y delta b /
+lambda_min(M)`` where M is nearly PSD; ``_diagnostics.py``) and the violation did not halve
+over the window, then stop with :class:`InfeasibleConstraintsWarning` (remedy: a finite
+``gamma``). A feasible plateau, where a sweep leaves the kernel unchanged while dual mass
+moves between constraints, gives an indefinite M and is not flagged.
 
 **Inductive use.** With ``init="nystrom"``, ``G0 = k(X, Z) U diag(w)^{-1/2}`` is the Nystrom
 factor, defined for any sample, so new samples get ``G0_new B``; the 2006 method becomes
@@ -446,11 +446,13 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         if not np.isfinite(self.projection_).all():
             # the projections multiply squared distances together: with a kernel of extreme
             # scale (poly of high degree: distances ~1e88) they overflow
-            b = np.abs(self.bounds_)
+            # distance bounds, and the similarity bounds where those are all there is
+            sim = getattr(self, "similarity_bounds_", np.empty(0))
+            b = np.abs(np.concatenate([np.ravel(self.bounds_), np.ravel(sim)]))
             lo, hi = float(b.min(initial=np.inf)), float(b.max(initial=0.0))
             raise ValueError(
                 f"{type(self).__name__}: the Bregman projections overflowed float64 (the learned "
-                f"factor is not finite); the squared-distance bounds span {lo:.3g} to {hi:.3g}. "
+                f"factor is not finite); the constraints' bounds span {lo:.3g} to {hi:.3g}. "
                 "Rescale X or the kernel (width, kernel_gamma, degree) to a moderate scale."
                 + (_stretch_hint(*stretch) if stretch is not None else "")
             )

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-# infeasible: any kernel that meets the constraints has at least this many times the initial
-# kernel's trace (``_farkas_certificate``)
+# infeasible: any kernel that meets the constraints has at least this many times the trace the
+# bounds' scale asks for (``_farkas_certificate``)
 _TRACE_FACTOR = 100.0
 
 
@@ -21,11 +21,14 @@ def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
     Every kernel K that meets the constraints has ``tr(K M) <= sum_c y_c delta_c b_c = -beta``
     and ``tr(K M) >= lambda_min(M) tr(K)``; where ``beta > 0`` and ``lambda_min(M) = -eps < 0``
     it therefore has ``tr(K) >= beta / eps`` (an exact certificate, ``eps = 0``, excludes
-    every kernel). y is accepted when that bound exceeds ``_TRACE_FACTOR`` times the initial
-    kernel's trace and ``beta`` is at least 1% of ``sum y |b|``: the constraints could be met
-    only by stretching the initial kernel's squared distances a hundredfold on average. The
-    bound holds for every window, so a feasible set, however slowly it converges, is flagged
-    only if all its solutions are that far from the initial kernel.
+    every kernel). The bound scales with the bounds b while eps does not, so it is compared
+    with the trace the bounds themselves suggest: the initial trace times
+    ``s = sum y |b| / sum y |b0|``, b0 the constraints' values under the initial kernel. y is
+    accepted when the bound exceeds ``_TRACE_FACTOR`` times that reference (and ``beta`` is
+    at least 1% of ``sum y |b|``): meeting the constraints would take a kernel a hundred times
+    larger than their own scale asks for. The test is invariant to a common scaling of the
+    bounds, and it holds at every window, so a feasible set, however slowly it converges, is
+    flagged only if all its solutions are that large.
     """
     y = np.maximum(increment, 0.0)
     if not y.any():
@@ -35,16 +38,22 @@ def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
     dist = kind == 0
     V = G[I1[dist]] - G[I2[dist]]
     M = (V * coef[dist][:, None]).T @ V
+    b0 = np.empty(b.size)
+    b0[dist] = np.einsum("ij,ij->i", V, V)
     if (~dist).any():
         A, C = G[I1[~dist]], G[I2[~dist]]
         half = (A * coef[~dist][:, None]).T @ C
         M += 0.5 * (half + half.T)
+        b0[~dist] = np.einsum("ij,ij->i", A, C)
     ev = np.linalg.eigvalsh(0.5 * (M + M.T))
     beta = -float((coef * b).sum())
-    if not beta >= 0.01 * float((y * np.abs(b)).sum()) or np.abs(ev).max() == 0.0:
+    yb = float((y * np.abs(b)).sum())
+    if not beta >= 0.01 * yb or np.abs(ev).max() == 0.0:
         return False
     eps = max(-float(ev[0]), 0.0)
-    return bool(eps == 0.0 or beta > _TRACE_FACTOR * eps * float(cert["trace0"]))
+    yb0 = float((y * np.abs(b0)).sum())
+    reference = float(cert["trace0"]) * (yb / yb0 if yb0 > 0.0 else 1.0)
+    return bool(eps == 0.0 or beta > _TRACE_FACTOR * eps * reference)
 
 
 def _stretch_hint(G: np.ndarray, I1, I2, b: np.ndarray, pairs: np.ndarray, fix: str) -> str:
