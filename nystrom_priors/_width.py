@@ -20,7 +20,7 @@ def mean_squared_distance(X: Any) -> float:
 
     ``mean_{i != j} ||x_i - x_j||^2 = 2n/(n-1) * mean_i ||x_i - mean(X)||^2``;
     this is the Gaussian width heuristic of Zhang et al. (2012, Sec. 5). Accumulated in float64
-    with a two-pass (centred) sum, blockwise so memory stays O(d).
+    with the corrected two-pass (centred) sum, blockwise so memory stays O(d).
 
     Parameters
     ----------

@@ -229,15 +229,20 @@ def test_infeasible_hard_constraints_warn_and_stay_finite(cls):
 
 
 @pytest.mark.parametrize(
-    "rank, advice", [(None, "or more landmarks."), (2, "or a larger rank or more landmarks.")]
+    "rank, m, advice",
+    [
+        (None, 4, "constraints, or more landmarks."),
+        (2, 4, "constraints, or a larger rank or more landmarks."),
+        (None, 6, "fewer or looser constraints. The"),  # every sample is a landmark
+    ],
 )
-def test_infeasibility_advice_names_the_room_the_kernel_has(rank, advice):
-    """With init="nystrom" more landmarks give the kernel room, and a larger rank where
-    ``rank`` truncated the initial kernel."""
-    X = np.array([[0.0, 0.0], [1.0, 0.2], [2.0, -0.1], [0.5, 1.0]])
+def test_infeasibility_advice_names_the_room_the_kernel_has(rank, m, advice):
+    """With init="nystrom" more landmarks give the kernel room (unless every sample is one
+    already), and a larger rank where ``rank`` truncated the initial kernel."""
+    X = np.array([[0.0, 0.0], [1.0, 0.2], [2.0, -0.1], [0.5, 1.0], [1.5, 0.7], [0.2, 1.4]])
     pairs = np.array([[0, 1, 1], [1, 2, 1], [0, 2, -1]])
     bounds = np.array([1e-4, 1e-4, 10.0])  # no kernel: sqrt(1e-4) + sqrt(1e-4) < sqrt(10)
-    model = LogDetKernelLearner(n_landmarks=4, rank=rank, random_state=0, max_iter=5000)
+    model = LogDetKernelLearner(n_landmarks=m, rank=rank, random_state=0, max_iter=5000)
     with pytest.warns(InfeasibleConstraintsWarning, match=re.escape(advice)):
         model.fit(X, pairs=pairs, bounds=bounds)
     assert model.infeasible_

@@ -243,7 +243,9 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             P0 = self._fit_prior()
             # what gives infeasible constraints more room (the warnings' remedy, ``_remedy``)
             truncated = rank is not None and rank < P0.shape[1]
-            self._room = "a larger rank or more landmarks" if truncated else "more landmarks"
+            more = self.landmarks_.shape[0] < X.shape[0]  # every sample a landmark: no more
+            room = ["a larger rank"] * truncated + ["more landmarks"] * more
+            self._room = " or ".join(room)
             if truncated:
                 P0 = P0[:, :rank]  # eigenvalues are descending: the top-rank Nystrom factor
         else:
