@@ -249,7 +249,13 @@ def labels_to_pairs(
     y = _as_label_array(y)
     if y.ndim != 1:  # check_labels reads the length from y itself here
         raise ValueError(f"y must be 1-D with one entry per sample, got shape {y.shape}.")
-    labels = check_labels(y, y.shape[0])
+    return _labels_to_pairs(check_labels(y, y.shape[0]), n_constraints, same_fraction, random_state)
+
+
+def _labels_to_pairs(
+    labels: Labels, n_constraints: int | None, same_fraction: float, random_state: Any
+) -> np.ndarray:
+    """``labels_to_pairs`` of validated labels (``check_labels``)."""
     idx = labels.index
     l = idx.size
     if l < 2:
@@ -306,13 +312,19 @@ def pairs_from_labels(
     never make the default quadratic), half must-link where available, and orders them
     must-link first (ITML's order). Warns when the labeled samples hold a single class.
     """
-    y = _label_vector(y, n_samples)
-    labels = check_labels(y, n_samples)
+    labels = check_labels(_label_vector(y, n_samples), n_samples)
+    return _derived_pairs(labels, n_constraints, random_state)
+
+
+def _derived_pairs(labels: Labels, n_constraints: int | None, random_state: Any) -> np.ndarray:
+    """``pairs_from_labels`` of validated labels (``check_labels``)."""
     if labels.n_classes < 2:
+        from ._feature_names import _user_stacklevel
+
         warnings.warn(
             "y has labeled samples of only one class: every derived pair is must-link.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
     total = labels.index.size * (labels.index.size - 1) // 2
     if total == 0:
@@ -321,7 +333,7 @@ def pairs_from_labels(
         k = min(total, 20 * labels.n_classes**2, MAX_DEFAULT_CONSTRAINTS)
     else:
         k = int(check_scalar(n_constraints, "n_constraints", kind="int", lo=1))
-    lp = labels_to_pairs(y, min(k, total), random_state=random_state)
+    lp = _labels_to_pairs(labels, min(k, total), 0.5, random_state)
     return lp[np.argsort(-lp[:, 2], kind="stable")]
 
 
@@ -343,7 +355,7 @@ def side_pairs(
             labels = check_labels(y, n_samples)
     drawn = None
     if labels is not None and (pairs is None or labels.index.size >= 2):
-        drawn = pairs_from_labels(y, n_samples, n_constraints, random_state=random_state)
+        drawn = _derived_pairs(labels, n_constraints, random_state)
     given = kept = None
     if pairs is not None:
         given, kept = check_pairs(pairs, n_samples, return_index=True)

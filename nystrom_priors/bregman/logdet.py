@@ -237,16 +237,13 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         self.similarity_pairs_ = c["similarity_pairs"]
         self.similarity_bounds_ = c["b"][nd:].copy()
         self.dual_ = lam
+        hard = math.isinf(gamma)
         remedy = self._remedy(
-            "Use a finite slack (e.g. gamma=1.0)" if math.isinf(gamma) else "Use a smaller gamma"
+            "Use a finite slack (e.g. gamma=1.0)" if hard else "Use a smaller gamma"
         )
         if c["similarity_pairs"].shape[0]:
             remedy += " Similarity constraints are always hard: check similarity_bounds."
-        fix = (
-            "use a finite gamma (soft constraints)."
-            if math.isinf(gamma)
-            else "use a smaller gamma."
-        )
+        fix = "use a finite gamma (soft constraints)." if hard else "use a smaller gamma."
         stretch = (Gc, c["I1"], c["I2"], c["b"], c["pairs"], fix)
         self.max_violation_ = float(
             burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt, 0, nc)

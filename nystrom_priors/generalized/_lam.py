@@ -82,14 +82,12 @@ def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.
     deals the same folds (and lam="auto" chooses the same lam)."""
     folds = np.empty(codes.size, dtype=np.int64)
     offset = int(rng.integers(k))
-    classes, first, counts = np.unique(codes, return_index=True, return_counts=True)
+    _, first, counts = np.unique(codes, return_index=True, return_counts=True)
     # each class's positions, ascending, from one stable sort: O(l log l), not O(l c)
     by_class = np.argsort(codes, kind="stable")
-    start = dict(zip(classes.tolist(), (np.cumsum(counts) - counts).tolist()))
-    size = dict(zip(classes.tolist(), counts.tolist()))
-    for c in rng.permutation(classes[np.argsort(first)]):
-        s = start[int(c)]
-        members = rng.permutation(by_class[s : s + size[int(c)]])
+    starts = np.cumsum(counts) - counts
+    for c in rng.permutation(np.argsort(first)):  # class indices, in first-appearance order
+        members = rng.permutation(by_class[starts[c] : starts[c] + counts[c]])
         folds[members] = (offset + np.arange(members.size)) % k
         offset += members.size
     return folds
