@@ -237,11 +237,12 @@ def test_cv_rounds_hold_out_every_label_and_bound_the_training_rank(rng, l, rank
     of _CV_RANK_MAX of them."""
     codes = rng.choice(3, size=l, p=[0.6, 0.3, 0.1])
     roles = lam_cv.cv_rounds(codes, 5, rank, rng)
-    n_splits = 2 if l <= lam_cv._TWO_SPLITS_MAX else 1
+    n_splits = 3 if l <= 500 else 1
     assert roles.shape == (5 * n_splits, l)
     for s in range(n_splits):
         held = roles[5 * s : 5 * s + 5] == 2
         np.testing.assert_array_equal(held.sum(axis=0), 1)
+    np.testing.assert_array_equal(lam_cv._split_ends(roles), 5 * np.arange(1, n_splits + 1))
     for role in roles:
         n_train = np.count_nonzero(role == 1)
         full = l - np.count_nonzero(role == 2)
@@ -300,20 +301,29 @@ def test_choose_never_picks_a_candidate_a_fold_did_not_score():
     assert lam_cv.choose(L) == 3
 
 
-def test_race_keeps_the_prior_and_the_clear_candidates():
+@pytest.mark.parametrize("threshold", [1.0, 1.5, 2.0])
+def test_race_keeps_the_prior_and_the_clear_candidates(threshold):
     rng = np.random.default_rng(4)
-    noise = 0.01 * rng.normal(size=(5, 4))
+    noise = 0.01 * rng.normal(size=(5, 5))
     L = 1.0 + noise
-    L[:, 0] = L[:, 3] - 0.05 + 0.001 * rng.normal(size=5)  # far more than 1 SE better
-    L[:, 1] = L[:, 3] + 0.05  # worse than the prior
-    L[:, 2] = L[:, 3] + np.array([-0.03, 0.03, -0.03, 0.03, -0.01])  # better by < 1 SE
-    keep = lam_cv.race(L)
-    np.testing.assert_array_equal(keep, [True, False, False, True])
-    # the rule: paired mean improvement over the prior above _RACE standard errors
-    D = L[:, :3] - L[:, [3]]
+    L[:, 0] = L[:, 4] - 0.05 + 0.001 * rng.normal(size=5)  # far more than 2 SE better
+    L[:, 1] = L[:, 4] + 0.05  # worse than the prior
+    L[:, 2] = L[:, 4] + np.array([-0.03, 0.03, -0.03, 0.03, -0.01])  # better by < 1 SE
+    L[:, 3] = L[:, 0]
+    L[3:, 3] = np.nan  # raced out before: not scored by the last two folds
+    keep = lam_cv.race(L, threshold)
+    np.testing.assert_array_equal(keep, [True, False, False, False, True])
+    # the rule: paired mean improvement over the prior above ``threshold`` standard errors
+    D = L[:, :3] - L[:, [4]]
     t = -D.mean(axis=0) / (D.std(axis=0, ddof=1) / np.sqrt(5))
-    np.testing.assert_array_equal(keep[:3], t > lam_cv._RACE)
-    assert lam_cv.race(L[:1]).all()  # one fold: no error estimate, nothing raced out
+    np.testing.assert_array_equal(keep[:3], t > threshold)
+    assert lam_cv.race(L[:1], threshold).all()  # one fold: no error estimate, none out
+    # between the thresholds: kept at 1 SE, raced out at 2
+    L[:, 2] = L[:, 4] - 0.01 + np.array([-0.012, 0.012, -0.012, 0.012, 0.0])
+    D = L[:, 2] - L[:, 4]
+    t = -D.mean() / (D.std(ddof=1) / np.sqrt(5))
+    assert 1.0 < t < 2.0
+    assert lam_cv.race(L, threshold)[2] == (t > threshold)
 
 
 def test_scoring_any_tasks_gives_the_full_scores_there(rng):
@@ -390,21 +400,24 @@ def test_informative_rounds_drop_unpredictable_rows_and_repeated_rounds(rng):
     repeats an earlier one (tiny classes deal both splits the same folds) is dropped; rows
     that are scored keep their roles."""
     codes = np.array([0, 0, 1, 1])
-    roles = lam_cv.cv_rounds(codes, 5, 10, rng)  # 4 singleton folds, twice
-    kept, split = lam_cv.informative_rounds(roles, codes)
-    assert roles.shape[0] == 8 and kept.shape[0] == 4 and split == 4
+    roles = lam_cv.cv_rounds(codes, 5, 10, rng)  # 4 singleton folds, thrice
+    kept, ends = lam_cv.informative_rounds(roles, codes)
+    assert roles.shape[0] == 12 and kept.shape[0] == 4
+    # every split deals the same folds: one split is left
+    np.testing.assert_array_equal(ends, [4])
     assert sorted(map(bytes, kept)) == sorted(set(map(bytes, roles)))
 
     codes = np.repeat(np.arange(5), [1, 1, 6, 7, 9])  # classes 0 and 1 labeled once
     roles = lam_cv.cv_rounds(codes, 5, 50, rng)
-    kept, split = lam_cv.informative_rounds(roles, codes)
-    assert kept.shape == roles.shape and split == 5
+    kept, ends = lam_cv.informative_rounds(roles, codes)
+    assert kept.shape == roles.shape
+    np.testing.assert_array_equal(ends, [5, 10, 15])
     unpredictable = (roles == 2) & np.isin(codes, [0, 1])[None, :]
     np.testing.assert_array_equal(kept, np.where(unpredictable, 0, roles))
 
     codes = np.arange(6)  # every class labeled once: nothing to score
-    kept, split = lam_cv.informative_rounds(lam_cv.cv_rounds(codes, 5, 10, rng), codes)
-    assert kept.shape == (0, 6) and split == 0
+    kept, ends = lam_cv.informative_rounds(lam_cv.cv_rounds(codes, 5, 10, rng), codes)
+    assert kept.shape == (0, 6) and ends.size == 0
 
 
 def test_auto_keeps_the_prior_and_says_why_with_one_label_per_class():
@@ -568,27 +581,44 @@ def test_balanced_order_evens_the_threads_static_chunks(rng, n_threads):
         assert cost[order][:20].sum() == cost[order][20:].sum()
 
 
-@pytest.mark.parametrize("kept", [[1, 3], []])
+@pytest.mark.parametrize("kept", [([1, 3], [3]), ([1, 3], []), ([], [])])
 def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(rng, kept, monkeypatch):
-    """select_lam's two stages (rounds prepared ahead, tasks dealt by cost, the second split
-    scoring only what ``race`` keeps) give each candidate the mean loss that scoring every
-    round at every lam (``cv_losses``) gives over the rounds that should score it: both
-    splits for the prior and the kept lam, the first split for the others."""
+    """select_lam's stages (rounds prepared ahead, tasks dealt by cost, each later split
+    scoring only what ``race`` keeps after the splits before it) give each candidate the mean
+    loss that scoring every round at every lam (``cv_losses``) gives over the rounds that
+    should score it: every split for the prior, the splits before it was raced out for the
+    others; ``race`` is asked with ``_RACE_FIRST`` after one split, ``_RACE`` after two."""
     c = 3
     PE, w, codes = _cv_problem(rng, m=14, n=70, c=c, d=3)
     exps = np.arange(0.0, -12.5, -2.0)
-    keep = np.zeros(exps.size + 1, dtype=bool)
-    keep[kept] = True
-    keep[-1] = True
-    monkeypatch.setattr(lam_cv, "race", lambda losses: keep.copy())
+    keeps = []
+    for k in kept:
+        keep = np.zeros(exps.size + 1, dtype=bool)
+        keep[k] = True
+        keep[-1] = True
+        keeps.append(keep)
+    asked = []
+
+    def race(losses, threshold):
+        asked.append((losses.shape[0], threshold))
+        return keeps[len(asked) - 1].copy()
+
+    monkeypatch.setattr(lam_cv, "race", race)
     _, crit, _ = lam_cv.select_lam(PE, w, codes, c, exps, np.random.default_rng(5), 5)
     roles = lam_cv.cv_rounds(codes, 5, w.size, np.random.default_rng(5))
+    assert roles.shape[0] == 15
     rel = np.concatenate([10.0**exps, [np.inf]])
     L = lam_cv.round_means(jit.cv_losses(PE, w, codes, c, roles, rel, 0.5))[3]
-    split = roles.shape[0] // 2
-    L[split:, ~keep] = np.nan  # raced out: scored by the first split only
-    if not keep[:-1].any():
-        L[split:] = np.nan  # nothing left to test: no second split at all
+    L[5:10, ~keeps[0]] = np.nan  # raced out after the first split
+    L[10:, ~keeps[1]] = np.nan  # ... or after the second
+    if not keeps[0][:-1].any():
+        L[5:] = np.nan  # nothing left to test: no later split at all
+        assert asked == [(5, lam_cv._RACE_FIRST)]
+    elif not keeps[1][:-1].any():
+        L[10:] = np.nan
+        assert asked == [(5, lam_cv._RACE_FIRST), (10, lam_cv._RACE)]
+    else:
+        assert asked == [(5, lam_cv._RACE_FIRST), (10, lam_cv._RACE)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         want = np.nanmean(L, axis=0)

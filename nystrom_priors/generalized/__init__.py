@@ -162,9 +162,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     max_iter : int, optional
         Iterations of an exact solver per lam solved, all its phases together (for
         "newton": semismooth, barrier and APG steps); default 20000 for "pgd", else 2000.
-    cv : int, default=5
-        Folds for ``lam="auto"`` (labels: stratified, two independent splits up to 500
-        labels; pairs only: capped by the number of constrained samples).
+    cv : int or None, default=None
+        Folds per split for ``lam="auto"``. Labels: stratified, three independent splits up
+        to 500 labels and one above, 4 folds when None. Pairs only: two splits, 5 folds when
+        None, capped by the number of constrained samples.
     random_state : None, int or Generator
         Landmarks and cross-validation folds.
     verbose : bool or int, default=0
@@ -187,7 +188,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     criterion_path_ : ndarray, shape of ``lam_path_``
         Selection criterion per candidate: mean held-out scaled margin ramp loss per sample
         of the cross-validated ridge classifier ("auto" on labels; see the module docstring;
-        a lam the second split raced out is averaged over the folds that scored it),
+        a lam a later split raced out is averaged over the folds that scored it),
         the scored held-out pairs' mean squared cosine error (pairs only, the pairs' one-step
         model), or eq. (12) ("nka"). The last entry is the prior's ("auto").
     cv_error_path_ : ndarray, shape of ``lam_path_``
@@ -246,7 +247,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         solver: str = "auto",
         tol: float = 1e-6,
         max_iter: int | None = None,
-        cv: int = 5,
+        cv: int | None = None,
         random_state: Any = None,
         verbose: int = 0,
     ) -> None:
@@ -276,7 +277,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         max_iter = 20000 if solver == "pgd" else 2000
         if self.max_iter is not None:
             max_iter = int(check_scalar(self.max_iter, "max_iter", kind="int", lo=1))
-        cv = int(check_scalar(self.cv, "cv", kind="int", lo=2))
+        cv = None if self.cv is None else int(check_scalar(self.cv, "cv", kind="int", lo=2))
         lam = self.lam
         if isinstance(lam, str):
             check_option(lam, "lam", ("auto", "nka"))

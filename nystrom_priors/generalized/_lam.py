@@ -22,24 +22,26 @@ cone). This is the model: the exact minimiser of the majoriser, equal to J's opt
 the PSD constraint is inactive. Unlike the Euclidean projection of c, it keeps the fitted
 block and moves the cheap ones, as J's optimum does.
 
-**Choosing lam.** Stratified k-fold splits of the labeled rows (two splits of ``cv`` folds,
-one above ``_TWO_SPLITS_MAX`` labels: the held-out estimate tightens with l while every fold
-costs O(p^3) per lam; a fold trains on at most ``_CV_RANK_MAX`` directions, ``cv_rounds``).
-On each training fold the same model is fitted along the grid (lam =
-``mu_max^2 10^e`` with the fold's own mu_max), and a ridge classifier on the learned kernel
-(one-vs-rest, +-1 targets, intercept penalised like a linear SVM's constant feature, penalty
-1/2: the squared-loss counterpart of ``LinearSVC(C=1)``) scores the held-out fold. The loss
-is a ramp on the held-out margin measured in units of the training rows' RMS margin,
-``min(max(1 - m / s, 0), 2)`` (m: true class's score minus the best other one): small lam
-inflates the kernel along the labeled directions, and a loss on raw scores (the squared
-hinge) then charges the confidently wrong rows quadratically and ranks lam by the size of the
-scores rather than by how the held-out rows fall relative to the training rows. Bounded, one
-wrong row costs at most 2, like a smoothed 0/1 error with less variance. The prior (lam = inf,
-plain Nystrom) is a candidate. A lam is chosen only if its mean held-out loss beats the
-prior's in a one-sided paired t-test over the folds at level ``_GATE_LEVEL`` (1%: 2.82
-standard errors of the paired differences over ten folds); among those, the smallest mean
-loss wins. The second split races: it scores only the lam the
-first split already favours over the prior by more than ``_RACE`` standard errors
+**Choosing lam.** Stratified k-fold splits of the labeled rows (three independent splits
+of ``cv`` folds, four by default, one split above ``_MANY_SPLITS_MAX`` labels: the held-out
+estimate tightens with l while every fold costs O(p^3) per lam; a fold trains on at most
+``_CV_RANK_MAX`` directions, ``cv_rounds``). Which rows a fold holds out moves the estimate as
+much as lam does on 100 labels, so the splits are averaged. On each training fold the same
+model is fitted along the grid (lam = ``mu_max^2 10^e`` with the fold's own mu_max), and a
+ridge classifier on the learned kernel (one-vs-rest, +-1 targets, intercept penalised like a
+linear SVM's constant feature, penalty 1/2: the squared-loss counterpart of
+``LinearSVC(C=1)``) scores the held-out fold. The loss is a ramp on the held-out margin
+measured in units of the training rows' RMS margin, ``min(max(1 - m / s, 0), 2)`` (m: true
+class's score minus the best other one): small lam inflates the kernel along the labeled
+directions, and a loss on raw scores (the squared hinge) then charges the confidently wrong
+rows quadratically and ranks lam by the size of the scores rather than by how the held-out
+rows fall relative to the training rows. Bounded, one wrong row costs at most 2, like a
+smoothed 0/1 error with less variance. The prior (lam = inf, plain Nystrom) is a candidate.
+A lam is chosen only if its mean held-out loss beats the prior's in a one-sided paired t-test
+over the folds at level ``_GATE_LEVEL`` (1%: 2.72 standard errors of the paired differences
+over twelve folds); among those, the smallest mean loss wins. The later splits race: each
+scores only the lam that every split before it favours over the prior by more than
+``_RACE_FIRST`` (after the first split) or ``_RACE`` (after two) standard errors
 (``race``), which skips most of the small lam, whose eigendecompositions are the selection's
 cost, where they would hardly clear the gate. The model whose lam is scored is the model
 that is returned, so the estimate is honest for it.
@@ -64,10 +66,15 @@ _RIDGE_ALPHA = 0.5
 _CRITERION = 3
 # a lam must beat the prior in a one-sided paired t-test over the folds at this level
 _GATE_LEVEL = 0.01
-# ... and, to be scored by the second split, by this many over the first split's folds
-_RACE = 1.0
-# up to this many labels two independent fold splits are averaged, one above
-_TWO_SPLITS_MAX = 500
+# ... and, to be scored by a later split, by this many over the first split's folds
+_RACE_FIRST = 1.5
+# ... and by this many over the folds of two or more splits
+_RACE = 2.0
+# folds per split on labels when ``cv`` is None
+_LABEL_FOLDS = 4
+# up to this many labels ``_N_SPLITS`` independent fold splits are averaged, one above
+_MANY_SPLITS_MAX = 500
+_N_SPLITS = 3
 # a CV round's model spans at most this many directions (its cost is cubic in them)
 _CV_RANK_MAX = 120
 
@@ -112,8 +119,8 @@ def choose(losses: np.ndarray) -> int:
 
     The candidate with the smallest mean held-out loss among those that beat the prior in a
     one-sided paired t-test at level ``_GATE_LEVEL``: their mean improvement exceeds
-    ``t_{n-1}(1 - level)`` standard errors of the paired differences over the n folds (2.82
-    for ten, 3.75 for five); the prior when none does (or fewer than two folds could be
+    ``t_{n-1}(1 - level)`` standard errors of the paired differences over the n folds (2.72
+    for twelve, 4.54 for four); the prior when none does (or fewer than two folds could be
     scored). Paired, because the folds' shared variation (which rows are held out) cancels in
     the differences; a t quantile, because the standard error itself comes from n folds.
     Folds the prior has no loss for scored nothing and are ignored; a candidate some other
@@ -131,22 +138,24 @@ def choose(losses: np.ndarray) -> int:
     return int(better[np.argmin(L.mean(axis=0)[better])])
 
 
-def race(losses: np.ndarray) -> np.ndarray:
-    """Which candidates the second split still scores, from the first split's losses
-    ``(n_folds, n_candidates)``, the prior last (always kept).
+def race(losses: np.ndarray, threshold: float) -> np.ndarray:
+    """Which candidates the next split still scores, from the losses ``(n_folds,
+    n_candidates)`` of the rounds scored so far (NaN where a candidate was raced out), the
+    prior last (always kept).
 
-    A candidate stays in the race when the first split already favours it over the prior by
-    more than ``_RACE`` standard errors of the paired differences. To be chosen it must beat
-    the prior by ``t_{n-1}(0.99)`` standard errors over both splits together (``choose``;
-    2.82 over the default ten rounds), and one that half the
-    folds barely favour would need the other half to favour it by far more than that; the
-    candidates dropped are mostly the small lam, whose eigendecompositions are the
-    selection's cost (``docs/design/lam_selection.md``, fourth round, has the check on the
-    benchmark's stored losses)."""
+    A candidate stays in the race when the folds so far favour it over the prior by more than
+    ``threshold`` standard errors of the paired differences (``_RACE_FIRST`` after the first
+    split, ``_RACE`` after two); one raced out earlier has NaN losses and stays out. To be
+    chosen it must beat the prior by ``t_{n-1}(0.99)`` standard errors over all splits
+    together (``choose``; 2.72 over the default twelve rounds), and one that the first folds
+    barely favour would need the others to favour it by far more than that; the candidates
+    dropped are mostly the small lam, whose eigendecompositions are the selection's cost
+    (``docs/design/lam_selection.md``, eleventh round, has the replay on the benchmark's
+    losses)."""
     L, z = _improvement(losses)
     if L.shape[0] < 2:
         return np.ones(losses.shape[1], dtype=bool)
-    keep = z > _RACE
+    keep = z > threshold  # NaN (raced out before) is never above
     keep[-1] = True
     return keep
 
@@ -154,14 +163,14 @@ def race(losses: np.ndarray) -> np.ndarray:
 def cv_rounds(codes: np.ndarray, n_folds: int, rank: int, rng: np.random.Generator) -> np.ndarray:
     """Roles (n_rounds, l) of the labeled rows per CV round: 1 train, 2 held out, 0 unused.
 
-    Stratified ``n_folds``-fold splits, two of them up to ``_TWO_SPLITS_MAX`` labels and one
-    above. A round's model costs O(p^3) per lam, p = min(training rows, rank); where p would
-    exceed ``_CV_RANK_MAX`` the round trains on a stratified subset of ``_CV_RANK_MAX`` of its
-    training rows (and still scores its whole held-out fold), which bounds the selection's
-    cost independently of l. lam is relative to each round's own mu_max^2, the scale of its
-    data term, so it carries over to the model on all labels; a subset sees less data than
-    the final model and errs toward the larger lam, the prior's side."""
-    n_splits = 2 if codes.size <= _TWO_SPLITS_MAX else 1
+    Stratified ``n_folds``-fold splits, ``_N_SPLITS`` of them up to ``_MANY_SPLITS_MAX`` labels
+    and one above. A round's model costs O(p^3) per lam, p = min(training rows, rank); where p
+    would exceed ``_CV_RANK_MAX`` the round trains on a stratified subset of ``_CV_RANK_MAX`` of
+    its training rows (and still scores its whole held-out fold), which bounds the selection's
+    cost independently of l. lam is relative to each round's own mu_max^2, the scale of its data
+    term, so it carries over to the model on all labels; a subset sees less data than the final
+    model and errs toward the larger lam, the prior's side."""
+    n_splits = _N_SPLITS if codes.size <= _MANY_SPLITS_MAX else 1
     k = int(max(2, min(n_folds, codes.size)))
     roles = []
     for _split in range(n_splits):
@@ -182,8 +191,8 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     ``PE`` (l, r): the labeled rows of E in S0's eigen-coordinates (``E_l U0``); ``w`` (r,):
     W's kept eigenvalues. Returns (e or None, mean criterion per candidate, mean held-out 0/1
     error per candidate); candidates are ``exps`` and then the prior. A candidate raced out
-    after the first split (``race``) reports the means of the folds that scored it (all of
-    them, the prior too, when the first split leaves no candidate in the race).
+    after a split (``race``) reports the means of the folds that scored it (all of them, the
+    prior too, when a split leaves no candidate in the race).
     """
     import numba
 
@@ -199,7 +208,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
             "labeled sample(s) no fold scores a held-out sample; label more samples or pass "
             "lam='nka' or a number."
         )
-    roles, split = informative_rounds(roles, codes)
+    roles, ends = informative_rounds(roles, codes)
     rel = np.concatenate([10.0 ** np.asarray(exps, dtype=np.float64), [np.inf]])
     if roles.shape[0] == 0:  # the caller keeps the prior and says why
         return None, np.full(rel.size, np.nan), np.full(rel.size, np.nan)
@@ -220,8 +229,18 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     cost = np.empty(n_rel)
     cost[np.argsort(-rel, kind="stable")] = np.arange(n_rel)
 
-    def prepare(rounds: np.ndarray) -> None:
-        jit.prepare_rounds(state, PE, w, codes64, int(n_classes), roles, rounds)
+    threads = numba.get_num_threads()
+    prepared = 0
+
+    def prepare(end: int) -> None:
+        """Prepare the rounds up to ``end`` and, rounds being prepared in parallel one per
+        thread at a time, as many after it as keep every thread busy."""
+        nonlocal prepared
+        if end > prepared:
+            stop = min(n_rounds, end + (prepared - end) % threads)
+            rounds = np.arange(prepared, stop)
+            jit.prepare_rounds(state, PE, w, codes64, int(n_classes), roles, rounds)
+            prepared = stop
 
     # per-sample losses (4, n_rounds, l, n_rel); NaN where a (round, lam) was not scored
     out = np.full((4, n_rounds, codes.size, n_rel), np.nan)
@@ -236,16 +255,17 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
         jit.score_rounds(state, *args, lapack)
 
     with _BLAS, numba_threads(work):
-        # the first split's rounds, and as many of the second's as keep every thread busy
-        # (rounds are prepared in parallel, one per thread at a time)
-        ahead = min(n_rounds, split + (-split) % numba.get_num_threads())
-        prepare(np.arange(ahead))
-        score(np.arange(split), np.arange(n_rel))
-        if split < n_rounds:  # two splits: the second one races (``race``)
-            keep = race(round_means(out[:, :split])[_CRITERION])
-            if keep[:-1].any():  # else no candidate is left for the second split to test
-                prepare(np.arange(ahead, n_rounds))
-                score(np.arange(split, n_rounds), np.flatnonzero(keep))
+        keep = np.ones(n_rel, dtype=bool)
+        start = 0
+        for s, end in enumerate(ends):
+            if s > 0:  # the later splits race (``race``)
+                seen = round_means(out[:, :start])[_CRITERION]
+                keep = race(seen, _RACE_FIRST if s == 1 else _RACE)
+                if not keep[:-1].any():  # no candidate left for this split to test
+                    break
+            prepare(end)
+            score(np.arange(start, end), np.flatnonzero(keep))
+            start = end
     L = round_means(out)
     scored = ~np.isnan(L[_CRITERION][:, -1])  # every kept round scores the prior
     j = choose(L[_CRITERION])
@@ -254,18 +274,19 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     return (None if j == n_rel - 1 else float(exps[j])), crit, err
 
 
-def informative_rounds(roles: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, int]:
-    """``(roles, split)``: ``cv_rounds``' roles without what tells nothing about lam, and the
-    number of rounds left in the first split.
+def informative_rounds(roles: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(roles, ends)``: ``cv_rounds``' roles without what tells nothing about lam, and where
+    each split ends among the rounds left (split s is rounds ``ends[s - 1]:ends[s]``; a split
+    left with no round is dropped, the last end is the number of rounds).
 
     A held-out row whose class has no training row in its round is left out of it (role 0):
     no classifier trained there can predict its class, so its loss reflects only the scale of
     the scores, not how well a kernel classifies; with one labeled sample per class every
     held-out row is such a row. A round left with no training or no held-out row is dropped,
-    and so is a round equal to an earlier one (tiny classes make both splits deal the same
+    and so is a round equal to an earlier one (tiny classes make the splits deal the same
     folds): the paired test must count each measurement once, not twice."""
-    first = _split_size(roles)
-    kept, seen, split = [], set(), 0
+    bounds = _split_ends(roles)
+    kept, at, seen = [], [], set()
     n_classes = int(codes.max(initial=-1)) + 1
     for t, role in enumerate(roles):
         role = role.copy()
@@ -277,10 +298,11 @@ def informative_rounds(roles: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray
             continue
         seen.add(key)
         kept.append(role)
-        split += t < first
+        at.append(t)
     if not kept:
-        return np.zeros((0, codes.size), dtype=np.int8), 0
-    return np.stack(kept), split if split > 0 else len(kept)
+        return np.zeros((0, codes.size), dtype=np.int8), np.zeros(0, dtype=np.int64)
+    ends = np.unique(np.searchsorted(np.asarray(at), bounds))  # kept rounds before each bound
+    return np.stack(kept), ends[ends > 0]
 
 
 def balanced_order(cost: np.ndarray, n_threads: int) -> np.ndarray:
@@ -300,15 +322,18 @@ def balanced_order(cost: np.ndarray, n_threads: int) -> np.ndarray:
     return np.argsort(of_task, kind="stable")
 
 
-def _split_size(roles: np.ndarray) -> int:
-    """Rounds per split of ``cv_rounds``' roles: a split ends where every labeled row has been
-    held out once."""
+def _split_ends(roles: np.ndarray) -> np.ndarray:
+    """Where each split of ``cv_rounds``' roles ends: split s ends at the round after which
+    every labeled row has been held out s + 1 times (the last end is the number of rounds)."""
     held = np.zeros(roles.shape[1], dtype=np.int64)
+    ends = []
     for t, role in enumerate(roles):
         held += role == 2
-        if held.min() >= 1:
-            return t + 1
-    return roles.shape[0]
+        if held.min() > len(ends):
+            ends.append(t + 1)
+    if not ends or ends[-1] != roles.shape[0]:
+        ends.append(roles.shape[0])
+    return np.asarray(ends, dtype=np.int64)
 
 
 def round_means(per_sample: np.ndarray) -> np.ndarray:

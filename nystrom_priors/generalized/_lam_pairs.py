@@ -39,6 +39,8 @@ from ._lam import _CV_RANK_MAX, _nanmean_columns, choose
 
 # independent splits of the constrained samples into groups (``pair_rounds``)
 _CV_SPLITS = 2
+# groups per split when ``cv`` is None
+_PAIR_FOLDS = 5
 
 
 def _sample_folds(ia, ib, n_points, k, rng) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -157,6 +159,7 @@ def one_step_side(labels, pairs, params, rng):
     eigen-coordinates."""
     grid, cv = params["grid"], params["cv"]
     if labels is not None:
+        cv = _lam._LABEL_FOLDS if cv is None else cv
         codes, c = labels.codes, labels.n_classes
         return (
             labels.index,
@@ -166,6 +169,7 @@ def one_step_side(labels, pairs, params, rng):
     pts, inv = np.unique(pairs[:, :2], return_inverse=True)
     ia, ib = inv.reshape(-1, 2).T
     must = pairs[:, 2] == 1
+    cv = _PAIR_FOLDS if cv is None else cv
     return (
         pts,
         lambda PE, w: select_lam_pairs(PE, w, ia, ib, must, grid, rng, cv),
