@@ -19,7 +19,8 @@ the unlabeled rows. Columns:
 
 Errors are mean +- standard deviation over the splits; times (fit + transform, or fit +
 predict for the last two) are relative to Nystrom's fit + transform, medians of
-``--rounds`` alternating repetitions in the same process after one untimed round. The
+``--rounds`` alternating repetitions in the same process after one untimed round; a
+repetition times as many calls as fill 50 ms and takes their mean (``_call_time``). The
 summary gives, over the sets where the best fixed lam gains more than 0.3 points on
 Nystrom, the mean share of that gain the default captures, and the worst difference
 default - Nystrom over all sets.
@@ -124,13 +125,21 @@ def _pct(values: list) -> str:
     return f"{100 * np.mean(values):.0f}%" if values else "n/a"
 
 
-def _median_time(fn, rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        t = time.perf_counter()
+def _call_time(fn, budget: float = 0.05) -> float:
+    """Mean seconds per call of ``fn`` over as many calls as fill ``budget`` (at least one):
+    one call of a few milliseconds is at the mercy of the machine's jitter (a thread's
+    wake-up, a page fault), which moved a single set's ratio by 15-30% between runs."""
+    calls, start = 0, time.perf_counter()
+    while True:
         fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= budget:
+            return elapsed / calls
+
+
+def _median_time(fn, rounds: int) -> float:
+    return float(np.median([_call_time(fn) for _ in range(rounds)]))
 
 
 def protocol_split(y: np.ndarray, split: int):
@@ -338,8 +347,8 @@ def main(argv=None) -> int:
         "",
         "Error (%) of a LinearSVC on the unlabeled rows, mean +- std over "
         f"{args.splits} splits; time relative to Nystrom fit + transform (median of "
-        f"{args.rounds} alternating rounds after an untimed one; GN / Nystrom: median over the "
-        "splits).",
+        f"{args.rounds} alternating rounds after an untimed one, each the mean of as many calls "
+        "as fill 50 ms; GN / Nystrom: median over the splits).",
         "",
         "| set | n | m | Nystrom | sk Nystroem | GN default | GN best lam | LabelSpreading | SVC labeled "
         "| time GN / Nystrom | time sk | time LS | time SVC | default lam (e) |",
