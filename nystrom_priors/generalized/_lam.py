@@ -175,14 +175,14 @@ def cv_rounds(codes: np.ndarray, n_folds: int, rank: int, rng: np.random.Generat
     roles = []
     for _split in range(n_splits):
         folds = stratified_folds(codes, k, rng)
-        for f in range(k):
-            role = np.where(folds == f, 2, 1).astype(np.int8)
+        split = np.where(folds[None, :] == np.arange(k)[:, None], 2, 1).astype(np.int8)
+        for role in split:
             train = np.flatnonzero(role == 1)
             if min(train.size, rank) > _CV_RANK_MAX:
                 groups = stratified_folds(codes[train], -(-train.size // _CV_RANK_MAX), rng)
                 role[train[groups != 0]] = 0
-            roles.append(role)
-    return np.stack(roles)
+        roles.append(split)
+    return np.concatenate(roles)
 
 
 def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
@@ -259,7 +259,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
         start = 0
         for s, end in enumerate(ends):
             if s > 0:  # the later splits race (``race``)
-                seen = round_means(out[:, :start])[_CRITERION]
+                seen = round_means(out[_CRITERION : _CRITERION + 1, :start])[0]
                 keep = race(seen, _RACE_FIRST if s == 1 else _RACE)
                 if not keep[:-1].any():  # no candidate left for this split to test
                     break
@@ -285,24 +285,29 @@ def informative_rounds(roles: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray
     held-out row is such a row. A round left with no training or no held-out row is dropped,
     and so is a round equal to an earlier one (tiny classes make the splits deal the same
     folds): the paired test must count each measurement once, not twice."""
+    n_rounds, l = roles.shape
+    if n_rounds == 0:
+        return roles.copy(), np.zeros(0, dtype=np.int64)
     bounds = _split_ends(roles)
-    kept, at, seen = [], [], set()
     n_classes = int(codes.max(initial=-1)) + 1
-    for t, role in enumerate(roles):
-        role = role.copy()
-        train = role == 1
-        trained = np.bincount(codes[train], minlength=n_classes) > 0
-        role[(role == 2) & ~trained[codes]] = 0
-        key = role.tobytes()
-        if not train.any() or not (role == 2).any() or key in seen:
-            continue
-        seen.add(key)
-        kept.append(role)
-        at.append(t)
-    if not kept:
-        return np.zeros((0, codes.size), dtype=np.int8), np.zeros(0, dtype=np.int64)
-    ends = np.unique(np.searchsorted(np.asarray(at), bounds))  # kept rounds before each bound
-    return np.stack(kept), ends[ends > 0]
+    # trained[t, c]: round t trains on a row of class c (O(n_rounds (l + c)) memory)
+    t, i = np.nonzero(roles == 1)
+    trained = np.zeros((n_rounds, n_classes), dtype=bool)
+    trained[t, codes[i]] = True
+    roles = np.where((roles == 2) & ~trained[:, codes], 0, roles).astype(np.int8)
+    useful = (roles == 1).any(axis=1) & (roles == 2).any(axis=1)
+    at = np.flatnonzero(useful)
+    if at.size == 0:
+        return np.zeros((0, l), dtype=np.int8), np.zeros(0, dtype=np.int64)
+    kept, seen = [], set()
+    for t in at:  # a repeated round counts once
+        key = roles[t].tobytes()
+        if key not in seen:
+            seen.add(key)
+            kept.append(t)
+    at = np.asarray(kept, dtype=np.int64)
+    ends = np.unique(np.searchsorted(at, bounds))  # kept rounds before each bound
+    return roles[at], ends[ends > 0]
 
 
 def balanced_order(cost: np.ndarray, n_threads: int) -> np.ndarray:
@@ -325,15 +330,11 @@ def balanced_order(cost: np.ndarray, n_threads: int) -> np.ndarray:
 def _split_ends(roles: np.ndarray) -> np.ndarray:
     """Where each split of ``cv_rounds``' roles ends: split s ends at the round after which
     every labeled row has been held out s + 1 times (the last end is the number of rounds)."""
-    held = np.zeros(roles.shape[1], dtype=np.int64)
-    ends = []
-    for t, role in enumerate(roles):
-        held += role == 2
-        if held.min() > len(ends):
-            ends.append(t + 1)
-    if not ends or ends[-1] != roles.shape[0]:
-        ends.append(roles.shape[0])
-    return np.asarray(ends, dtype=np.int64)
+    fewest = np.cumsum(roles == 2, axis=0).min(axis=1)  # a round holds a row out at most once
+    ends = np.flatnonzero(np.diff(fewest, prepend=0) > 0) + 1
+    if ends.size == 0 or ends[-1] != roles.shape[0]:
+        ends = np.append(ends, roles.shape[0])
+    return ends.astype(np.int64)
 
 
 def round_means(per_sample: np.ndarray) -> np.ndarray:
