@@ -20,15 +20,13 @@ import copy
 import glob
 import os
 import sys
-import warnings
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_generalized import MORE_SETS, SETS, protocol_split, scale01  # noqa: E402
-from datasets import load  # noqa: E402
-from study_gate import default_cv_inputs  # noqa: E402
+from bench_generalized import MORE_SETS, SETS, protocol_split  # noqa: E402
+from study_gate import default_cv_inputs, for_each_split  # noqa: E402
 
 from nystrom_priors._numba._lam_cv import cv_losses  # noqa: E402
 from nystrom_priors.generalized import _lam  # noqa: E402
@@ -129,15 +127,7 @@ def main():
     if a.analyse:
         analyse(a.out, a.analyse)
         return
-    os.makedirs(a.out, exist_ok=True)
-    warnings.simplefilter("ignore")
-    for name in MORE_SETS if a.more_sets else SETS:
-        X, y = load(name)
-        X = scale01(X)
-        _, y = np.unique(y, return_inverse=True)
-        for s in range(5):
-            one(name, X, y, s, a.out)
-        print(name, flush=True)
+    for_each_split(MORE_SETS if a.more_sets else SETS, 5, one, a.out)
 
 
 if __name__ == "__main__":

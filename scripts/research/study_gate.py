@@ -88,21 +88,27 @@ def one(name, X, y, split, out):
     )
 
 
+def for_each_split(names, n_splits, one, out):
+    """``one(name, X, y, split, out)`` for every set (features scaled to [0, 1], classes
+    coded 0 .. c-1) and split of the protocol, warnings silenced, a line per set done."""
+    os.makedirs(out, exist_ok=True)
+    warnings.simplefilter("ignore")
+    for name in names:
+        X, y = load(name)
+        X = scale01(X)
+        _, y = np.unique(y, return_inverse=True)
+        for s in range(n_splits):
+            one(name, X, y, s, out)
+        print(name, flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--sets", nargs="*", default=SETS)
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    warnings.simplefilter("ignore")
-    for name in a.sets:
-        X, y = load(name)
-        X = scale01(X)
-        _, y = np.unique(y, return_inverse=True)
-        for s in range(a.splits):
-            one(name, X, y, s, a.out)
-        print(name, flush=True)
+    for_each_split(a.sets, a.splits, one, a.out)
 
 
 if __name__ == "__main__":

@@ -15,15 +15,13 @@ import argparse
 import glob
 import os
 import sys
-import warnings
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_generalized import MORE_SETS, SETS, _svm_error, protocol_split, scale01  # noqa: E402
-from datasets import load  # noqa: E402
-from study_gate import default_cv_inputs  # noqa: E402
+from bench_generalized import MORE_SETS, SETS, _svm_error, protocol_split  # noqa: E402
+from study_gate import default_cv_inputs, for_each_split  # noqa: E402
 
 import nystrom_priors as npr  # noqa: E402
 from nystrom_priors._numba._lam_cv import cv_losses  # noqa: E402
@@ -129,15 +127,7 @@ def main():
     if a.analyse:
         analyse(a.out)
         return
-    os.makedirs(a.out, exist_ok=True)
-    warnings.simplefilter("ignore")
-    for name in MORE_SETS if a.more_sets else a.sets:
-        X, y = load(name)
-        X = scale01(X)
-        _, y = np.unique(y, return_inverse=True)
-        for s in range(a.splits):
-            one(name, X, y, s, a.out)
-        print(name, flush=True)
+    for_each_split(MORE_SETS if a.more_sets else a.sets, a.splits, one, a.out)
 
 
 if __name__ == "__main__":
