@@ -52,6 +52,26 @@ def default_cv_inputs(X, yy, m, split):
     return g, seen
 
 
+def true_errors(g, X, y, yy, exps):
+    """``(errors, chosen)``: the LinearSVC error of the one-step model on the default fit
+    ``g``'s landmarks at each exponent of ``exps`` and at the prior (last), and the exponent
+    the default chose (inf: the prior)."""
+    lab, unl = np.flatnonzero(yy >= 0), np.flatnonzero(yy < 0)
+    true = []
+    for e in list(exps) + [np.inf]:
+        lam = g.lam_scale_ * 10.0**e if np.isfinite(e) else 1e300
+        h = npr.GeneralizedNystrom(
+            n_landmarks=g.landmarks_.shape[0],
+            landmarks=g.landmarks_,
+            width=g.width_,
+            lam=lam,
+            solver="onestep",
+        ).fit(X, yy)
+        true.append(_svm_error(h.transform(X), y, lab, unl))
+    chosen = np.log10(g.lam_ / g.lam_scale_) if np.isfinite(g.lam_) else np.inf
+    return true, chosen
+
+
 def one(name, X, y, split, out):
     m, lab, unl, yy = protocol_split(y, split)
     g, seen = default_cv_inputs(X, yy, m, split)
@@ -70,14 +90,7 @@ def one(name, X, y, split, out):
         rel,
         _lam._RIDGE_ALPHA,
     )
-    true = []
-    for e in list(seen["exps"]) + [np.inf]:
-        lam = g.lam_scale_ * 10.0**e if np.isfinite(e) else 1e300
-        h = npr.GeneralizedNystrom(
-            n_landmarks=m, landmarks=g.landmarks_, width=g.width_, lam=lam, solver="onestep"
-        ).fit(X, yy)
-        true.append(_svm_error(h.transform(X), y, lab, unl))
-    chosen = np.log10(g.lam_ / g.lam_scale_) if np.isfinite(g.lam_) else np.inf
+    true, chosen = true_errors(g, X, y, yy, seen["exps"])
     np.savez(
         os.path.join(out, f"{name}_{split}.npz"),
         L=L,

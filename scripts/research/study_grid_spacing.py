@@ -20,10 +20,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_generalized import MORE_SETS, SETS, _svm_error, protocol_split  # noqa: E402
-from study_gate import default_cv_inputs, for_each_split  # noqa: E402
+from bench_generalized import MORE_SETS, SETS, protocol_split  # noqa: E402
+from study_gate import default_cv_inputs, for_each_split, true_errors  # noqa: E402
 
-import nystrom_priors as npr  # noqa: E402
 from nystrom_priors._numba._lam_cv import cv_losses  # noqa: E402
 from nystrom_priors.generalized import _lam  # noqa: E402
 
@@ -53,14 +52,7 @@ def one(name, X, y, split, out):
         _lam._RIDGE_ALPHA,
     )
     means = _lam.round_means(L)[_lam._CRITERION]  # (n_rounds, 14)
-    true = []
-    for e in list(ALL) + [np.inf]:
-        lam = g.lam_scale_ * 10.0**e if np.isfinite(e) else 1e300
-        h = npr.GeneralizedNystrom(
-            n_landmarks=m, landmarks=g.landmarks_, width=g.width_, lam=lam, solver="onestep"
-        ).fit(X, yy)
-        true.append(_svm_error(h.transform(X), y, lab, unl))
-    chosen = np.log10(g.lam_ / g.lam_scale_) if np.isfinite(g.lam_) else np.inf
+    true, chosen = true_errors(g, X, y, yy, ALL)
     np.savez(
         os.path.join(out, f"{name}_{split}.npz"),
         means=means,
