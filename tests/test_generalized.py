@@ -1183,32 +1183,3 @@ def test_an_unconverged_pairs_solve_reports_the_certificate_of_what_it_returns(s
             S, _it, cert, ok, _ = solve._solve_lam(prob, lam, solver, 1e-12, budget)
             J = prob.objective(S, lam)
             assert (J - J_ref) / J <= cert + 1e-12, (d, budget, (J - J_ref) / J, cert)
-
-
-def test_factor_in_is_a_factor_from_the_small_matrix_and_falls_back_when_singular(rng):
-    """``_factor_in(U0, S_r, S)``: ``U0 L`` (L the Cholesky factor of S_r) where S_r is
-    positive definite, else S's eigen-factor without its null space; F F^T = S either way,
-    and the default fit's features give the kernel E S E^T."""
-    m, r = 9, 6
-    U0 = np.linalg.qr(rng.normal(size=(m, r)))[0]
-    A = rng.normal(size=(r, r))
-    S_r = A @ A.T + 1e-3 * np.eye(r)
-    S = U0 @ S_r @ U0.T
-    F = psd._factor_in(U0, S_r, S)
-    assert F.shape == (m, r)
-    np.testing.assert_allclose(F @ F.T, S, atol=1e-12 * np.abs(S).max())
-    np.testing.assert_allclose(F, U0 @ np.linalg.cholesky(S_r))
-    B = rng.normal(size=(r, 3))
-    S_r = B @ B.T  # rank 3: no Cholesky factor
-    S = U0 @ S_r @ U0.T
-    F = psd._factor_in(U0, S_r, S)
-    assert F.shape == (m, 3)
-    np.testing.assert_allclose(F @ F.T, S, atol=1e-12 * np.abs(S).max())
-
-    X = rng.normal(size=(120, 3))
-    y = np.where(X[:, 0] > 0, 1, 0)
-    y[40:] = -1
-    g = GeneralizedNystrom(n_landmarks=15, lam=1e-3, solver="onestep", random_state=0).fit(X, y)
-    E = extrapolate(X, g.landmarks_, kernel="rbf", width=g.width_)
-    G = g.transform(X)
-    np.testing.assert_allclose(G @ G.T, E @ g.S_ @ E.T, atol=1e-9 * np.abs(G @ G.T).max())

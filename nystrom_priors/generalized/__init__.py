@@ -99,7 +99,7 @@ from ..exceptions import ConvergenceWarning
 from ..nystrom import _LandmarkKernelMixin
 from ..side_info import all_unlabeled, check_labels, check_pairs
 from . import _lam, _lam_pairs
-from ._problem import _build_problem, _factor, _factor_in, _in_range, _sym, _top_gram_eig
+from ._problem import _build_problem, _factor, _in_range, _sym, _top_gram_eig
 from ._solver import _LAM_RANGE, _solve_lam
 
 __all__ = ["GeneralizedNystrom"]
@@ -485,7 +485,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             rel = 10.0**e
         S_r, _ = model(PE, w, rel)
         S = _sym(U0 @ S_r @ U0.T)
-        return self._set_solution(S, rel * scale, _factor_in(U0, S_r, S), 1, True, float("nan"))
+        return self._set_solution(S, rel * scale, _factor(S), 1, True, float("nan"))
 
     def _select_lam(self, select, PE, w, params):
         """``select(PE, w)`` (``_lam_pairs.one_step_side``) with its progress record: one

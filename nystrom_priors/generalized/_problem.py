@@ -52,23 +52,6 @@ def _factor(S: np.ndarray, eig: tuple | None = None) -> np.ndarray:
     return np.ascontiguousarray(U[:, keep] * np.sqrt(lam[keep]))
 
 
-def _factor_in(U0: np.ndarray, S_r: np.ndarray, S: np.ndarray) -> np.ndarray:
-    """F with F F^T = S = U0 S_r U0^T (U0 with orthonormal columns): ``U0 L`` from the
-    Cholesky factor L of S_r where S_r is positive definite, else ``_factor(S)``.
-
-    Any factor gives the same kernel E S E^T; the features E F of two factors differ by an
-    orthogonal rotation, which leaves every rotation-invariant learner on them unchanged.
-    An r x r Cholesky factorisation costs a small fraction of S's eigendecomposition, which
-    is needed only to drop a null space."""
-    try:
-        L = np.linalg.cholesky(_sym(S_r))
-    except np.linalg.LinAlgError:
-        return _factor(S)
-    if not np.isfinite(L).all():
-        return _factor(S)
-    return np.ascontiguousarray(U0 @ L)
-
-
 class _Problem:
     """The quadratic J(S) for fixed data: labels part (E_l, Y) and sparse pairs part.
 
