@@ -397,7 +397,7 @@ def test_auto_chooses_the_same_lam_whatever_the_classes_are_called():
 
 def test_informative_rounds_drop_unpredictable_rows_and_repeated_rounds(rng):
     """A held-out row whose class has no training row in its round is not scored; a round that
-    repeats an earlier one (tiny classes deal both splits the same folds) is dropped; rows
+    repeats an earlier one (tiny classes deal the splits the same folds) is dropped; rows
     that are scored keep their roles."""
     codes = np.array([0, 0, 1, 1])
     roles = lam_cv.cv_rounds(codes, 5, 10, rng)  # 4 singleton folds, thrice
@@ -662,3 +662,31 @@ def test_nka_returns_the_paths_solution_without_a_second_solve(side, monkeypatch
     J = max(prob.objective(model.S_, model.lam_), prob.objective(fixed.S_, model.lam_))
     bound = 2.0 * np.sqrt(1e-6 * J / model.lam_)
     assert np.linalg.norm(model.S_ - fixed.S_) <= bound
+
+
+@pytest.mark.parametrize(
+    "n_labels, side, folds",
+    [
+        (90, "labels", lam_cv._LABEL_FOLDS),
+        (600, "labels", lam_cv._ONE_SPLIT_FOLDS),
+        (0, "pairs", 5),
+    ],
+)
+def test_cv_none_is_the_documented_number_of_folds(rng, n_labels, side, folds):
+    """cv=None: 4 folds per split on labels (three splits), 5 for the single split above
+    500 labels, 5 on pairs alone; the same fit as passing that number, another number
+    gives another path."""
+    X = rng.normal(size=(700, 3))
+    kw = dict(n_landmarks=20, random_state=0, solver="onestep")
+    if side == "labels":
+        y = np.full(700, -1)
+        y[:n_labels] = (X[:n_labels, 0] + 0.3 * rng.normal(size=n_labels) > 0).astype(int)
+        fit = lambda cv: GeneralizedNystrom(cv=cv, **kw).fit(X, y)  # noqa: E731
+    else:
+        a, b = rng.integers(0, 700, size=(2, 150))
+        pairs = np.c_[a[a != b], b[a != b], np.where(X[a[a != b], 0] * X[b[a != b], 0] > 0, 1, -1)]
+        fit = lambda cv: GeneralizedNystrom(cv=cv, **kw).fit(X, pairs=pairs)  # noqa: E731
+    default = fit(None).criterion_path_
+    np.testing.assert_array_equal(default, fit(folds).criterion_path_)
+    other = fit(3).criterion_path_
+    assert not np.array_equal(np.nan_to_num(default), np.nan_to_num(other))

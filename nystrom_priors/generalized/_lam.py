@@ -23,7 +23,8 @@ the PSD constraint is inactive. Unlike the Euclidean projection of c, it keeps t
 block and moves the cheap ones, as J's optimum does.
 
 **Choosing lam.** Stratified k-fold splits of the labeled rows (three independent splits
-of ``cv`` folds, four by default, one split above ``_MANY_SPLITS_MAX`` labels: the held-out
+of ``cv`` folds, four by default; one split, of five by default, above ``_MANY_SPLITS_MAX``
+labels: the held-out
 estimate tightens with l while every fold costs O(p^3) per lam; a fold trains on at most
 ``_CV_RANK_MAX`` directions, ``cv_rounds``). Which rows a fold holds out moves the estimate as
 much as lam does on 100 labels, so the splits are averaged. On each training fold the same
@@ -40,8 +41,8 @@ smoothed 0/1 error with less variance. The prior (lam = inf, plain Nystrom) is a
 A lam is chosen only if its mean held-out loss beats the prior's in a one-sided paired t-test
 over the folds at level ``_GATE_LEVEL`` (1%: 2.72 standard errors of the paired differences
 over twelve folds); among those, the smallest mean loss wins. The later splits race: each
-scores only the lam that every split before it favours over the prior by more than
-``_RACE_FIRST`` (after the first split) or ``_RACE`` (after two) standard errors
+scores only the lam that the folds of the splits before it favour over the prior by more
+than ``_RACE_FIRST`` (after the first split) or ``_RACE`` (after two) standard errors
 (``race``), which skips most of the small lam, whose eigendecompositions are the selection's
 cost, where they would hardly clear the gate. The model whose lam is scored is the model
 that is returned, so the estimate is honest for it.
@@ -70,8 +71,10 @@ _GATE_LEVEL = 0.01
 _RACE_FIRST = 1.5
 # ... and by this many over the folds of two or more splits
 _RACE = 2.0
-# folds per split on labels when ``cv`` is None
+# folds per split on labels when ``cv`` is None: four for the averaged splits, five for the
+# single split above ``_MANY_SPLITS_MAX`` labels
 _LABEL_FOLDS = 4
+_ONE_SPLIT_FOLDS = 5
 # up to this many labels ``_N_SPLITS`` independent fold splits are averaged, one above
 _MANY_SPLITS_MAX = 500
 _N_SPLITS = 3
@@ -192,7 +195,8 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     W's kept eigenvalues. Returns (e or None, mean criterion per candidate, mean held-out 0/1
     error per candidate); candidates are ``exps`` and then the prior. A candidate raced out
     after a split (``race``) reports the means of the folds that scored it (all of them, the
-    prior too, when a split leaves no candidate in the race).
+    prior too, when a split leaves no candidate in the race). ``n_folds``: folds per split,
+    None for ``_LABEL_FOLDS`` (``_ONE_SPLIT_FOLDS`` above ``_MANY_SPLITS_MAX`` labels).
     """
     import numba
 
@@ -200,6 +204,8 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     from .._numba._lapack import addresses
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
+    if n_folds is None:
+        n_folds = _LABEL_FOLDS if codes.size <= _MANY_SPLITS_MAX else _ONE_SPLIT_FOLDS
     roles = cv_rounds(codes, n_folds, w.size, rng)
     if not ((roles == 1).any(axis=1) & (roles == 2).any(axis=1)).any():
         # e.g. one labeled sample (with pairs): no round both trains and holds out
@@ -229,15 +235,14 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     cost = np.empty(n_rel)
     cost[np.argsort(-rel, kind="stable")] = np.arange(n_rel)
 
-    threads = numba.get_num_threads()
     prepared = 0
 
     def prepare(end: int) -> None:
         """Prepare the rounds up to ``end`` and, rounds being prepared in parallel one per
         thread at a time, as many after it as keep every thread busy."""
         nonlocal prepared
-        if end > prepared:
-            stop = min(n_rounds, end + (prepared - end) % threads)
+        if end > prepared:  # the threads of the enclosing ``numba_threads``
+            stop = min(n_rounds, end + (prepared - end) % numba.get_num_threads())
             rounds = np.arange(prepared, stop)
             jit.prepare_rounds(state, PE, w, codes64, int(n_classes), roles, rounds)
             prepared = stop

@@ -158,8 +158,7 @@ def one_step_side(labels, pairs, params, rng):
     path, error path) and ``model(PE, w, rel_lam)`` -> (S_r, lam), PE the rows in S0's
     eigen-coordinates."""
     grid, cv = params["grid"], params["cv"]
-    if labels is not None:
-        cv = _lam._LABEL_FOLDS if cv is None else cv
+    if labels is not None:  # cv None: select_lam's own folds
         codes, c = labels.codes, labels.n_classes
         return (
             labels.index,
