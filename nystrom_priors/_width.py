@@ -63,11 +63,10 @@ def mean_squared_distance(X: Any) -> float:
     # corrected two-pass sum: sum (x - m)^2 = sum (x - m')^2 - (sum (x - m'))^2 / n for the
     # rounded mean m'; without it a common offset of 1e17 added ~20% (its rounding, squared)
     total -= float(drift @ drift) / n
-    total = max(total, 0.0)
     if total <= _roundoff(n, X.shape[1]) and all((X[b] == X[0]).all() for b in blocks):
         return 0.0  # identical rows: the rounding of their mean is no distance
     with np.errstate(over="ignore"):
-        return float(np.ldexp(2.0 * total / (n - 1), 2 * e))
+        return float(np.ldexp(2.0 * max(total, 0.0) / (n - 1), 2 * e))
 
 
 def _mean_squared_distance_csr(X: Any) -> float:

@@ -40,11 +40,11 @@ def _class_sums(F, codes, n_classes):
 
 
 @njit(cache=True, nogil=True)
-def _target_products(F, codes, n_classes):
+def _target_products(F, sums, codes, n_classes):
     """``(F^T T, T^T 1)`` for the +-1 targets T of ``codes`` (``_target``; T = 2 Y - 1 for
-    one-vs-rest, one column for two classes), without T (l x c)."""
+    one-vs-rest, one column for two classes), without T (l x c); ``sums`` is ``F^T Y``
+    (``_class_sums``)."""
     l, p = F.shape
-    sums = _class_sums(F, codes, n_classes)
     counts = np.bincount(codes, minlength=n_classes).astype(np.float64)
     total = F.sum(axis=0)
     if n_classes == 2:
@@ -166,10 +166,10 @@ def _restricted(aT, w, codes_T, n_classes):
     """The fold's problem on ``S = S0 + V X V^T``, V = range of the labeled rows within range(S0).
 
     ``aT`` (l_T, r): the labeled rows in S0's eigen-coordinates, ``S0 = diag(1 / w)`` there.
-    Returns (Vc (r, p), mu (p,), C (p, p), R (p, p), F (l_T, p)): in the basis Vc the rows are
-    ``F = A diag(sqrt(mu))``, so ``M = F^T F = diag(mu)``; C is the prior of Y = X + C and R the
-    data term's linear part, ``R = F^T K* F - M D M`` with ``D = V^T S0 V - C`` (returned
-    last).
+    Returns (Vc (r, p), mu (p,), C (p, p), R (p, p), F (l_T, p), D, FY): in the basis Vc the
+    rows are ``F = A diag(sqrt(mu))``, so ``M = F^T F = diag(mu)``; C is the prior of
+    Y = X + C and R the data term's linear part, ``R = F^T K* F - M D M`` with
+    ``D = V^T S0 V - C``, and ``FY = F^T Y`` for the one-hot labels Y.
     """
     l, r = aT.shape
     Vc, mu, C, F, D = _basis(aT, w, l + r)
@@ -180,13 +180,13 @@ def _restricted(aT, w, codes_T, n_classes):
         for b in range(p):
             R[a, b] -= mu[a] * D[a, b] * mu[b]
     R = 0.5 * (R + R.T)
-    return Vc, mu, C, R, F, D
+    return Vc, mu, C, R, F, D, FY
 
 
 @njit(cache=True, nogil=True)
 def restricted_problem(aT, w, codes_T, n_classes):
     """``(Vc, mu, C, R, F)`` of ``_restricted``."""
-    Vc, mu, C, R, F, _ = _restricted(aT, w, codes_T, n_classes)
+    Vc, mu, C, R, F, _, _ = _restricted(aT, w, codes_T, n_classes)
     return Vc, mu, C, R, F
 
 
@@ -313,7 +313,7 @@ def _round_constants(PE, w, codes, n_classes, train, test):
     aV = PE[test]
     codes_T = codes[train]
     lT, r = aT.shape
-    Vc, mu, C, R, FT, D = _restricted(aT, w, codes_T, n_classes)
+    Vc, mu, C, R, FT, D, FY = _restricted(aT, w, codes_T, n_classes)
     p = mu.size
     FV = aV @ Vc
     S0Vc = np.empty((r, p))
@@ -321,7 +321,7 @@ def _round_constants(PE, w, codes, n_classes, train, test):
         for k in range(p):
             S0Vc[i, k] = Vc[i, k] / w[i]
     GV = aV @ S0Vc - FV @ C
-    FtT, Tsum = _target_products(FT, codes_T, n_classes)
+    FtT, Tsum = _target_products(FT, FY, codes_T, n_classes)
     BtT = np.empty((p + 1, Tsum.size))
     BtT[:p] = FtT
     BtT[p] = Tsum

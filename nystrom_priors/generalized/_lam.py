@@ -22,30 +22,29 @@ cone). This is the model: the exact minimiser of the majoriser, equal to J's opt
 the PSD constraint is inactive. Unlike the Euclidean projection of c, it keeps the fitted
 block and moves the cheap ones, as J's optimum does.
 
-**Choosing lam.** Stratified k-fold splits of the labeled rows (three independent splits
-of ``cv`` folds, four by default; one split, of five by default, above ``_MANY_SPLITS_MAX``
-labels: the held-out
-estimate tightens with l while every fold costs O(p^3) per lam; a fold trains on at most
-``_CV_RANK_MAX`` directions, ``cv_rounds``). Which rows a fold holds out moves the estimate as
-much as lam does on 100 labels, so the splits are averaged. On each training fold the same
-model is fitted along the grid (lam = ``mu_max^2 10^e`` with the fold's own mu_max), and a
-ridge classifier on the learned kernel (one-vs-rest, +-1 targets, intercept penalised like a
-linear SVM's constant feature, penalty 1/2: the squared-loss counterpart of
+**Choosing lam.** Stratified k-fold splits of the labeled rows (three independent splits of
+``cv`` folds, four by default; one split, of five by default, above ``_MANY_SPLITS_MAX``
+labels: the held-out estimate tightens with l while every fold costs O(p^3) per lam; a fold
+trains on at most ``_CV_RANK_MAX`` directions, ``cv_rounds``). Which rows a fold holds out
+moves the estimate as much as lam does on 100 labels, so the splits are averaged. On each
+training fold the same model is fitted along the grid (lam = ``mu_max^2 10^e`` with the fold's
+own mu_max), and a ridge classifier on the learned kernel (one-vs-rest, +-1 targets, intercept
+penalised like a linear SVM's constant feature, penalty 1/2: the squared-loss counterpart of
 ``LinearSVC(C=1)``) scores the held-out fold. The loss is a ramp on the held-out margin
 measured in units of the training rows' RMS margin, ``min(max(1 - m / s, 0), 2)`` (m: true
 class's score minus the best other one): small lam inflates the kernel along the labeled
 directions, and a loss on raw scores (the squared hinge) then charges the confidently wrong
-rows quadratically and ranks lam by the size of the scores rather than by how the held-out
-rows fall relative to the training rows. Bounded, one wrong row costs at most 2, like a
-smoothed 0/1 error with less variance. The prior (lam = inf, plain Nystrom) is a candidate.
-A lam is chosen only if its mean held-out loss beats the prior's in a one-sided paired t-test
-over the folds at level ``_GATE_LEVEL`` (1%: 2.72 standard errors of the paired differences
-over twelve folds); among those, the smallest mean loss wins. The later splits race: each
-scores only the lam that the folds of the splits before it favour over the prior by more
-than ``_RACE_FIRST`` (after the first split) or ``_RACE`` (after two) standard errors
-(``race``), which skips most of the small lam, whose eigendecompositions are the selection's
-cost, where they would hardly clear the gate. The model whose lam is scored is the model
-that is returned, so the estimate is honest for it.
+rows quadratically and ranks lam by the size of the scores rather than by how the held-out rows
+fall relative to the training rows. Bounded, one wrong row costs at most 2, like a smoothed 0/1
+error with less variance. The prior (lam = inf, plain Nystrom) is a candidate. A lam is chosen
+only if its mean held-out loss beats the prior's in a one-sided paired t-test over the folds at
+level ``_GATE_LEVEL`` (1%: 2.72 standard errors of the paired differences over twelve folds);
+among those, the smallest mean loss wins. The later splits race: each scores only the lam that
+the folds of the splits before it favour over the prior by more than ``_RACE_FIRST`` (after the
+first split) or ``_RACE`` (after two) standard errors (``race``), which skips most of the small
+lam, whose eigendecompositions are the selection's cost, where they would hardly clear the
+gate. The model whose lam is scored is the model that is returned, so the estimate is honest
+for it.
 
 **Pairs alone, and eq. (12).** Pairs without labels have their own one-step model and folds
 over the constrained samples (``_lam_pairs.py``), chosen by the same rule (``choose``).
@@ -163,17 +162,23 @@ def race(losses: np.ndarray, threshold: float) -> np.ndarray:
     return keep
 
 
-def cv_rounds(codes: np.ndarray, n_folds: int, rank: int, rng: np.random.Generator) -> np.ndarray:
+def cv_rounds(
+    codes: np.ndarray, n_folds: int | None, rank: int, rng: np.random.Generator
+) -> np.ndarray:
     """Roles (n_rounds, l) of the labeled rows per CV round: 1 train, 2 held out, 0 unused.
 
     Stratified ``n_folds``-fold splits, ``_N_SPLITS`` of them up to ``_MANY_SPLITS_MAX`` labels
-    and one above. A round's model costs O(p^3) per lam, p = min(training rows, rank); where p
-    would exceed ``_CV_RANK_MAX`` the round trains on a stratified subset of ``_CV_RANK_MAX`` of
-    its training rows (and still scores its whole held-out fold), which bounds the selection's
-    cost independently of l. lam is relative to each round's own mu_max^2, the scale of its data
+    and one above (``n_folds`` None: ``_LABEL_FOLDS`` and ``_ONE_SPLIT_FOLDS`` folds). A round's
+    model costs O(p^3) per lam, p = min(training rows, rank); where p would exceed
+    ``_CV_RANK_MAX`` the round trains on a stratified subset of ``_CV_RANK_MAX`` of its training
+    rows (and still scores its whole held-out fold), which bounds the selection's cost
+    independently of l. lam is relative to each round's own mu_max^2, the scale of its data
     term, so it carries over to the model on all labels; a subset sees less data than the final
     model and errs toward the larger lam, the prior's side."""
-    n_splits = _N_SPLITS if codes.size <= _MANY_SPLITS_MAX else 1
+    many = codes.size <= _MANY_SPLITS_MAX
+    n_splits = _N_SPLITS if many else 1
+    if n_folds is None:
+        n_folds = _LABEL_FOLDS if many else _ONE_SPLIT_FOLDS
     k = int(max(2, min(n_folds, codes.size)))
     roles = []
     for _split in range(n_splits):
@@ -196,7 +201,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     error per candidate); candidates are ``exps`` and then the prior. A candidate raced out
     after a split (``race``) reports the means of the folds that scored it (all of them, the
     prior too, when a split leaves no candidate in the race). ``n_folds``: folds per split,
-    None for ``_LABEL_FOLDS`` (``_ONE_SPLIT_FOLDS`` above ``_MANY_SPLITS_MAX`` labels).
+    None for the default (``cv_rounds``).
     """
     import numba
 
@@ -204,8 +209,6 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     from .._numba._lapack import addresses
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
-    if n_folds is None:
-        n_folds = _LABEL_FOLDS if codes.size <= _MANY_SPLITS_MAX else _ONE_SPLIT_FOLDS
     roles = cv_rounds(codes, n_folds, w.size, rng)
     if not ((roles == 1).any(axis=1) & (roles == 2).any(axis=1)).any():
         # e.g. one labeled sample (with pairs): no round both trains and holds out
