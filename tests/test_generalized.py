@@ -903,14 +903,14 @@ def test_side_information_moves_the_kernel_towards_the_ideal(rng):
 def test_lam_selection_exposes_the_path(rng):
     X, y, _ = _toy(rng)
     model = GeneralizedNystrom(n_landmarks=20, lam="nka", random_state=0).fit(X, y)
-    assert model.lam_path_.shape == (7,) and model.criterion_path_.shape == (7,)
+    assert model.lam_path_.shape == (6,) and model.criterion_path_.shape == (6,)
     assert model.lam_ in model.lam_path_
     k = int(np.flatnonzero(model.lam_path_ == model.lam_)[0])
     assert model.criterion_path_[k] == model.criterion_path_.max()
     ratio = model.lam_path_[:-1] / model.lam_path_[1:]
     np.testing.assert_allclose(ratio, 100.0)  # the default grid: every other decade
     auto = GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
-    assert auto.lam_path_.shape == auto.criterion_path_.shape == auto.cv_error_path_.shape == (8,)
+    assert auto.lam_path_.shape == auto.criterion_path_.shape == auto.cv_error_path_.shape == (7,)
     assert np.isinf(auto.lam_path_[-1]) and auto.lam_ in auto.lam_path_
     np.testing.assert_allclose(auto.lam_path_[:-2] / auto.lam_path_[1:-1], 100.0)
     assert np.all(auto.criterion_path_ >= 0)

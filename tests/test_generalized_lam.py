@@ -16,6 +16,7 @@ from conftest import gaussian_prior
 
 from nystrom_priors import GeneralizedNystrom, Nystrom, extrapolate
 from nystrom_priors._numba import _lam_cv as jit
+from nystrom_priors._numba._lapack import addresses as _addresses
 from nystrom_priors.generalized import _lam as lam_cv
 from nystrom_priors.generalized._problem import _Problem
 from nystrom_priors.generalized._solver import _solve_lam
@@ -90,7 +91,7 @@ def test_onestep_minimises_the_majoriser_over_the_psd_cone(rng):
     """cvxpy: Y~ = argmin_{Y >= 0} sum d_i d_j (Y - c)_ij^2 with d = sqrt(lam + mu^2)."""
     cp = pytest.importorskip("cvxpy")
     E, codes, c, U0, w, S0 = _labeled_problem(rng, m=10, l=6)
-    Vc, mu, C, R, _ = jit.restricted_problem(E @ U0, w, codes.astype(np.int64), c)
+    Vc, mu, C, R, _ = jit.restricted_problem(E @ U0, w, codes.astype(np.int64), c, _addresses())
     lam = 1e-6 * mu[-1] ** 2
     L = jit.onestep(mu, C, R, lam)
     ctil = (lam * C + R) / (lam + np.outer(mu, mu))
@@ -108,8 +109,8 @@ def test_onestep_y_from_the_negative_eigenpairs_alone(rng):
     from nystrom_priors._numba import _lapack
 
     E, codes, c, U0, w, S0 = _labeled_problem(rng, m=40, l=60)
-    Vc, mu, C, R, _ = jit.restricted_problem(E @ U0, w, codes.astype(np.int64), c)
     addr = _lapack.addresses()
+    Vc, mu, C, R, _ = jit.restricted_problem(E @ U0, w, codes.astype(np.int64), c, addr)
     negatives = []
     for e in range(0, -13, -1):
         lam = 10.0**e * mu[-1] ** 2
@@ -143,10 +144,42 @@ def test_negative_count_and_lowest_eigenpairs_match_eigh(rng):
     assert _lapack.negative_count(J, addr[_lapack.DSYTRF]) == 1
 
 
+@pytest.mark.parametrize("p", [1, 2, 17, 80])
+def test_direct_lapack_eigh_and_spd_inverse_match_numpy(rng, p):
+    """dsyevd with its minimal workspace, and dpotrf + dpotri, called through their
+    addresses: numpy's eigenpairs and inverse; numpy itself without addresses, on a matrix
+    that is not positive definite, or on NaN."""
+    from nystrom_priors._numba import _lapack
+
+    addr = _lapack.addresses()
+    none = np.zeros(0, dtype=np.int64)
+    Q, _ = np.linalg.qr(rng.normal(size=(p, p)))
+    v = np.sort(rng.uniform(-5, 5, p))
+    V = 0.5 * ((Q * v) @ Q.T + ((Q * v) @ Q.T).T)
+    for lapack in (addr, none):
+        vals, vecs = _lapack.eigh_all(V, lapack)
+        assert vecs.flags.c_contiguous
+        np.testing.assert_allclose(vals, np.linalg.eigvalsh(V), atol=1e-12 * 5 * p)
+        np.testing.assert_allclose(V @ vecs, vecs * vals, atol=1e-12 * 5 * p)
+        np.testing.assert_allclose(vecs.T @ vecs, np.eye(p), atol=1e-12 * p)
+    B = (Q * np.exp(rng.uniform(-6, 6, p))) @ Q.T  # condition number up to e^12
+    B = 0.5 * (B + B.T)
+    inv, done = _lapack.spd_inverse(B, addr)
+    assert done and np.array_equal(inv, inv.T)
+    np.testing.assert_allclose(inv @ B, np.eye(p), atol=1e-9)
+    assert not _lapack.spd_inverse(B, none)[1]
+    assert not _lapack.spd_inverse(V if v[0] < 0 else -V, addr)[1]  # indefinite: refused
+    bad = B.copy()
+    bad[0, 0] = np.nan
+    assert not _lapack.spd_inverse(bad, addr)[1]
+    with pytest.raises(np.linalg.LinAlgError):  # not NaN handed to LAPACK: numpy refuses it
+        _lapack.eigh_all(bad, addr)
+
+
 def test_restricted_family_is_feasible_exactly_when_Y_is_psd(rng):
     """S0 + V (Y - C) V^T >= 0 iff Y >= 0 (Schur complement), in the coordinates of S0."""
     E, codes, c, U0, w, S0 = _labeled_problem(rng)
-    Vc, mu, C, R, F = jit.restricted_problem(E @ U0, w, codes.astype(np.int64), c)
+    Vc, mu, C, R, F = jit.restricted_problem(E @ U0, w, codes.astype(np.int64), c, _addresses())
     np.testing.assert_allclose(Vc.T @ Vc, np.eye(mu.size), atol=1e-10)
     np.testing.assert_allclose(F.T @ F, np.diag(mu), atol=1e-9 * mu.max())
     for shift in (1e-6, -1e-6):
@@ -326,6 +359,34 @@ def test_race_keeps_the_prior_and_the_clear_candidates(threshold):
     assert lam_cv.race(L, threshold)[2] == (t > threshold)
 
 
+def test_narrow_race_keeps_the_lowest_loss_and_the_clearest_candidate():
+    """``narrow``: of the candidates above the threshold only the one with the smallest mean
+    loss and the one with the largest paired z go on (ties: the first listed); the prior
+    always does; without ``narrow`` every clear candidate does."""
+    rng = np.random.default_rng(7)
+    base = 1.0 + 0.01 * rng.normal(size=(8, 1))  # fold-to-fold variation, shared
+    L = base + 0.002 * rng.normal(size=(8, 6))
+    L[:, 0] = base[:, 0] - 0.05 + 0.002 * rng.normal(size=8)  # clear, not the lowest mean
+    L[:, 1] = base[:, 0] - 0.20 + 0.05 * rng.normal(size=8)  # lowest mean, noisier
+    L[:, 2] = base[:, 0] - 0.10 + 0.0001 * rng.normal(size=8)  # the clearest
+    L[:, 3] = base[:, 0] + 0.05  # worse than the prior
+    L[:, 4] = L[:, 2] + 0.001  # clear, between the others
+    L[:, 5] = base[:, 0]  # the prior, last
+    D = L[:, :5] - L[:, [5]]
+    z = -D.mean(axis=0) / (D.std(axis=0, ddof=1) / np.sqrt(8))
+    assert (z[[0, 1, 2, 4]] > 2.0).all() and z[3] < 0 and np.argmax(z) == 2
+    assert np.argmin(L.mean(axis=0)) == 1
+    np.testing.assert_array_equal(lam_cv.race(L, 2.0), [True, True, True, False, True, True])
+    np.testing.assert_array_equal(
+        lam_cv.race(L, 2.0, narrow=True), [False, True, True, False, False, True]
+    )
+    L[:, 1] = L[:, 2]  # the clearest is now also (tied) the lowest: one candidate goes on
+    np.testing.assert_array_equal(
+        lam_cv.race(L, 2.0, narrow=True), [False, True, False, False, False, True]
+    )
+    assert not lam_cv.race(L, 1e9, narrow=True)[:-1].any()  # none clear: none kept
+
+
 def test_scoring_any_tasks_gives_the_full_scores_there(rng):
     """prepare_rounds (in two batches) + score_rounds on a subset of (round, lam) tasks fill
     exactly those entries, equal to scoring every round at every lam (cv_losses), and leave
@@ -336,12 +397,12 @@ def test_scoring_any_tasks_gives_the_full_scores_there(rng):
     rel = np.concatenate([10.0 ** np.arange(-10.0, 1.0, 2.0), [np.inf]])
     full = jit.cv_losses(PE, w, codes, c, roles, rel, 0.5)
     state = jit.new_state(roles, w.size, c)
+    every = np.zeros(0, dtype=np.int64)  # np.linalg alone, as cv_losses
     for batch in np.array_split(np.arange(roles.shape[0]), [3]):  # in two parallel stages
-        jit.prepare_rounds(state, PE, w, codes, c, roles, batch)
+        jit.prepare_rounds(state, PE, w, codes, c, roles, batch, every)
     tasks = [(t, j) for t in range(roles.shape[0]) for j in range(rel.size) if (t + 2 * j) % 3]
     part = np.full_like(full, np.nan)
     task_round, task_lam = (np.array(v, dtype=np.int64) for v in zip(*tasks))
-    every = np.zeros(0, dtype=np.int64)  # all eigenpairs, as cv_losses
     jit.score_rounds(state, roles, codes, c, rel, 0.5, task_round, task_lam, part, every)
     done = np.zeros((roles.shape[0], rel.size), dtype=bool)
     done[task_round, task_lam] = True
@@ -458,7 +519,7 @@ def test_auto_learns_when_labels_are_informative():
     y[lab] = ytrue[lab]
     model = GeneralizedNystrom(n_landmarks=60, random_state=0).fit(X, y)
     assert np.isfinite(model.lam_) and model.lam_ in model.lam_path_
-    assert model.criterion_path_.shape == model.lam_path_.shape == (8,)  # 7 lam + the prior
+    assert model.criterion_path_.shape == model.lam_path_.shape == (7,)  # 6 lam + the prior
     best = int(np.argmin(model.criterion_path_))
     assert model.criterion_path_[best] < model.criterion_path_[-1]
     # centred kernel alignment with the labels on unlabeled rows improves on the prior's
@@ -587,8 +648,10 @@ def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(rng, kept, monk
     scoring only what ``race`` keeps after the splits before it) give each candidate the mean
     loss that scoring every round at every lam (``cv_losses``) gives over the rounds that
     should score it: every split for the prior, the splits before it was raced out for the
-    others; ``race`` is asked with ``_RACE_FIRST`` after one split, ``_RACE`` after two."""
+    others; ``race`` is asked with ``_RACE_FIRST`` after one split, ``_RACE`` after two,
+    narrowed by ``_RACE_NARROW``."""
     c = 3
+    narrow = lam_cv._RACE_NARROW
     PE, w, codes = _cv_problem(rng, m=14, n=70, c=c, d=3)
     exps = np.arange(0.0, -12.5, -2.0)
     keeps = []
@@ -599,8 +662,8 @@ def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(rng, kept, monk
         keeps.append(keep)
     asked = []
 
-    def race(losses, threshold):
-        asked.append((losses.shape[0], threshold))
+    def race(losses, threshold, narrow):
+        asked.append((losses.shape[0], threshold, narrow))
         return keeps[len(asked) - 1].copy()
 
     monkeypatch.setattr(lam_cv, "race", race)
@@ -613,12 +676,12 @@ def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(rng, kept, monk
     L[10:, ~keeps[1]] = np.nan  # ... or after the second
     if not keeps[0][:-1].any():
         L[5:] = np.nan  # nothing left to test: no later split at all
-        assert asked == [(5, lam_cv._RACE_FIRST)]
+        assert asked == [(5, lam_cv._RACE_FIRST, narrow)]
     elif not keeps[1][:-1].any():
         L[10:] = np.nan
-        assert asked == [(5, lam_cv._RACE_FIRST), (10, lam_cv._RACE)]
+        assert asked == [(5, lam_cv._RACE_FIRST, narrow), (10, lam_cv._RACE, narrow)]
     else:
-        assert asked == [(5, lam_cv._RACE_FIRST), (10, lam_cv._RACE)]
+        assert asked == [(5, lam_cv._RACE_FIRST, narrow), (10, lam_cv._RACE, narrow)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         want = np.nanmean(L, axis=0)

@@ -45,7 +45,7 @@ def test_lambda_path_draws_the_criterion_and_errors(tmp_path, data, lam):
     X, _, y_partial = data
     gn = GeneralizedNystrom(n_landmarks=20, lam=lam, random_state=0).fit(X, y_partial)
     finite = np.isfinite(gn.lam_path_)
-    assert finite.sum() == 7 and (lam == "nka" or not finite[-1])  # "auto": the prior last
+    assert finite.sum() == 6 and (lam == "nka" or not finite[-1])  # "auto": the prior last
     errors = np.linspace(0.3, 0.1, gn.lam_path_.size)
     ax = plot_lambda_path(gn, errors=errors)
     x = np.log10(gn.lam_path_[finite] / gn.lam_scale_)

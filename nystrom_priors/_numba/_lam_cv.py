@@ -12,7 +12,7 @@ let the caller decide which lam a round still needs after seeing other rounds' l
 import numpy as np
 from numba import njit, prange
 
-from ._lapack import DSYEVR, DSYTRF, lowest_eigenpairs, negative_count
+from ._lapack import DSYEVR, DSYTRF, eigh_all, lowest_eigenpairs, negative_count, spd_inverse
 
 # rows of scores formed at a time: memory O(_ROWS c) for c classes, never O(l c)
 _ROWS = 256
@@ -102,7 +102,7 @@ def _losses(P, codes, n_classes, rows, out, t, j, scale):
 
 
 @njit(cache=True, nogil=True)
-def _basis(aT, w, cap):
+def _basis(aT, w, cap, lapack):
     """The family ``S = S0 + V (Y - C) V^T`` on the span of the rows ``aT`` within range(S0).
 
     ``aT`` (l_T, r): the rows in S0's eigen-coordinates, ``S0 = diag(1 / w)`` there; ``cap``: at
@@ -110,12 +110,13 @@ def _basis(aT, w, cap):
     Returns (Vc (r, p), mu (p,) ascending, C (p, p), F (l_T, p), D (p, p)): Vc orthonormal,
     ``F = aT Vc`` with ``F^T F = diag(mu)``, ``C = (Vc^T W Vc)^-1`` (so that ``S >= 0`` iff
     ``Y >= 0``) and ``D = Vc^T S0 Vc - C``. Without truncation the rows lie in range(Vc),
-    ``aT = F Vc^T``, and their kernel under S is ``F (D + Y) F^T``.
+    ``aT = F Vc^T``, and their kernel under S is ``F (D + Y) F^T``. ``lapack``:
+    ``_lapack.addresses()``, or empty for ``np.linalg`` alone.
     """
     l, r = aT.shape
     # the basis from the smaller Gram matrix: never an l x l array when l > r
     small = l <= r
-    g, A = np.linalg.eigh(aT @ aT.T if small else aT.T @ aT)
+    g, A = eigh_all(aT @ aT.T if small else aT.T @ aT, lapack)
     top = g[-1] if g.size > 0 else 0.0
     cut = max(l, r) * 2.220446049250313e-16 * top
     keep = np.flatnonzero(g > cut)
@@ -154,15 +155,18 @@ def _basis(aT, w, cap):
         D = np.zeros((p, p))
     else:
         B = Vc.T @ Wv  # V^T S0^+ V > 0: its inverse from a Cholesky factor
-        Linv = np.linalg.inv(np.linalg.cholesky(0.5 * (B + B.T)))
-        C = Linv.T @ Linv
+        B = 0.5 * (B + B.T)
+        C, done = spd_inverse(B, lapack)
+        if not done:  # no LAPACK addresses; or numpy's Cholesky raises as it would have
+            Linv = np.linalg.inv(np.linalg.cholesky(B))
+            C = Linv.T @ Linv
         C = 0.5 * (C + C.T)
         D = Vc.T @ Iv - C
     return Vc, mu, C, F, D
 
 
 @njit(cache=True, nogil=True)
-def _restricted(aT, w, codes_T, n_classes):
+def _restricted(aT, w, codes_T, n_classes, lapack):
     """The fold's problem on ``S = S0 + V X V^T``, V = range of the labeled rows within range(S0).
 
     ``aT`` (l_T, r): the labeled rows in S0's eigen-coordinates, ``S0 = diag(1 / w)`` there.
@@ -172,7 +176,7 @@ def _restricted(aT, w, codes_T, n_classes):
     ``D = V^T S0 V - C``, and ``FY = F^T Y`` for the one-hot labels Y.
     """
     l, r = aT.shape
-    Vc, mu, C, F, D = _basis(aT, w, l + r)
+    Vc, mu, C, F, D = _basis(aT, w, l + r, lapack)
     p = mu.size
     FY = _class_sums(F, codes_T, n_classes)  # F^T Y for the one-hot Y, never Y itself
     R = FY @ FY.T
@@ -184,9 +188,9 @@ def _restricted(aT, w, codes_T, n_classes):
 
 
 @njit(cache=True, nogil=True)
-def restricted_problem(aT, w, codes_T, n_classes):
+def restricted_problem(aT, w, codes_T, n_classes, lapack):
     """``(Vc, mu, C, R, F)`` of ``_restricted``."""
-    Vc, mu, C, R, F, _, _ = _restricted(aT, w, codes_T, n_classes)
+    Vc, mu, C, R, F, _, _ = _restricted(aT, w, codes_T, n_classes, lapack)
     return Vc, mu, C, R, F
 
 
@@ -264,11 +268,11 @@ def onestep_y(mu, C, R, lam, lapack):
             if k > 0:
                 v, Q = lowest_eigenpairs(V, k, lapack[DSYEVR])
                 if v.size != k:  # LAPACK failed: all eigenpairs below
-                    return _full_y(V, s)
+                    return _full_y(V, s, lapack)
                 Qv = Q * np.minimum(v, 0.0)
                 V -= Qv @ Q.T
             return _unscaled_sym(V, s)
-    return _full_y(V, s)
+    return _full_y(V, s, lapack)
 
 
 @njit(cache=True, nogil=True)
@@ -281,12 +285,12 @@ def _unscaled_sym(Y, s):
 
 
 @njit(cache=True, nogil=True)
-def _full_y(V, s):
+def _full_y(V, s, lapack):
     """``D^-1 P_psd(V) D^-1`` from every eigenpair of V: ``V - Q_- v_- Q_-^T`` or
     ``Q_+ v_+ Q_+^T``, whichever sums fewer pairs (``2 p^2 min(k, p - k)`` multiply-adds
     rather than ``2 p^3`` for a product of full factors)."""
     p = s.size
-    v, Q = np.linalg.eigh(V)
+    v, Q = eigh_all(V, lapack)
     neg = np.flatnonzero(v < 0.0)
     if 2 * neg.size <= p:
         Qn = Q[:, neg]
@@ -299,7 +303,7 @@ def _full_y(V, s):
 
 
 @njit(cache=True, nogil=True)
-def _round_constants(PE, w, codes, n_classes, train, test):
+def _round_constants(PE, w, codes, n_classes, train, test, lapack):
     """What a round's scores share across lam: ``(mu, C, R, D, FT, FV, GV, b, BtT)``.
 
     The training rows lie in range(Vc), ``a_T = F_T Vc^T``, so on the family
@@ -313,7 +317,7 @@ def _round_constants(PE, w, codes, n_classes, train, test):
     aV = PE[test]
     codes_T = codes[train]
     lT, r = aT.shape
-    Vc, mu, C, R, FT, D, FY = _restricted(aT, w, codes_T, n_classes)
+    Vc, mu, C, R, FT, D, FY = _restricted(aT, w, codes_T, n_classes, lapack)
     p = mu.size
     FV = aV @ Vc
     S0Vc = np.empty((r, p))
@@ -379,11 +383,11 @@ def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
     """Ridge scores of the held-out rows ``test`` and of the training rows ``train`` along
     ``rel_lams``: arrays (l_V, n_lams, c) and (l_T, n_lams, c), c = 1 for two classes
     (``_round_constants``, ``_lam_scores``)."""
-    mu, C, R, D, FT, FV, GV, b, BtT = _round_constants(PE, w, codes, n_classes, train, test)
+    every = np.zeros(0, dtype=np.int64)  # np.linalg alone: all eigenpairs (np.linalg.eigh)
+    mu, C, R, D, FT, FV, GV, b, BtT = _round_constants(PE, w, codes, n_classes, train, test, every)
     c = BtT.shape[1]
     SV = np.empty((test.size, rel_lams.size, c))
     ST = np.empty((train.size, rel_lams.size, c))
-    every = np.zeros(0, dtype=np.int64)  # all eigenpairs (np.linalg.eigh)
     for j in range(rel_lams.size):
         coef, HV, ZC = _lam_scores(mu, C, R, D, FT, FV, GV, b, BtT, rel_lams[j], alpha, every)
         SV[:, j, :] = HV @ coef
@@ -431,10 +435,11 @@ def new_state(roles, rank, n_classes):
 
 
 @njit(cache=True, parallel=True)
-def prepare_rounds(state, PE, w, codes, n_classes, roles, rounds):
+def prepare_rounds(state, PE, w, codes, n_classes, roles, rounds, lapack):
     """Fill ``state`` (``new_state``) with the ``_round_constants`` of the rounds ``rounds``,
     in parallel, for ``score_rounds``. Preparing some rounds now and others later lets a
-    parallel stage take a round more than it needs where a thread would otherwise idle."""
+    parallel stage take a round more than it needs where a thread would otherwise idle.
+    ``lapack``: ``_lapack.addresses()``, or empty for ``np.linalg`` alone."""
     dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs = state
     P, TT, VV, c = _slot_sizes(state)
     for k in prange(rounds.size):
@@ -444,7 +449,9 @@ def prepare_rounds(state, PE, w, codes, n_classes, roles, rounds):
             continue
         train = np.flatnonzero(roles[t] == 1)
         test = np.flatnonzero(roles[t] == 2)
-        mu, C, R, D, FT, FV, GV, b, BtT = _round_constants(PE, w, codes, n_classes, train, test)
+        mu, C, R, D, FT, FV, GV, b, BtT = _round_constants(
+            PE, w, codes, n_classes, train, test, lapack
+        )
         dims[t, 0] = mu.size
         _slot(MU, t, P, mu)
         _slot(CC, t, P * P, C)
@@ -567,7 +574,8 @@ def cv_losses(PE, w, codes, n_classes, roles, rel_lams, alpha):
     scored, 0 is left out. A round with no training row scores nothing."""
     total, l = roles.shape
     state = new_state(roles, w.size, n_classes)
-    prepare_rounds(state, PE, w, codes, n_classes, roles, np.arange(total))
+    every = np.zeros(0, dtype=np.int64)  # np.linalg alone: all eigenpairs (np.linalg.eigh)
+    prepare_rounds(state, PE, w, codes, n_classes, roles, np.arange(total), every)
     out = np.full((4, total, l, rel_lams.size), np.nan)
     n = rel_lams.size
     task_round = np.empty(total * n, dtype=np.int64)
@@ -576,7 +584,6 @@ def cv_losses(PE, w, codes, n_classes, roles, rel_lams, alpha):
         for j in range(n):
             task_round[t * n + j] = t
             task_lam[t * n + j] = j
-    every = np.zeros(0, dtype=np.int64)  # all eigenpairs (np.linalg.eigh)
     args = (rel_lams, alpha, task_round, task_lam, out, every)
     score_rounds(state, roles, codes, n_classes, *args)
     return out

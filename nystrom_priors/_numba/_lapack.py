@@ -1,4 +1,4 @@
-"""The few lowest eigenpairs of a symmetric matrix, through scipy's LAPACK.
+"""Symmetric eigenpairs and inverses through scipy's LAPACK, called directly.
 
 Private: arrays and scalars only. Numba's ``np.linalg.eigh`` computes every eigenpair
 (``dsyevd``); projecting a matrix with k negative eigenvalues onto the PSD cone needs only
@@ -7,6 +7,12 @@ inertia at the cost of a Cholesky factorisation, and ``dsyevr`` the k lowest pai
 and inverse iteration on the tridiagonal form, then k back-transformations): at p = 80 with
 1 / 4 / 9 negative eigenvalues 0.16 / 0.24 / 0.38 ms against 0.49 ms for all of them, and
 slower than ``dsyevd`` from about p / 6.
+
+Where every pair is needed, ``eigh_all`` calls ``dsyevd``, the routine of
+``np.linalg.eigh``, with its documented minimal workspace rather than a query per call
+(many small eigendecompositions run on every thread at once), and ``spd_inverse``
+inverts a positive definite matrix from its Cholesky factor (``dpotrf``, ``dpotri``: a third
+of the work of a general inverse of the factor and the product of two triangles).
 
 The routines are reached through their addresses in ``scipy.linalg.cython_lapack``
 (``addresses()``), passed to the jitted code as an argument rather than baked into it, so
@@ -20,22 +26,22 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 #: index of each routine in ``addresses()``
-DSYEVR, DSYTRF = 0, 1
+DSYEVR, DSYTRF, DSYEVD, DPOTRF, DPOTRI = 0, 1, 2, 3, 4
+_NAMES = ("dsyevr", "dsytrf", "dsyevd", "dpotrf", "dpotri")
 
 
 def addresses() -> np.ndarray:
-    """``int64`` addresses of ``dsyevr`` and ``dsytrf`` in scipy's ``cython_lapack``; none
-    (callers then use ``np.linalg.eigh``) when Numba's JIT is disabled, where the intrinsic
-    that calls them cannot run."""
+    """``int64`` addresses of the routines ``_NAMES`` in scipy's ``cython_lapack``; none
+    (callers then use ``np.linalg``) when Numba's JIT is disabled, where the intrinsic that
+    calls them cannot run."""
     from numba import config
     from numba.extending import get_cython_function_address
 
     if config.DISABLE_JIT:
         return np.zeros(0, dtype=np.int64)
 
-    names = ("dsyevr", "dsytrf")
     return np.array(
-        [get_cython_function_address("scipy.linalg.cython_lapack", n) for n in names],
+        [get_cython_function_address("scipy.linalg.cython_lapack", n) for n in _NAMES],
         dtype=np.int64,
     )
 
@@ -134,3 +140,55 @@ def lowest_eigenpairs(V, k, address):
     _fortran_call(address, args + (work, lwork, iwork, liwork, info))
     got = m[0] if info[0] == 0 else 0
     return w[:got].copy(), np.ascontiguousarray(Z[:got].T)
+
+
+@njit(cache=True, nogil=True)
+def eigh_all(V, lapack):
+    """All eigenvalues (ascending) and eigenvectors (the columns of a C-ordered (p, p) array)
+    of the symmetric V (p, p): ``dsyevd`` through ``lapack`` (``addresses()``), or
+    ``np.linalg.eigh`` where ``lapack`` is empty, V is not finite (LAPACK's iterations are not
+    NaN-safe; numpy's raises) or LAPACK reports an error."""
+    p = V.shape[0]
+    if lapack.size > DSYEVD and p > 0 and np.isfinite(V).all():
+        A = V.copy()  # symmetric: its C layout is its Fortran layout
+        jobz = np.array([ord("V")], dtype=np.uint8)
+        uplo = np.array([ord("L")], dtype=np.uint8)
+        n = np.array([p], dtype=np.int32)
+        w = np.empty(p)
+        lwork = np.array([1 + 6 * p + 2 * p * p], dtype=np.int32)  # the documented minimum
+        liwork = np.array([3 + 5 * p], dtype=np.int32)
+        work = np.empty(lwork[0])
+        iwork = np.empty(liwork[0], dtype=np.int32)
+        info = np.zeros(1, dtype=np.int32)
+        _fortran_call(lapack[DSYEVD], (jobz, uplo, n, A, n, w, work, lwork, iwork, liwork, info))
+        if info[0] == 0:
+            # Fortran's eigenvector columns are C's rows
+            return w, np.ascontiguousarray(A.T)
+    v, Q = np.linalg.eigh(V)
+    return v, np.ascontiguousarray(Q)
+
+
+@njit(cache=True, nogil=True)
+def spd_inverse(B, lapack):
+    """``(B^-1, True)`` for the symmetric positive definite B (p, p), from its Cholesky
+    factor (``dpotrf``, ``dpotri`` through ``lapack``); ``(B, False)`` where ``lapack`` is
+    empty, B is not numerically positive definite or LAPACK reports an error (the caller
+    decides)."""
+    p = B.shape[0]
+    if lapack.size <= DPOTRI or p == 0 or not np.isfinite(B).all():
+        return B, False
+    A = B.copy()
+    uplo = np.array([ord("L")], dtype=np.uint8)
+    n = np.array([p], dtype=np.int32)
+    info = np.zeros(1, dtype=np.int32)
+    _fortran_call(lapack[DPOTRF], (uplo, n, A, n, info))
+    if info[0] != 0:
+        return B, False
+    _fortran_call(lapack[DPOTRI], (uplo, n, A, n, info))
+    if info[0] != 0:
+        return B, False
+    # the inverse is in Fortran's lower triangle, C's upper one: mirror it
+    for a in range(p):
+        for b in range(a):
+            A[a, b] = A[b, a]
+    return A, True

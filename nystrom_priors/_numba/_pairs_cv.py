@@ -24,7 +24,7 @@ def _prior_entries(A, w, a, b):
 
 
 @njit(cache=True, nogil=True)
-def pairs_problem(A, w, a, b, t, cap):
+def pairs_problem(A, w, a, b, t, cap, lapack):
     """``(Vc, mu, C, R)`` of the pairs' one-step model on the rows ``A`` (l, r) of the
     constrained points in S0's eigen-coordinates, pairs (a, b) with targets t.
 
@@ -34,9 +34,10 @@ def pairs_problem(A, w, a, b, t, cap):
     entries filled with K0's own values (the majoriser of the masked loss at the prior), the
     data term is ``||F (Y - C) F^T - r||^2``, whose linear part in these coordinates is
     ``R = M C M + F^T r F`` (``M = diag(mu)``): the labels' form, so the same one step applies.
-    ``F^T r F`` is summed pair by pair, never as an l x l array.
+    ``F^T r F`` is summed pair by pair, never as an l x l array. ``lapack``:
+    ``_lapack.addresses()``, or empty for ``np.linalg`` alone.
     """
-    Vc, mu, C, F, _ = _basis(A, w, cap)
+    Vc, mu, C, F, _ = _basis(A, w, cap, lapack)
     l, p = F.shape
     k0 = _prior_entries(A, w, a, b)
     rows = np.arange(l)
@@ -131,7 +132,7 @@ def _round_losses(PE, w, ia, ib, t, role, rel_lams, cap, lapack, loss, err):
         return
     pts, a, b = _positions(ia, ib, train, n_points)
     AT = np.ascontiguousarray(PE[pts])
-    Vc, mu, C, R = pairs_problem(AT, w, a, b, t[train], cap)
+    Vc, mu, C, R = pairs_problem(AT, w, a, b, t[train], cap, lapack)
     p = mu.size
     held, ha, hb = _positions(ia, ib, test, n_points)
     AH = np.ascontiguousarray(PE[held])

@@ -70,6 +70,8 @@ _GATE_LEVEL = 0.01
 _RACE_FIRST = 1.5
 # ... and by this many over the folds of two or more splits
 _RACE = 2.0
+# ... and, of those, only the one with the smallest mean loss and the clearest go on
+_RACE_NARROW = True
 # folds per split on labels when ``cv`` is None: four for the averaged splits, five for the
 # single split above ``_MANY_SPLITS_MAX`` labels
 _LABEL_FOLDS = 4
@@ -140,24 +142,34 @@ def choose(losses: np.ndarray) -> int:
     return int(better[np.argmin(L.mean(axis=0)[better])])
 
 
-def race(losses: np.ndarray, threshold: float) -> np.ndarray:
+def race(losses: np.ndarray, threshold: float, narrow: bool = False) -> np.ndarray:
     """Which candidates the next split still scores, from the losses ``(n_folds,
     n_candidates)`` of the rounds scored so far (NaN where a candidate was raced out), the
     prior last (always kept).
 
     A candidate stays in the race when the folds so far favour it over the prior by more than
     ``threshold`` standard errors of the paired differences (``_RACE_FIRST`` after the first
-    split, ``_RACE`` after two); one raced out earlier has NaN losses and stays out. To be
-    chosen it must beat the prior by ``t_{n-1}(0.99)`` standard errors over all splits
-    together (``choose``; 2.72 over the default twelve rounds), and one that the first folds
-    barely favour would need the others to favour it by far more than that; the candidates
-    dropped are mostly the small lam, whose eigendecompositions are the selection's cost
-    (``docs/design/lam_selection.md``, eleventh round, has the replay on the benchmark's
-    losses)."""
+    split, ``_RACE`` after two); one raced out earlier has NaN losses and stays out. With
+    ``narrow``, of those only two go on: the one with the smallest mean loss, the likeliest to
+    be ``choose``'s pick among the candidates that pass its gate, and the one the folds favour
+    by the most standard errors, the likeliest to pass it (one candidate where they agree). To
+    be chosen a candidate must beat the prior by ``t_{n-1}(0.99)`` standard errors over all
+    splits together (``choose``; 2.72 over the default twelve rounds), and one that the first
+    folds barely favour would need the others to favour it by far more than that; the
+    candidates dropped are mostly the small lam, whose eigendecompositions are the selection's
+    cost (``docs/design/lam_selection.md``, eleventh and twelfth rounds, has the replays on
+    the benchmark's losses)."""
     L, z = _improvement(losses)
     if L.shape[0] < 2:
         return np.ones(losses.shape[1], dtype=bool)
     keep = z > threshold  # NaN (raced out before) is never above
+    keep[-1] = False
+    if narrow and keep.sum() > 2:
+        clear = np.flatnonzero(keep)
+        keep[:] = False
+        # argmin / argmax: a tie keeps the candidate listed first (the larger lam)
+        keep[clear[np.argmin(L[:, clear].mean(axis=0))]] = True
+        keep[clear[np.argmax(z[clear])]] = True
     keep[-1] = True
     return keep
 
@@ -247,7 +259,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
         if end > prepared:  # the threads of the enclosing ``numba_threads``
             stop = min(n_rounds, end + (prepared - end) % numba.get_num_threads())
             rounds = np.arange(prepared, stop)
-            jit.prepare_rounds(state, PE, w, codes64, int(n_classes), roles, rounds)
+            jit.prepare_rounds(state, PE, w, codes64, int(n_classes), roles, rounds, lapack)
             prepared = stop
 
     # per-sample losses (4, n_rounds, l, n_rel); NaN where a (round, lam) was not scored
@@ -268,7 +280,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
         for s, end in enumerate(ends):
             if s > 0:  # the later splits race (``race``)
                 seen = round_means(out[_CRITERION : _CRITERION + 1, :start])[0]
-                keep = race(seen, _RACE_FIRST if s == 1 else _RACE)
+                keep = race(seen, _RACE_FIRST if s == 1 else _RACE, _RACE_NARROW)
                 if not keep[:-1].any():  # no candidate left for this split to test
                     break
             prepare(end)
@@ -359,6 +371,7 @@ def onestep_model(PE, w, codes, n_classes, rel_lam):
     Returns ``(S_r, lam)``: S in S0's eigen-coordinates (r x r; ``S = U0 S_r U0^T``) and the
     absolute lam."""
     from .._numba._lam_cv import restricted_problem
+    from .._numba._lapack import addresses
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
     # p x p algebra (p <= min(l, m)): one BLAS thread is as fast, and does not fight the
@@ -369,6 +382,7 @@ def onestep_model(PE, w, codes, n_classes, rel_lam):
             np.asarray(w, dtype=np.float64),
             codes.astype(np.int64),
             int(n_classes),
+            addresses(),
         )
         return onestep_at(w, Vc, mu, C, R, rel_lam)
 

@@ -135,6 +135,7 @@ def onestep_pairs_model(PE, w, ia, ib, must, rel_lam):
 
     Returns ``(S_r, lam)``: S in S0's eigen-coordinates (r x r; ``S = U0 S_r U0^T``) and the
     absolute lam."""
+    from .._numba._lapack import addresses
     from .._numba._pairs_cv import pairs_problem
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
@@ -148,6 +149,7 @@ def onestep_pairs_model(PE, w, ia, ib, must, rel_lam):
             ib.astype(np.int64),
             must.astype(np.float64),
             PE.shape[0] + w.size,
+            addresses(),
         )
         return _lam.onestep_at(w, Vc, mu, C, R, rel_lam)
 
