@@ -41,10 +41,11 @@ only if its mean held-out loss beats the prior's in a one-sided paired t-test ov
 level ``_GATE_LEVEL`` (1%: 2.72 standard errors of the paired differences over twelve folds);
 among those, the smallest mean loss wins. The later splits race: each scores only the lam that
 the folds of the splits before it favour over the prior by more than ``_RACE_FIRST`` (after the
-first split) or ``_RACE`` (after two) standard errors (``race``), which skips most of the small
-lam, whose eigendecompositions are the selection's cost, where they would hardly clear the
-gate. The model whose lam is scored is the model that is returned, so the estimate is honest
-for it.
+first split) or ``_RACE`` (after two) standard errors, and of those only the one with the
+smallest mean loss and the one favoured by the most standard errors (``race``), which skips
+most of the small lam, whose eigendecompositions are the selection's cost, where they would
+hardly be chosen. The model whose lam is scored is the model that is returned, so the
+estimate is honest for it.
 
 **Pairs alone, and eq. (12).** Pairs without labels have their own one-step model and folds
 over the constrained samples (``_lam_pairs.py``), chosen by the same rule (``choose``).

@@ -2,10 +2,12 @@
 
 For each (set, split) of ``scripts/bench_generalized.py``'s protocol, the default's own fold
 generator (its state at the ``select_lam`` call, shifted by ``DRAW`` integers) deals each
-scheme's stratified splits; every round is scored at every candidate of the default grid
-(``cv_losses``), saved to OUT/NAME_SPLIT.npy. ``--analyse`` replays the rule on each scheme
-(first split at every candidate, each later split raced on the splits before it, thresholds
-r1 after the first split and r2 after more, then ``choose``), takes the downstream error of
+scheme's stratified splits; every round is scored at every candidate of the grid
+e = -12, -10, ..., 0 (``cv_losses``; the default's grid until the twelfth round), saved to
+OUT/NAME_SPLIT.npy. ``--analyse`` replays each rule of ``RULES`` (first split at every
+candidate from the rule's smallest exponent up, each later split raced on the splits before
+it, thresholds r1 after the first split and r2 after more, optionally narrowed, then
+``choose``), takes the downstream error of
 the chosen candidate from ``study_grid_spacing.py``'s files (GRID_DIR: the one-step model's
 LinearSVC error at every exponent, which does not depend on the folds) and reports capture,
 worst loss against Nystrom and a cost model: per round, ``(p / 76)^3`` times the measured
@@ -32,13 +34,16 @@ from nystrom_priors._numba._lam_cv import cv_losses  # noqa: E402
 from nystrom_priors.generalized import _lam  # noqa: E402
 
 SCHEMES = [(5, 2), (4, 2), (3, 3), (3, 2), (4, 3)]
-# (scheme, race after the first split, race after two or more)
+# (scheme, race after the first split, race after two or more, narrowed race (``race``'s
+# ``narrow``), smallest exponent of the grid)
 RULES = [
-    ("5x2", 1.0, 1.0),
-    ("4x3", 1.0, 1.0),
-    ("4x3", 1.0, 2.0),
-    ("4x3", 1.5, 2.0),
-    ("4x2", 1.0, 1.0),
+    ("5x2", 1.0, 1.0, False, -12),
+    ("4x3", 1.0, 1.0, False, -12),
+    ("4x3", 1.0, 2.0, False, -12),
+    ("4x3", 1.5, 2.0, False, -12),
+    ("4x2", 1.0, 1.0, False, -12),
+    ("4x3", 1.5, 2.0, False, -10),  # twelfth round
+    ("4x3", 1.5, 2.0, True, -10),
 ]
 GRID = np.arange(-12.0, 0.5, 2.0)
 ALL = np.arange(-12.0, 0.5, 1.0)  # study_grid_spacing.py's exponents
@@ -74,13 +79,16 @@ def one(name, X, y, split, out):
     np.save(os.path.join(out, f"{name}_{split}.npy"), np.array(res, dtype=object))
 
 
-def replay(M, ends, p, r1, r2):
-    """(chosen column, modelled cost in ms) of the rule on one (set, split)."""
+def replay(M, ends, p, r1, r2, narrow=False, e_min=-12):
+    """(chosen column, modelled cost in ms) of the rule on one (set, split); the candidates
+    below ``e_min`` are never scored."""
     M = M.copy()
+    scored = np.append(GRID >= e_min, True)
+    M[:, ~scored] = np.nan
     u = (p / 76.0) ** 3
-    cost = np.sum(u[: ends[0]]) * (COST.sum() + PREP)
+    cost = np.sum(u[: ends[0]]) * (COST[scored].sum() + PREP)
     for s in range(1, len(ends)):
-        keep = _lam.race(M[: ends[s - 1]], r1 if s == 1 else r2)
+        keep = _lam.race(M[: ends[s - 1]], r1 if s == 1 else r2, narrow)
         if not keep[:-1].any():
             M[ends[s - 1] :] = np.nan
             break
@@ -92,9 +100,12 @@ def replay(M, ends, p, r1, r2):
 def analyse(out, grid_dir):
     cols = [int(np.flatnonzero(ALL == e)[0]) for e in GRID] + [ALL.size]
     names = sorted({os.path.basename(f)[:-4].rsplit("_", 1)[0] for f in glob.glob(out + "/*.npy")})
-    print("| scheme | race | capture | worst vs Nystrom | mean modelled cost (ms) |")
-    print("| --- | --- | --- | --- | --- |")
-    for scheme, r1, r2 in RULES:
+    print("| scheme | race | grid from | capture | worst vs Nystrom | mean modelled cost (ms) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    dealt = np.load(glob.glob(out + "/*.npy")[0], allow_pickle=True).item()
+    for scheme, r1, r2, narrow, e_min in RULES:
+        if scheme not in dealt:  # a run that dealt only some schemes
+            continue
         caps, worst, costs = [], -np.inf, []
         for name in names:
             got, T = [], []
@@ -104,7 +115,7 @@ def analyse(out, grid_dir):
                 ).item()[scheme]
                 t = np.load(os.path.join(grid_dir, f"{name}_{i}.npz"))["true"] * 100
                 T.append(t)
-                j, c = replay(M, ends, np.asarray(p, float), r1, r2)
+                j, c = replay(M, ends, np.asarray(p, float), r1, r2, narrow, e_min)
                 got.append(t[cols][j])
                 costs.append(c)
             T = np.array(T)
@@ -113,7 +124,8 @@ def analyse(out, grid_dir):
             if nys - best > 0.3:
                 caps.append((nys - g) / (nys - best))
         print(
-            f"| {scheme} | {r1:g} / {r2:g} | {100 * np.mean(caps):.0f}% ({len(caps)} sets) | "
+            f"| {scheme} | {r1:g} / {r2:g}{', narrowed' if narrow else ''} | {e_min} | "
+            f"{100 * np.mean(caps):.0f}% ({len(caps)} sets) | "
             f"{worst:+.2f} | {np.mean(costs):.1f} |"
         )
 
