@@ -147,8 +147,9 @@ def test_negative_count_and_lowest_eigenpairs_match_eigh(rng):
 @pytest.mark.parametrize("p", [1, 2, 17, 80])
 def test_direct_lapack_eigh_and_spd_inverse_match_numpy(rng, p):
     """dsyevd with its minimal workspace, and dpotrf + dpotri, called through their
-    addresses: numpy's eigenpairs and inverse; numpy itself without addresses, on a matrix
-    that is not positive definite, or on NaN."""
+    addresses: numpy's eigenpairs and inverse, LAPACK reporting success. ``eigh_all`` is
+    numpy's without addresses; ``spd_inverse`` refuses (for its caller to fall back) without
+    addresses, on a matrix that is not positive definite, or on NaN."""
     from nystrom_priors._numba import _lapack
 
     addr = _lapack.addresses()
@@ -156,8 +157,13 @@ def test_direct_lapack_eigh_and_spd_inverse_match_numpy(rng, p):
     Q, _ = np.linalg.qr(rng.normal(size=(p, p)))
     v = np.sort(rng.uniform(-5, 5, p))
     V = 0.5 * ((Q * v) @ Q.T + ((Q * v) @ Q.T).T)
-    for lapack in (addr, none):
-        vals, vecs = _lapack.eigh_all(V, lapack)
+    assert _lapack.dsyevd(V, addr[_lapack.DSYEVD])[2]  # LAPACK's info is 0: no fallback
+    for eigh in (
+        lambda V: _lapack.dsyevd(V, addr[_lapack.DSYEVD])[:2],
+        lambda V: _lapack.eigh_all(V, addr),
+        lambda V: _lapack.eigh_all(V, none),
+    ):
+        vals, vecs = eigh(V)
         assert vecs.flags.c_contiguous
         np.testing.assert_allclose(vals, np.linalg.eigvalsh(V), atol=1e-12 * 5 * p)
         np.testing.assert_allclose(V @ vecs, vecs * vals, atol=1e-12 * 5 * p)
@@ -383,6 +389,14 @@ def test_narrow_race_keeps_the_lowest_loss_and_the_clearest_candidate():
     L[:, 1] = L[:, 2]  # the clearest is now also (tied) the lowest: one candidate goes on
     np.testing.assert_array_equal(
         lam_cv.race(L, 2.0, narrow=True), [False, True, False, False, False, True]
+    )
+    # two clear, one of them both the lowest and the clearest: it alone goes on, as with more
+    L[:, 0] = L[:, 3]
+    L[:, 4] = L[:, 3]
+    L[:, 1] = base[:, 0] - 0.05 + 0.002 * rng.normal(size=8)  # clear, above 2's loss
+    np.testing.assert_array_equal(lam_cv.race(L, 2.0), [False, True, True, False, False, True])
+    np.testing.assert_array_equal(
+        lam_cv.race(L, 2.0, narrow=True), [False, False, True, False, False, True]
     )
     assert not lam_cv.race(L, 1e9, narrow=True)[:-1].any()  # none clear: none kept
 

@@ -173,7 +173,8 @@ def _restricted(aT, w, codes_T, n_classes, lapack):
     Returns (Vc (r, p), mu (p,), C (p, p), R (p, p), F (l_T, p), D, FY): in the basis Vc the
     rows are ``F = A diag(sqrt(mu))``, so ``M = F^T F = diag(mu)``; C is the prior of
     Y = X + C and R the data term's linear part, ``R = F^T K* F - M D M`` with
-    ``D = V^T S0 V - C``, and ``FY = F^T Y`` for the one-hot labels Y.
+    ``D = V^T S0 V - C``, and ``FY = F^T Y`` for the one-hot labels Y. ``lapack``:
+    ``_lapack.addresses()``, or empty for ``np.linalg`` alone.
     """
     l, r = aT.shape
     Vc, mu, C, F, D = _basis(aT, w, l + r, lapack)
@@ -288,7 +289,8 @@ def _unscaled_sym(Y, s):
 def _full_y(V, s, lapack):
     """``D^-1 P_psd(V) D^-1`` from every eigenpair of V: ``V - Q_- v_- Q_-^T`` or
     ``Q_+ v_+ Q_+^T``, whichever sums fewer pairs (``2 p^2 min(k, p - k)`` multiply-adds
-    rather than ``2 p^3`` for a product of full factors)."""
+    rather than ``2 p^3`` for a product of full factors); the eigenpairs from ``eigh_all``
+    (``lapack``: ``_lapack.addresses()``, or empty for ``np.linalg.eigh``)."""
     p = s.size
     v, Q = eigh_all(V, lapack)
     neg = np.flatnonzero(v < 0.0)
@@ -312,6 +314,7 @@ def _round_constants(PE, w, codes, n_classes, train, test, lapack):
     ``G_V = a_V S0 Vc - F_V C``; ``B = [F_T, 1]`` adds the constant feature, so
     ``B^T B = [[M, b], [b^T, l_T]]`` with ``M = F_T^T F_T = diag(mu)`` and ``b = F_T^T 1``
     (only b is kept), and ``BtT = B^T T`` (T: the +-1 targets of the training rows).
+    ``lapack``: ``_lapack.addresses()``, or empty for ``np.linalg`` alone.
     """
     aT = PE[train]
     aV = PE[test]

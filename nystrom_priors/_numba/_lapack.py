@@ -143,27 +143,39 @@ def lowest_eigenpairs(V, k, address):
 
 
 @njit(cache=True, nogil=True)
+def dsyevd(V, address):
+    """``(w, Q, ok)``: all eigenvalues (ascending) and eigenvectors (the columns of a C-ordered
+    (p, p) array) of the symmetric V (p, p), read from its upper triangle in C order, by
+    ``dsyevd`` at ``address`` with its documented minimal workspace; ``ok`` False (and w, Q
+    meaningless) if LAPACK reports an error. V must be finite."""
+    p = V.shape[0]
+    A = V.copy()  # C's upper triangle is Fortran's lower one
+    jobz = np.array([ord("V")], dtype=np.uint8)
+    uplo = np.array([ord("L")], dtype=np.uint8)
+    n = np.array([p], dtype=np.int32)
+    w = np.empty(p)
+    lwork = np.array([1 + 6 * p + 2 * p * p], dtype=np.int32)
+    liwork = np.array([3 + 5 * p], dtype=np.int32)
+    work = np.empty(lwork[0])
+    iwork = np.empty(liwork[0], dtype=np.int32)
+    info = np.zeros(1, dtype=np.int32)
+    _fortran_call(address, (jobz, uplo, n, A, n, w, work, lwork, iwork, liwork, info))
+    # Fortran's eigenvector columns are C's rows
+    return w, np.ascontiguousarray(A.T), info[0] == 0
+
+
+@njit(cache=True, nogil=True)
 def eigh_all(V, lapack):
     """All eigenvalues (ascending) and eigenvectors (the columns of a C-ordered (p, p) array)
     of the symmetric V (p, p): ``dsyevd`` through ``lapack`` (``addresses()``), or
     ``np.linalg.eigh`` where ``lapack`` is empty, V is not finite (LAPACK's iterations are not
-    NaN-safe; numpy's raises) or LAPACK reports an error."""
+    NaN-safe; numpy's raises) or LAPACK reports an error. Callers pass symmetric matrices:
+    ``dsyevd`` reads V's upper triangle, numpy's its lower one."""
     p = V.shape[0]
     if lapack.size > DSYEVD and p > 0 and np.isfinite(V).all():
-        A = V.copy()  # symmetric: its C layout is its Fortran layout
-        jobz = np.array([ord("V")], dtype=np.uint8)
-        uplo = np.array([ord("L")], dtype=np.uint8)
-        n = np.array([p], dtype=np.int32)
-        w = np.empty(p)
-        lwork = np.array([1 + 6 * p + 2 * p * p], dtype=np.int32)  # the documented minimum
-        liwork = np.array([3 + 5 * p], dtype=np.int32)
-        work = np.empty(lwork[0])
-        iwork = np.empty(liwork[0], dtype=np.int32)
-        info = np.zeros(1, dtype=np.int32)
-        _fortran_call(lapack[DSYEVD], (jobz, uplo, n, A, n, w, work, lwork, iwork, liwork, info))
-        if info[0] == 0:
-            # Fortran's eigenvector columns are C's rows
-            return w, np.ascontiguousarray(A.T)
+        w, Q, ok = dsyevd(V, lapack[DSYEVD])
+        if ok:
+            return w, Q
     v, Q = np.linalg.eigh(V)
     return v, np.ascontiguousarray(Q)
 
@@ -172,8 +184,8 @@ def eigh_all(V, lapack):
 def spd_inverse(B, lapack):
     """``(B^-1, True)`` for the symmetric positive definite B (p, p), from its Cholesky
     factor (``dpotrf``, ``dpotri`` through ``lapack``); ``(B, False)`` where ``lapack`` is
-    empty, B is not numerically positive definite or LAPACK reports an error (the caller
-    decides)."""
+    empty, B is empty or not finite, not numerically positive definite, or LAPACK reports an
+    error (the caller decides)."""
     p = B.shape[0]
     if lapack.size <= DPOTRI or p == 0 or not np.isfinite(B).all():
         return B, False

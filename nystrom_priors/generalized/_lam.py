@@ -165,7 +165,7 @@ def race(losses: np.ndarray, threshold: float, narrow: bool = False) -> np.ndarr
         return np.ones(losses.shape[1], dtype=bool)
     keep = z > threshold  # NaN (raced out before) is never above
     keep[-1] = False
-    if narrow and keep.sum() > 2:
+    if narrow and keep.sum() > 1:
         clear = np.flatnonzero(keep)
         keep[:] = False
         # argmin / argmax: a tie keeps the candidate listed first (the larger lam)
@@ -211,7 +211,9 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
 
     ``PE`` (l, r): the labeled rows of E in S0's eigen-coordinates (``E_l U0``); ``w`` (r,):
     W's kept eigenvalues. Returns (e or None, mean criterion per candidate, mean held-out 0/1
-    error per candidate); candidates are ``exps`` and then the prior. A candidate raced out
+    error per candidate); candidates are ``exps`` (largest lam first, as the estimator sorts
+    them: ties in ``race`` and ``choose`` go to the larger lam) and then the prior. A
+    candidate raced out
     after a split (``race``) reports the means of the folds that scored it (all of them, the
     prior too, when a split leaves no candidate in the race). ``n_folds``: folds per split,
     None for the default (``cv_rounds``).

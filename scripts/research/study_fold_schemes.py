@@ -3,8 +3,8 @@
 For each (set, split) of ``scripts/bench_generalized.py``'s protocol, the default's own fold
 generator (its state at the ``select_lam`` call, shifted by ``DRAW`` integers) deals each
 scheme's stratified splits; every round is scored at every candidate of the grid
-e = -12, -10, ..., 0 (``cv_losses``; the default's grid until the twelfth round), saved to
-OUT/NAME_SPLIT.npy. ``--analyse`` replays each rule of ``RULES`` (first split at every
+e = 0, -2, ..., -12 (``cv_losses``; largest lam first, as the estimator passes them, so that
+ties in ``race`` and ``choose`` go where the default's do), saved to OUT/NAME_SPLIT.npy. ``--analyse`` replays each rule of ``RULES`` (first split at every
 candidate from the rule's smallest exponent up, each later split raced on the splits before
 it, thresholds r1 after the first split and r2 after more, optionally narrowed, then
 ``choose``), takes the downstream error of
@@ -45,10 +45,10 @@ RULES = [
     ("4x3", 1.5, 2.0, False, -10),  # twelfth round
     ("4x3", 1.5, 2.0, True, -10),
 ]
-GRID = np.arange(-12.0, 0.5, 2.0)
+GRID = np.arange(0.0, -12.5, -2.0)
 ALL = np.arange(-12.0, 0.5, 1.0)  # study_grid_spacing.py's exponents
-# ms per task at p = 76 (pima, one thread), e = -12 ... 0 and the prior; a round's preparation
-COST = np.array([0.46, 0.46, 0.46, 0.31, 0.22, 0.084, 0.084, 0.05])
+# ms per task at p = 76 (pima, one thread), e = 0 ... -12 and the prior; a round's preparation
+COST = np.array([0.084, 0.084, 0.22, 0.31, 0.46, 0.46, 0.46, 0.05])
 PREP = 0.5
 DRAW = int(os.environ.get("DRAW", "0"))
 
@@ -102,7 +102,10 @@ def analyse(out, grid_dir):
     names = sorted({os.path.basename(f)[:-4].rsplit("_", 1)[0] for f in glob.glob(out + "/*.npy")})
     print("| scheme | race | grid from | capture | worst vs Nystrom | mean modelled cost (ms) |")
     print("| --- | --- | --- | --- | --- | --- |")
-    dealt = np.load(glob.glob(out + "/*.npy")[0], allow_pickle=True).item()
+    files = glob.glob(out + "/*.npy")
+    if not files:
+        raise SystemExit(f"no stored losses in {out}: run the study without --analyse first")
+    dealt = np.load(files[0], allow_pickle=True).item()
     for scheme, r1, r2, narrow, e_min in RULES:
         if scheme not in dealt:  # a run that dealt only some schemes
             continue

@@ -4,8 +4,10 @@ For each (set, split) of ``scripts/bench_generalized.py``'s protocol, the defaul
 rounds (``cv_rounds`` and ``informative_rounds`` from the fold generator's state at the call)
 are scored at every exponent e = -12, -11, ..., 0 and at the prior, and the one-step model's
 LinearSVC error at each is measured. ``analyse`` then replays the shipped rule (first split
-at every candidate, the second split raced, ``choose``) on each sub-grid, e.g. every second
-exponent (the grid shipped before) against every third or fourth, on the same folds.
+at every candidate, each later split raced and narrowed as ``select_lam`` does, ``choose``;
+candidates largest lam first, as the estimator passes them) on each sub-grid, e.g. every
+second exponent down to -10 (the default grid) against down to -12, every third or fourth,
+on the same folds.
 
 Run:  python scripts/research/study_grid_spacing.py OUT [--splits 5] [--sets NAME ...]
       python scripts/research/study_grid_spacing.py OUT --analyse
@@ -28,6 +30,7 @@ from nystrom_priors.generalized import _lam  # noqa: E402
 
 ALL = np.arange(-12.0, 0.5, 1.0)
 GRIDS = {
+    "step 2 (0, -2, ..., -10)": np.arange(-10.0, 0.5, 2.0),
     "step 2 (0, -2, ..., -12)": np.arange(-12.0, 0.5, 2.0),
     "step 3 (0, -3, ..., -12)": np.arange(-12.0, 0.5, 3.0),
     "step 4 (0, -4, -8, -12)": np.arange(-12.0, 0.5, 4.0),
@@ -64,11 +67,14 @@ def one(name, X, y, split, out):
 
 def replay(means, ends, grid):
     """Index (into ALL + prior) the shipped rule chooses on the candidates ``grid``: every
-    candidate on the first split, each later split raced (``_lam.race``) on the ones before."""
-    cols = [int(np.flatnonzero(ALL == e)[0]) for e in grid] + [ALL.size]
+    candidate on the first split, each later split raced (``_lam.race``, narrowed as
+    ``select_lam`` does) on the ones before; the largest lam first, so that ties go where
+    ``select_lam``'s do."""
+    cols = [int(np.flatnonzero(ALL == e)[0]) for e in np.sort(grid)[::-1]] + [ALL.size]
     M = means[:, cols].copy()
     for s in range(1, len(ends)):
-        keep = _lam.race(M[: ends[s - 1]], _lam._RACE_FIRST if s == 1 else _lam._RACE)
+        threshold = _lam._RACE_FIRST if s == 1 else _lam._RACE
+        keep = _lam.race(M[: ends[s - 1]], threshold, _lam._RACE_NARROW)
         if not keep[:-1].any():
             M[ends[s - 1] :] = np.nan
             break
@@ -82,7 +88,7 @@ def analyse(out):
         name = os.path.basename(f).rsplit("_", 1)[0]
         rows.setdefault(name, []).append(np.load(f))
     # sanity: the replay of the shipped grid chooses what the default chose
-    shipped = GRIDS["step 2 (0, -2, ..., -12)"]
+    shipped = GRIDS["step 2 (0, -2, ..., -10)"]
     off = sum(
         not np.isclose(
             np.append(ALL, np.inf)[replay(r["means"], r["ends"], shipped)], float(r["chosen"])
