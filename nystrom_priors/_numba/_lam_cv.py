@@ -12,7 +12,7 @@ let the caller decide which lam a round still needs after seeing other rounds' l
 import numpy as np
 from numba import njit, prange
 
-from ._lapack import DSYEVR, DSYTRF, eigh_all, lowest_eigenpairs, negative_count, spd_inverse
+from ._lapack import DSYEVR, DSYTRF, lowest_eigenpairs, negative_count, spd_inverse
 
 # rows of scores formed at a time: memory O(_ROWS c) for c classes, never O(l c)
 _ROWS = 256
@@ -116,7 +116,7 @@ def _basis(aT, w, cap, lapack):
     l, r = aT.shape
     # the basis from the smaller Gram matrix: never an l x l array when l > r
     small = l <= r
-    g, A = eigh_all(aT @ aT.T if small else aT.T @ aT, lapack)
+    g, A = np.linalg.eigh(aT @ aT.T if small else aT.T @ aT)
     top = g[-1] if g.size > 0 else 0.0
     cut = max(l, r) * 2.220446049250313e-16 * top
     keep = np.flatnonzero(g > cut)
@@ -269,11 +269,11 @@ def onestep_y(mu, C, R, lam, lapack):
             if k > 0:
                 v, Q = lowest_eigenpairs(V, k, lapack[DSYEVR])
                 if v.size != k:  # LAPACK failed: all eigenpairs below
-                    return _full_y(V, s, lapack)
+                    return _full_y(V, s)
                 Qv = Q * np.minimum(v, 0.0)
                 V -= Qv @ Q.T
             return _unscaled_sym(V, s)
-    return _full_y(V, s, lapack)
+    return _full_y(V, s)
 
 
 @njit(cache=True, nogil=True)
@@ -286,13 +286,12 @@ def _unscaled_sym(Y, s):
 
 
 @njit(cache=True, nogil=True)
-def _full_y(V, s, lapack):
+def _full_y(V, s):
     """``D^-1 P_psd(V) D^-1`` from every eigenpair of V: ``V - Q_- v_- Q_-^T`` or
     ``Q_+ v_+ Q_+^T``, whichever sums fewer pairs (``2 p^2 min(k, p - k)`` multiply-adds
-    rather than ``2 p^3`` for a product of full factors); the eigenpairs from ``eigh_all``
-    (``lapack``: ``_lapack.addresses()``, or empty for ``np.linalg.eigh``)."""
+    rather than ``2 p^3`` for a product of full factors)."""
     p = s.size
-    v, Q = eigh_all(V, lapack)
+    v, Q = np.linalg.eigh(V)
     neg = np.flatnonzero(v < 0.0)
     if 2 * neg.size <= p:
         Qn = Q[:, neg]

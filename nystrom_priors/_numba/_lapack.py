@@ -1,4 +1,4 @@
-"""Symmetric eigenpairs and inverses through scipy's LAPACK, called directly.
+"""A few symmetric eigenpairs, and inverses, through scipy's LAPACK called directly.
 
 Private: arrays and scalars only. Numba's ``np.linalg.eigh`` computes every eigenpair
 (``dsyevd``); projecting a matrix with k negative eigenvalues onto the PSD cone needs only
@@ -8,11 +8,9 @@ and inverse iteration on the tridiagonal form, then k back-transformations): at 
 1 / 4 / 9 negative eigenvalues 0.16 / 0.24 / 0.38 ms against 0.49 ms for all of them, and
 slower than ``dsyevd`` from about p / 6.
 
-Where every pair is needed, ``eigh_all`` calls ``dsyevd``, the routine of
-``np.linalg.eigh``, with its documented minimal workspace rather than a query per call
-(many small eigendecompositions run on every thread at once), and ``spd_inverse``
-inverts a positive definite matrix from its Cholesky factor (``dpotrf``, ``dpotri``: a third
-of the work of a general inverse of the factor and the product of two triangles).
+``spd_inverse`` inverts a positive definite matrix from its Cholesky factor (``dpotrf``,
+``dpotri``): about p^3 operations, a quarter of a general inverse of the factor followed by
+the product of two triangles.
 
 The routines are reached through their addresses in ``scipy.linalg.cython_lapack``
 (``addresses()``), passed to the jitted code as an argument rather than baked into it, so
@@ -26,8 +24,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 #: index of each routine in ``addresses()``
-DSYEVR, DSYTRF, DSYEVD, DPOTRF, DPOTRI = 0, 1, 2, 3, 4
-_NAMES = ("dsyevr", "dsytrf", "dsyevd", "dpotrf", "dpotri")
+DSYEVR, DSYTRF, DPOTRF, DPOTRI = 0, 1, 2, 3
+_NAMES = ("dsyevr", "dsytrf", "dpotrf", "dpotri")
 
 
 def addresses() -> np.ndarray:
@@ -140,44 +138,6 @@ def lowest_eigenpairs(V, k, address):
     _fortran_call(address, args + (work, lwork, iwork, liwork, info))
     got = m[0] if info[0] == 0 else 0
     return w[:got].copy(), np.ascontiguousarray(Z[:got].T)
-
-
-@njit(cache=True, nogil=True)
-def dsyevd(V, address):
-    """``(w, Q, ok)``: all eigenvalues (ascending) and eigenvectors (the columns of a C-ordered
-    (p, p) array) of the symmetric V (p, p), read from its upper triangle in C order, by
-    ``dsyevd`` at ``address`` with its documented minimal workspace; ``ok`` False (and w, Q
-    meaningless) if LAPACK reports an error. V must be finite."""
-    p = V.shape[0]
-    A = V.copy()  # C's upper triangle is Fortran's lower one
-    jobz = np.array([ord("V")], dtype=np.uint8)
-    uplo = np.array([ord("L")], dtype=np.uint8)
-    n = np.array([p], dtype=np.int32)
-    w = np.empty(p)
-    lwork = np.array([1 + 6 * p + 2 * p * p], dtype=np.int32)
-    liwork = np.array([3 + 5 * p], dtype=np.int32)
-    work = np.empty(lwork[0])
-    iwork = np.empty(liwork[0], dtype=np.int32)
-    info = np.zeros(1, dtype=np.int32)
-    _fortran_call(address, (jobz, uplo, n, A, n, w, work, lwork, iwork, liwork, info))
-    # Fortran's eigenvector columns are C's rows
-    return w, np.ascontiguousarray(A.T), info[0] == 0
-
-
-@njit(cache=True, nogil=True)
-def eigh_all(V, lapack):
-    """All eigenvalues (ascending) and eigenvectors (the columns of a C-ordered (p, p) array)
-    of the symmetric V (p, p): ``dsyevd`` through ``lapack`` (``addresses()``), or
-    ``np.linalg.eigh`` where ``lapack`` is empty, V is not finite (LAPACK's iterations are not
-    NaN-safe; numpy's raises) or LAPACK reports an error. Callers pass symmetric matrices:
-    ``dsyevd`` reads V's upper triangle, numpy's its lower one."""
-    p = V.shape[0]
-    if lapack.size > DSYEVD and p > 0 and np.isfinite(V).all():
-        w, Q, ok = dsyevd(V, lapack[DSYEVD])
-        if ok:
-            return w, Q
-    v, Q = np.linalg.eigh(V)
-    return v, np.ascontiguousarray(Q)
 
 
 @njit(cache=True, nogil=True)
