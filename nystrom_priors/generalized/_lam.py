@@ -213,10 +213,9 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     W's kept eigenvalues. Returns (e or None, mean criterion per candidate, mean held-out 0/1
     error per candidate); candidates are ``exps`` (largest lam first, as the estimator sorts
     them: ties in ``race`` and ``choose`` go to the larger lam) and then the prior. A
-    candidate raced out
-    after a split (``race``) reports the means of the folds that scored it (all of them, the
-    prior too, when a split leaves no candidate in the race). ``n_folds``: folds per split,
-    None for the default (``cv_rounds``).
+    candidate raced out after a split (``race``) reports the means of the folds that scored
+    it (all of them, the prior too, when a split leaves no candidate in the race).
+    ``n_folds``: folds per split, None for the default (``cv_rounds``).
     """
     import numba
 
