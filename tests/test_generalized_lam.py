@@ -677,10 +677,9 @@ def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(rng, kept, monk
     if not keeps[0][:-1].any():
         L[5:] = np.nan  # nothing left to test: no later split at all
         assert asked == [(5, lam_cv._RACE_FIRST, narrow)]
-    elif not keeps[1][:-1].any():
-        L[10:] = np.nan
-        assert asked == [(5, lam_cv._RACE_FIRST, narrow), (10, lam_cv._RACE, narrow)]
     else:
+        if not keeps[1][:-1].any():
+            L[10:] = np.nan  # nothing left for the third split
         assert asked == [(5, lam_cv._RACE_FIRST, narrow), (10, lam_cv._RACE, narrow)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -164,10 +164,9 @@ def race(losses: np.ndarray, threshold: float, narrow: bool = False) -> np.ndarr
     if L.shape[0] < 2:
         return np.ones(losses.shape[1], dtype=bool)
     keep = z > threshold  # NaN (raced out before) is never above
-    keep[-1] = False
-    if narrow and keep.sum() > 1:
-        clear = np.flatnonzero(keep)
-        keep[:] = False
+    clear = np.flatnonzero(keep[:-1])
+    if narrow and clear.size > 1:
+        keep[clear] = False
         # argmin / argmax: a tie keeps the candidate listed first (the larger lam)
         keep[clear[np.argmin(L[:, clear].mean(axis=0))]] = True
         keep[clear[np.argmax(z[clear])]] = True

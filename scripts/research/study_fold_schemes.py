@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_generalized import MORE_SETS, SETS, protocol_split  # noqa: E402
-from study_gate import default_cv_inputs, for_each_split  # noqa: E402
+from study_gate import default_cv_inputs, for_each_split, race_splits  # noqa: E402
 
 from nystrom_priors._numba._lam_cv import cv_losses  # noqa: E402
 from nystrom_priors.generalized import _lam  # noqa: E402
@@ -83,17 +83,11 @@ def replay(M, ends, p, r1, r2, narrow=False, e_min=-12):
     """(chosen column, modelled cost in ms) of the rule on one (set, split); the candidates
     below ``e_min`` are never scored."""
     M = M.copy()
-    scored = np.append(GRID >= e_min, True)
-    M[:, ~scored] = np.nan
+    M[:, ~np.append(GRID >= e_min, True)] = np.nan
+    M, keeps = race_splits(M, ends, r1, r2, narrow)
     u = (p / 76.0) ** 3
-    cost = np.sum(u[: ends[0]]) * (COST[scored].sum() + PREP)
-    for s in range(1, len(ends)):
-        keep = _lam.race(M[: ends[s - 1]], r1 if s == 1 else r2, narrow)
-        if not keep[:-1].any():
-            M[ends[s - 1] :] = np.nan
-            break
-        M[ends[s - 1] : ends[s], ~keep] = np.nan
-        cost += np.sum(u[ends[s - 1] : ends[s]]) * (COST[keep].sum() + PREP)
+    starts = np.concatenate([[0], ends[:-1]])
+    cost = sum(np.sum(u[a:b]) * (COST[k].sum() + PREP) for a, b, k in zip(starts, ends, keeps))
     return _lam.choose(M), cost
 
 

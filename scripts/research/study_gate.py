@@ -101,6 +101,23 @@ def one(name, X, y, split, out):
     )
 
 
+def race_splits(M, ends, r1, r2, narrow):
+    """The rule's later splits replayed on stored round losses ``M`` (n_rounds, candidates,
+    the prior last; split s is rounds ``ends[s - 1]:ends[s]``): ``(M, keeps)`` with NaN where
+    a split did not score a candidate (``_lam.race`` at ``r1`` after the first split, ``r2``
+    after more) and, per split scored, which candidates it scored."""
+    M = M.copy()
+    keeps = [~np.isnan(M[: ends[0]]).all(axis=0)]
+    for s in range(1, len(ends)):
+        keep = _lam.race(M[: ends[s - 1]], r1 if s == 1 else r2, narrow)
+        if not keep[:-1].any():
+            M[ends[s - 1] :] = np.nan
+            break
+        M[ends[s - 1] : ends[s], ~keep] = np.nan
+        keeps.append(keep)
+    return M, keeps
+
+
 def for_each_split(names, n_splits, one, out):
     """``one(name, X, y, split, out)`` for every set (features scaled to [0, 1], classes
     coded 0 .. c-1) and split of the protocol, warnings silenced, a line per set done."""

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_generalized import MORE_SETS, SETS, protocol_split  # noqa: E402
-from study_gate import default_cv_inputs, for_each_split, true_errors  # noqa: E402
+from study_gate import default_cv_inputs, for_each_split, race_splits, true_errors  # noqa: E402
 
 from nystrom_priors._numba._lam_cv import cv_losses  # noqa: E402
 from nystrom_priors.generalized import _lam  # noqa: E402
@@ -71,14 +71,7 @@ def replay(means, ends, grid):
     ``select_lam`` does) on the ones before; the largest lam first, so that ties go where
     ``select_lam``'s do."""
     cols = [int(np.flatnonzero(ALL == e)[0]) for e in np.sort(grid)[::-1]] + [ALL.size]
-    M = means[:, cols].copy()
-    for s in range(1, len(ends)):
-        threshold = _lam._RACE_FIRST if s == 1 else _lam._RACE
-        keep = _lam.race(M[: ends[s - 1]], threshold, _lam._RACE_NARROW)
-        if not keep[:-1].any():
-            M[ends[s - 1] :] = np.nan
-            break
-        M[ends[s - 1] : ends[s], ~keep] = np.nan
+    M, _ = race_splits(means[:, cols], ends, _lam._RACE_FIRST, _lam._RACE, _lam._RACE_NARROW)
     return cols[_lam.choose(M)]
 
 
