@@ -868,12 +868,16 @@ def test_labels_and_full_pairs_give_the_same_S(rng):
     np.testing.assert_allclose(b.S_, a.S_, rtol=0, atol=1e-6 * np.abs(a.S_).max())
 
 
-def test_learned_kernel_invariants(rng):
+@pytest.mark.parametrize("solver", ["auto", "onestep"])  # J's optimum; the one-step model
+def test_learned_kernel_invariants(rng, solver):
     X, y, _ = _toy(rng)
-    model = GeneralizedNystrom(n_landmarks=25, lam=1e-2, random_state=0).fit(X, y)
+    model = GeneralizedNystrom(n_landmarks=25, lam=1e-2, solver=solver, random_state=0)
+    model.fit(X, y)
     assert model.converged_
     S = model.S_
     assert np.linalg.eigvalsh(S).min() >= -1e-9 * np.abs(S).max()
+    P = model.projection_
+    np.testing.assert_allclose(P @ P.T, S, atol=1e-9 * np.abs(S).max())
     G = model.transform(X)
     K = G @ G.T
     assert np.linalg.matrix_rank(K, tol=1e-9 * np.abs(K).max()) <= 25

@@ -66,9 +66,11 @@ def _dense_onestep(E, codes, c, U0, w, S0, rel_lam):
 
 
 @pytest.mark.parametrize("rel_lam", [1e-9, 1e-4, 1e-1])
-def test_onestep_model_matches_its_dense_definition(rng, rel_lam):
-    E, codes, c, U0, w, S0 = _labeled_problem(rng)
-    S_r, lam = lam_cv.onestep_model(E @ U0, w, codes, c, rel_lam)
+@pytest.mark.parametrize("m, l", [(12, 8), (8, 20)])  # labels span part of range(S0), all of it
+def test_onestep_model_matches_its_dense_definition(rng, rel_lam, m, l):
+    E, codes, c, U0, w, S0 = _labeled_problem(rng, m=m, l=l)
+    G_r, lam = lam_cv.onestep_model(E @ U0, w, codes, c, rel_lam)
+    S_r = G_r @ G_r.T
     S = U0 @ S_r @ U0.T
     S_ref, lam_ref = _dense_onestep(E, codes, c, U0, w, S0, rel_lam)
     assert lam == pytest.approx(lam_ref, rel=1e-10)
@@ -80,7 +82,8 @@ def test_onestep_is_the_exact_optimum_where_the_constraint_is_inactive(rng):
     """At a large lam J's unconstrained optimum is PSD: the one-step model is J's optimum
     (certified by the exact solver)."""
     E, codes, c, U0, w, S0 = _labeled_problem(rng, m=10, l=15)
-    S_r, lam = lam_cv.onestep_model(E @ U0, w, codes, c, 1e-1)
+    G_r, lam = lam_cv.onestep_model(E @ U0, w, codes, c, 1e-1)
+    S_r = G_r @ G_r.T
     prob = _Problem(S0, E, np.eye(c)[codes])
     S_exact = _solve_lam(prob, lam, "newton", 1e-12, 500)[0]
     S = U0 @ S_r @ U0.T
@@ -103,7 +106,7 @@ def test_onestep_minimises_the_majoriser_over_the_psd_cone(rng):
 
 
 def test_onestep_y_from_the_negative_eigenpairs_alone(rng):
-    """Y from the few negative eigenpairs (dsytrf's inertia, dsyevr) equals Y from all of them
+    """Y from the few negative eigenpairs (dsytrf's inertia, MRRR) equals Y from all of them
     (np.linalg.eigh), from an inactive constraint to many negative eigenvalues; the path
     through the partial eigendecomposition is taken on part of the grid."""
     from nystrom_priors._numba import _lapack
@@ -119,14 +122,15 @@ def test_onestep_y_from_the_negative_eigenpairs_alone(rng):
         np.testing.assert_allclose(partial, full, atol=1e-9 * np.abs(full).max())
         V, _ = jit._scaled_target(mu, C, R, lam)
         negatives.append(_lapack.negative_count(V, addr[_lapack.DSYTRF]))
-    p = mu.size
-    assert any(1 <= k <= p // 8 for k in negatives)  # the partial path ran
-    assert any(k > p // 8 for k in negatives) and 0 in negatives  # and the other two
+    most = jit._PARTIAL_MAX * mu.size
+    assert any(1 <= k <= most for k in negatives)  # the partial path ran
+    assert any(k > most for k in negatives) and 0 in negatives  # and the other two
 
 
 def test_negative_count_and_lowest_eigenpairs_match_eigh(rng):
-    """Sylvester's inertia from Bunch-Kaufman and dsyevr's lowest pairs, against eigh, on
-    matrices with 0 to p negative eigenvalues (and 2 x 2 pivots: a zero diagonal)."""
+    """Sylvester's inertia from Bunch-Kaufman and the lowest pairs by MRRR, against eigh, on
+    matrices with 0 to p negative eigenvalues (and 2 x 2 pivots: a zero diagonal), with
+    clustered and repeated eigenvalues among the pairs asked for; none for k outside 1..p."""
     from nystrom_priors._numba import _lapack
 
     addr = _lapack.addresses()
@@ -137,9 +141,19 @@ def test_negative_count_and_lowest_eigenpairs_match_eigh(rng):
         V = 0.5 * (V + V.T)
         assert _lapack.negative_count(V, addr[_lapack.DSYTRF]) == k
         if k:
-            vals, vecs = _lapack.lowest_eigenpairs(V, k, addr[_lapack.DSYEVR])
+            vals, vecs = _lapack.lowest_eigenpairs(V, k, addr)
             np.testing.assert_allclose(vals, np.linalg.eigvalsh(V)[:k], atol=1e-12 * 10)
             np.testing.assert_allclose(V @ vecs, vecs * vals, atol=1e-12 * 10 * p)
+            np.testing.assert_allclose(vecs.T @ vecs, np.eye(k), atol=1e-12 * p)
+    Q, _ = np.linalg.qr(rng.normal(size=(40, 40)))
+    v = np.concatenate([[-3.0] * 4, -1.0 + 1e-13 * np.arange(5), rng.uniform(0.1, 10, 31)])
+    V = 0.5 * ((Q * v) @ Q.T + ((Q * v) @ Q.T).T)
+    vals, vecs = _lapack.lowest_eigenpairs(V, 9, addr)
+    np.testing.assert_allclose(vals, np.sort(v)[:9], atol=1e-12 * 10)
+    np.testing.assert_allclose(V @ vecs, vecs * vals, atol=1e-12 * 10 * 40)
+    np.testing.assert_allclose(vecs.T @ vecs, np.eye(9), atol=1e-12 * 40)
+    for k in (0, 41):
+        assert _lapack.lowest_eigenpairs(V, k, addr)[1].shape == (40, 0)
     J = np.array([[0.0, 1.0], [1.0, 0.0]])  # Bunch-Kaufman needs a 2 x 2 pivot here
     assert _lapack.negative_count(J, addr[_lapack.DSYTRF]) == 1
 
@@ -203,7 +217,8 @@ def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng, c):
     train, test = np.flatnonzero(roles[0] == 1), np.flatnonzero(roles[0] == 2)
     for j, r in enumerate(rel):
         if np.isfinite(r):
-            S_r, _ = lam_cv.onestep_model(E[train] @ U0, w, codes[train], c, r)
+            G_r, _ = lam_cv.onestep_model(E[train] @ U0, w, codes[train], c, r)
+            S_r = G_r @ G_r.T
             S = U0 @ S_r @ U0.T
         else:
             S = S0

@@ -60,7 +60,8 @@ def _dense_model(E, U0, w, S0, ia, ib, must, rel_lam):
 @pytest.mark.parametrize("l", [8, 30])  # fewer and more points than landmarks
 def test_pairs_model_matches_its_dense_definition(rng, rel_lam, l):
     E, U0, w, S0, ia, ib, must = _pairs_problem(rng, l=l, k=2 * l)
-    S_r, lam = lam_pairs.onestep_pairs_model(E @ U0, w, ia, ib, must, rel_lam)
+    G_r, lam = lam_pairs.onestep_pairs_model(E @ U0, w, ia, ib, must, rel_lam)
+    S_r = G_r @ G_r.T
     S_ref, lam_ref = _dense_model(E, U0, w, S0, ia, ib, must, rel_lam)
     assert lam == pytest.approx(lam_ref, rel=1e-10)
     S = U0 @ S_r @ U0.T
@@ -78,8 +79,10 @@ def test_full_mask_is_the_labels_model(rng, rel_lam):
     PE = extrapolate(X, Z, width=4.0) @ U0
     codes = np.arange(9) % 3
     ia, ib = np.triu_indices(9, 1)
-    S_pairs, lam_p = lam_pairs.onestep_pairs_model(PE, w, ia, ib, codes[ia] == codes[ib], rel_lam)
-    S_labels, lam_l = lam_cv.onestep_model(PE, w, codes, 3, rel_lam)
+    G_pairs, lam_p = lam_pairs.onestep_pairs_model(PE, w, ia, ib, codes[ia] == codes[ib], rel_lam)
+    S_pairs = G_pairs @ G_pairs.T
+    G_labels, lam_l = lam_cv.onestep_model(PE, w, codes, 3, rel_lam)
+    S_labels = G_labels @ G_labels.T
     assert lam_p == pytest.approx(lam_l, rel=1e-12)
     np.testing.assert_allclose(S_pairs, S_labels, atol=1e-9 * np.abs(S_labels).max())
 
@@ -92,7 +95,8 @@ def test_pairs_model_agrees_with_J_to_first_order_in_one_over_lam(rng):
     prob = _build_problem(S0, None, pairs, lambda rows: E[rows])
     ratios = []
     for rel in (1e0, 1e1, 1e2):
-        S_r, lam = lam_pairs.onestep_pairs_model(E @ U0, w, ia, ib, must, rel)
+        G_r, lam = lam_pairs.onestep_pairs_model(E @ U0, w, ia, ib, must, rel)
+        S_r = G_r @ G_r.T
         S_exact = _solve_lam(prob, lam, "newton", 1e-13, 500)[0]
         ratios.append(np.linalg.norm(U0 @ S_r @ U0.T - S_exact) / np.linalg.norm(S_exact - S0))
     assert ratios[1] < 0.2 * ratios[0] and ratios[2] < 0.2 * ratios[1]
@@ -114,7 +118,8 @@ def test_cv_losses_are_the_fold_models_cosine_errors(rng):
         a, b = np.searchsorted(pts, ia[train]), np.searchsorted(pts, ib[train])
         for j, r in enumerate(rel):
             if np.isfinite(r):
-                S_r, _ = lam_pairs.onestep_pairs_model(PE[pts], w, a, b, must[train], r)
+                G_r, _ = lam_pairs.onestep_pairs_model(PE[pts], w, a, b, must[train], r)
+                S_r = G_r @ G_r.T
             else:
                 S_r = np.diag(1.0 / w)
             K = lambda i, k: np.einsum("ij,jk,ik->i", PE[i], S_r, PE[k])  # noqa: E731
@@ -233,7 +238,8 @@ def test_dual_newton_starts_from_a_primal_guess(rng, rel):
     assert ok
     S_at, it_at, cert_at, ok_at, _ = _solve_lam(prob, lam, "newton", 1e-8, 500, S_guess=S_cold)
     assert ok_at and it_at <= 2 and cert_at <= 1e-8
-    S_r, _ = lam_pairs.onestep_pairs_model(E @ U0, w, ia, ib, must, 1e-6)
+    G_r, _ = lam_pairs.onestep_pairs_model(E @ U0, w, ia, ib, must, 1e-6)
+    S_r = G_r @ G_r.T
     S_g, it_g, cert_g, ok_g, _ = _solve_lam(
         prob, lam, "newton", 1e-10, 500, S_guess=U0 @ S_r @ U0.T
     )

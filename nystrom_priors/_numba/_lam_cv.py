@@ -12,10 +12,13 @@ let the caller decide which lam a round still needs after seeing other rounds' l
 import numpy as np
 from numba import njit, prange
 
-from ._lapack import DSYEVR, DSYTRF, lowest_eigenpairs, negative_count, spd_inverse
+from ._lapack import DSYTRF, lowest_eigenpairs, negative_count, spd_inverse
 
 # rows of scores formed at a time: memory O(_ROWS c) for c classes, never O(l c)
 _ROWS = 256
+# up to this share of negative eigenvalues, only those pairs (``_lapack.lowest_eigenpairs``):
+# their cost reaches a full eigendecomposition's near p / 6
+_PARTIAL_MAX = 1.0 / 6.0
 
 
 @njit(cache=True, nogil=True)
@@ -237,10 +240,11 @@ def onestep(mu, C, R, lam):
 
 @njit(cache=True, nogil=True)
 def _eig_factor(V, s):
-    """L with L L^T = D^-1 P_psd(V) D^-1, D = diag(s)."""
+    """L with L L^T = D^-1 P_psd(V) D^-1, D = diag(s); eigenvalues of V up to p eps times its
+    largest are rounding, not directions of Y, and give no column."""
     p = s.size
     v, Q = np.linalg.eigh(V)
-    pos = np.flatnonzero(v > 0.0)
+    pos = np.flatnonzero(v > p * 2.220446049250313e-16 * max(v[-1], 0.0))
     L = np.empty((p, pos.size))
     for k in range(pos.size):
         sv = np.sqrt(v[pos[k]])
@@ -254,8 +258,8 @@ def onestep_y(mu, C, R, lam, lapack):
     """``onestep``'s Y itself (p x p). Where D c D is positive definite Y is c, and the
     Cholesky factorisation only certifies that (no product with the factor). Elsewhere
     ``P_psd(V) = V - sum_{v_i < 0} v_i q_i q_i^T``: with ``lapack`` (``_lapack.addresses()``;
-    empty: all eigenpairs by ``np.linalg.eigh``) and at most p / 8 negative eigenvalues,
-    only those pairs are computed (``_lapack``), otherwise all of them."""
+    empty: all eigenpairs by ``np.linalg.eigh``) and at most ``_PARTIAL_MAX`` p negative
+    eigenvalues, only those pairs are computed (``_lapack``), otherwise all of them."""
     V, s = _scaled_target(mu, C, R, lam)
     p = mu.size
     if _cholesky_or_empty(V).shape[0] == p:
@@ -263,11 +267,11 @@ def onestep_y(mu, C, R, lam, lapack):
             for b in range(p):
                 V[a, b] /= s[a] * s[b]
         return V
-    if lapack.size >= 2 and np.isfinite(V).all():  # LAPACK's bisection is not NaN-safe
+    if lapack.size > DSYTRF and np.isfinite(V).all():  # LAPACK's MRRR is not NaN-safe
         k = negative_count(V, lapack[DSYTRF])
-        if 0 <= k <= p // 8:
+        if 0 <= k <= _PARTIAL_MAX * p:
             if k > 0:
-                v, Q = lowest_eigenpairs(V, k, lapack[DSYEVR])
+                v, Q = lowest_eigenpairs(V, k, lapack)
                 if v.size != k:  # LAPACK failed: all eigenpairs below
                     return _full_y(V, s)
                 Qv = Q * np.minimum(v, 0.0)

@@ -3,10 +3,12 @@
 Private: arrays and scalars only. Numba's ``np.linalg.eigh`` computes every eigenpair
 (``dsyevd``); projecting a matrix with k negative eigenvalues onto the PSD cone needs only
 those k. ``dsytrf`` (Bunch-Kaufman ``L D L^T``) gives their number by Sylvester's law of
-inertia at the cost of a Cholesky factorisation, and ``dsyevr`` the k lowest pairs (bisection
-and inverse iteration on the tridiagonal form, then k back-transformations): at p = 80 with
-1 / 4 / 9 negative eigenvalues 0.16 / 0.24 / 0.38 ms against 0.49 ms for all of them, and
-slower than ``dsyevd`` from about p / 6.
+inertia at the cost of a Cholesky factorisation, and ``lowest_eigenpairs`` the k lowest pairs:
+the tridiagonal form (``dsytrd``, about 4/3 p^3, a sixth of ``dsyevd``'s work), its k lowest
+pairs by the MRRR algorithm (``dstemr``, O(p k)), and k back-transformations (``dormtr``,
+4 p^2 k). MRRR rather than ``dsyevr``, which for a subset of the spectrum falls back to
+bisection and inverse iteration with its costlier per-vector work; the crossover with
+``dsyevd`` is then near k = p / 6 (``docs/design/performance.md``).
 
 ``spd_inverse`` inverts a positive definite matrix from its Cholesky factor (``dpotrf``,
 ``dpotri``): about p^3 operations, a quarter of a general inverse of the factor followed by
@@ -24,8 +26,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 #: index of each routine in ``addresses()``
-DSYEVR, DSYTRF, DPOTRF, DPOTRI = 0, 1, 2, 3
-_NAMES = ("dsyevr", "dsytrf", "dpotrf", "dpotri")
+DSYTRD, DSTEMR, DORMTR, DSYTRF, DPOTRF, DPOTRI = 0, 1, 2, 3, 4, 5
+_NAMES = ("dsytrd", "dstemr", "dormtr", "dsytrf", "dpotrf", "dpotri")
 
 
 def addresses() -> np.ndarray:
@@ -81,8 +83,7 @@ def negative_count(V, address):
     lwork = np.array([-1], dtype=np.int32)
     info = np.zeros(1, dtype=np.int32)
     _fortran_call(address, (uplo, n, A, n, ipiv, work, lwork, info))  # workspace query
-    lwork[0] = max(1, int(work[0]))
-    work = np.empty(lwork[0])
+    work = _workspace(work, lwork)
     _fortran_call(address, (uplo, n, A, n, ipiv, work, lwork, info))
     if info[0] < 0:
         return -1
@@ -106,38 +107,71 @@ def negative_count(V, address):
 
 
 @njit(cache=True, nogil=True)
-def lowest_eigenpairs(V, k, address):
+def _workspace(work, lwork):
+    """Size ``lwork`` to LAPACK's answer to a workspace query (``work[0]``); a new array."""
+    lwork[0] = max(1, int(work[0]))
+    return np.empty(lwork[0])
+
+
+@njit(cache=True, nogil=True)
+def lowest_eigenpairs(V, k, lapack):
     """The k lowest eigenvalues (ascending) of the symmetric V (p, p) and their eigenvectors
-    as the columns of a (p, k) array (``dsyevr``, range 'I'); ``k`` = 0 pairs on error."""
+    as the columns of a (p, k) array: ``V = Q T Q^T`` (``dsytrd``), T's k lowest pairs
+    (``dstemr``, range 'I'), ``Q`` applied to them (``dormtr``); no pair (shapes (0,) and
+    (p, 0)) if LAPACK reports an error or finds fewer than k."""
     p = V.shape[0]
-    A = V.copy()
-    jobz = np.array([ord("V")], dtype=np.uint8)
-    rng = np.array([ord("I")], dtype=np.uint8)
+    none = (np.empty(0), np.empty((p, 0)))
+    if k <= 0 or k > p:
+        return none
+    A = V.copy()  # symmetric: its C layout is its Fortran layout
     uplo = np.array([ord("L")], dtype=np.uint8)
     n = np.array([p], dtype=np.int32)
+    d = np.empty(p)
+    e = np.empty(p)  # dstemr uses e[p - 1] as workspace
+    tau = np.empty(max(1, p - 1))
+    work = np.empty(1)
+    lwork = np.array([-1], dtype=np.int32)
+    info = np.zeros(1, dtype=np.int32)
+    args = (uplo, n, A, n, d, e, tau)
+    _fortran_call(lapack[DSYTRD], args + (work, lwork, info))  # workspace query
+    work = _workspace(work, lwork)
+    _fortran_call(lapack[DSYTRD], args + (work, lwork, info))
+    if info[0] != 0:
+        return none
+    jobz = np.array([ord("V")], dtype=np.uint8)
+    rng = np.array([ord("I")], dtype=np.uint8)
     bounds = np.zeros(2)  # vl, vu: unused with range 'I'
     il = np.array([1], dtype=np.int32)
     iu = np.array([k], dtype=np.int32)
-    abstol = np.zeros(1)  # LAPACK's default tolerance, eps * ||T||
     m = np.zeros(1, dtype=np.int32)
-    w = np.empty(max(1, p))
-    Z = np.empty((max(1, k), p))  # C (k, p) is Fortran (p, k), ldz = p
-    isuppz = np.empty(2 * max(1, k), dtype=np.int32)
+    w = np.empty(p)
+    Z = np.empty((k, p))  # C (k, p) is Fortran (p, k), ldz = p
+    nzc = np.array([k], dtype=np.int32)
+    isuppz = np.empty(2 * k, dtype=np.int32)
+    tryrac = np.ones(1, dtype=np.int32)  # T from a dense matrix: relative accuracy not needed
     work = np.empty(1)
-    lwork = np.array([-1], dtype=np.int32)
+    lwork[0] = -1
     iwork = np.empty(1, dtype=np.int32)
     liwork = np.array([-1], dtype=np.int32)
-    info = np.zeros(1, dtype=np.int32)
-    vl, vu = bounds[:1], bounds[1:]
-    args = (jobz, rng, uplo, n, A, n, vl, vu, il, iu, abstol, m, w, Z, n, isuppz)
-    _fortran_call(address, args + (work, lwork, iwork, liwork, info))  # workspace query
-    lwork[0] = max(1, int(work[0]))
+    args = (jobz, rng, n, d, e, bounds[:1], bounds[1:], il, iu, m, w, Z, n, nzc, isuppz, tryrac)
+    _fortran_call(lapack[DSTEMR], args + (work, lwork, iwork, liwork, info))  # query
+    work = _workspace(work, lwork)
     liwork[0] = max(1, iwork[0])
-    work = np.empty(lwork[0])
     iwork = np.empty(liwork[0], dtype=np.int32)
-    _fortran_call(address, args + (work, lwork, iwork, liwork, info))
-    got = m[0] if info[0] == 0 else 0
-    return w[:got].copy(), np.ascontiguousarray(Z[:got].T)
+    _fortran_call(lapack[DSTEMR], args + (work, lwork, iwork, liwork, info))
+    if info[0] != 0 or m[0] != k:
+        return none
+    side = np.array([ord("L")], dtype=np.uint8)
+    trans = np.array([ord("N")], dtype=np.uint8)
+    work = np.empty(1)
+    lwork[0] = -1
+    args = (side, uplo, trans, n, nzc, A, n, tau, Z, n)
+    _fortran_call(lapack[DORMTR], args + (work, lwork, info))  # workspace query
+    work = _workspace(work, lwork)
+    _fortran_call(lapack[DORMTR], args + (work, lwork, info))
+    if info[0] != 0:
+        return none
+    return w[:k].copy(), np.ascontiguousarray(Z.T)
 
 
 @njit(cache=True, nogil=True)

@@ -489,9 +489,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             if e is None:  # the selection ran (one step) and kept the prior
                 return self._set_solution(self.S0_, np.inf, prior_projection, 1, True, 0.0)
             rel = 10.0**e
-        S_r, _ = model(PE, w, rel)
-        S = _sym(U0 @ S_r @ U0.T)
-        return self._set_solution(S, rel * scale, _factor(S), 1, True, float("nan"))
+        F = U0 @ model(PE, w, rel)[0]  # S = F F^T, PSD by construction (``onestep_at``)
+        return self._set_solution(_sym(F @ F.T), rel * scale, F, 1, True, float("nan"))
 
     def _select_lam(self, select, PE, w, params):
         """``select(PE, w)`` (``_lam_pairs.one_step_side``) with its progress record: one
@@ -581,8 +580,10 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self.criterion_path_, self.cv_error_path_ = crit, err
         if e is None:
             return np.inf, None, None
-        guess = _sym(U0 @ model(PE, w, 10.0**e)[0] @ U0.T) if labels is None else None
-        return scale * 10.0**e, None, guess
+        if labels is not None:
+            return scale * 10.0**e, None, None
+        F = U0 @ model(PE, w, 10.0**e)[0]
+        return scale * 10.0**e, None, _sym(F @ F.T)
 
     def _set_solution(self, S, lam, F, n_iter, converged, cert) -> GeneralizedNystrom:
         self.S_ = S

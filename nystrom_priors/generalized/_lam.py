@@ -369,8 +369,8 @@ def round_means(per_sample: np.ndarray) -> np.ndarray:
 def onestep_model(PE, w, codes, n_classes, rel_lam):
     """The one-step model on every labeled row at ``lam = rel_lam * mu_max^2``.
 
-    Returns ``(S_r, lam)``: S in S0's eigen-coordinates (r x r; ``S = U0 S_r U0^T``) and the
-    absolute lam."""
+    Returns ``(G_r, lam)``: S in S0's eigen-coordinates as a factor (r x k; ``S = U0 G_r
+    G_r^T U0^T``, ``onestep_at``) and the absolute lam."""
     from .._numba._lam_cv import restricted_problem
     from .._numba._lapack import addresses
     from .._threads import BLAS_ONE_THREAD as _BLAS
@@ -389,18 +389,31 @@ def onestep_model(PE, w, codes, n_classes, rel_lam):
 
 
 def onestep_at(w, Vc, mu, C, R, rel_lam):
-    """``(S_r, lam)``: the one-step model of a restricted problem (``Vc``, ``mu``, ``C``,
-    ``R``: labels' or pairs') at ``lam = rel_lam * mu_max^2``, in S0's eigen-coordinates,
-    ``S_r = diag(1 / w) + Vc (Y - C) Vc^T`` (symmetrised); S0 where the problem is empty."""
+    """``(G_r, lam)``: the one-step model of a restricted problem (``Vc``, ``mu``, ``C``,
+    ``R``: labels' or pairs') at ``lam = rel_lam * mu_max^2``, in S0's eigen-coordinates as a
+    factor ``S_r = G_r G_r^T``; S0's where the problem is empty.
+
+    ``S_r = W^-1 - Vc C Vc^T + Vc Y Vc^T`` with ``C = (Vc^T W Vc)^-1``. The first two terms are
+    ``W^-1/2 (I - P) W^-1/2``, P the orthogonal projector onto ``range(W^1/2 Vc)``, so with
+    ``Y = L L^T`` (``onestep``)
+
+        G_r = [W^-1/2 Q_perp, Vc L],   Q_perp an orthonormal basis of range(W^1/2 Vc)^perp,
+
+    PSD by construction, and no eigendecomposition of S beyond the p x p one of the model
+    (Q_perp is empty where the labels span S0's range, p = r)."""
     from .._numba._lam_cv import onestep
 
+    w = np.asarray(w, dtype=np.float64)
     lam = rel_lam * float(mu[-1]) ** 2 if mu.size else np.inf
-    S_r = np.diag(1.0 / w)
-    if mu.size:
-        VL = Vc @ onestep(mu, C, R, lam)
-        VC = Vc @ C
-        S_r = S_r + VL @ VL.T - VC @ Vc.T
-    return 0.5 * (S_r + S_r.T), lam
+    prior = 1.0 / np.sqrt(w)
+    if not mu.size:
+        return np.diag(prior), lam
+    p, r = mu.size, w.size
+    parts = [Vc @ onestep(mu, C, R, lam)]
+    if p < r:
+        Q = np.linalg.qr(Vc * np.sqrt(w)[:, None], mode="complete")[0]
+        parts.insert(0, Q[:, p:] * prior[:, None])
+    return np.hstack(parts), lam
 
 
 def _path_nka(prob, lams, labels, solve_kw, progress):

@@ -133,8 +133,8 @@ def select_lam_pairs(PE, w, ia, ib, must, exps, rng, n_folds):
 def onestep_pairs_model(PE, w, ia, ib, must, rel_lam):
     """The one-step model on every pair at ``lam = rel_lam * mu_max^2``.
 
-    Returns ``(S_r, lam)``: S in S0's eigen-coordinates (r x r; ``S = U0 S_r U0^T``) and the
-    absolute lam."""
+    Returns ``(G_r, lam)``: S in S0's eigen-coordinates as a factor (r x k; ``S = U0 G_r
+    G_r^T U0^T``, ``_lam.onestep_at``) and the absolute lam."""
     from .._numba._lapack import addresses
     from .._numba._pairs_cv import pairs_problem
     from .._threads import BLAS_ONE_THREAD as _BLAS
@@ -157,7 +157,7 @@ def onestep_pairs_model(PE, w, ia, ib, must, rel_lam):
 def one_step_side(labels, pairs, params, rng):
     """``(rows, select, model)`` of GeneralizedNystrom's one-step model on labels or, without
     them, on pairs: the rows of X it reads, ``select(PE, w)`` -> (exponent or None, criterion
-    path, error path) and ``model(PE, w, rel_lam)`` -> (S_r, lam), PE the rows in S0's
+    path, error path) and ``model(PE, w, rel_lam)`` -> (G_r, lam), PE the rows in S0's
     eigen-coordinates."""
     grid, cv = params["grid"], params["cv"]
     if labels is not None:  # cv None: select_lam's own folds
