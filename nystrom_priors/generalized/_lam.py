@@ -94,10 +94,13 @@ def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.
     deals the same folds (and lam="auto" chooses the same lam)."""
     folds = np.empty(codes.size, dtype=np.int64)
     offset = int(rng.integers(k))
-    _, first, counts = np.unique(codes, return_index=True, return_counts=True)
-    # each class's positions, ascending, from one stable sort: O(l log l), not O(l c)
+    # each class's positions, ascending, from one stable sort: O(l log l), not O(l c); the
+    # first of each run is the class's first labeled sample
     by_class = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes)
+    counts = counts[counts > 0]  # the classes present, in the order of their codes
     starts = np.cumsum(counts) - counts
+    first = by_class[starts]
     for c in rng.permutation(np.argsort(first)):  # class indices, in first-appearance order
         members = rng.permutation(by_class[starts[c] : starts[c] + counts[c]])
         folds[members] = (offset + np.arange(members.size)) % k
@@ -193,10 +196,11 @@ def cv_rounds(
         n_folds = _LABEL_FOLDS if many else _ONE_SPLIT_FOLDS
     k = int(max(2, min(n_folds, codes.size)))
     roles = []
+    capped = min(codes.size, rank) > _CV_RANK_MAX  # else no round can exceed the cap
     for _split in range(n_splits):
         folds = stratified_folds(codes, k, rng)
         split = np.where(folds[None, :] == np.arange(k)[:, None], 2, 1).astype(np.int8)
-        for role in split:
+        for role in split if capped else ():
             train = np.flatnonzero(role == 1)
             if min(train.size, rank) > _CV_RANK_MAX:
                 groups = stratified_folds(codes[train], -(-train.size // _CV_RANK_MAX), rng)
