@@ -8,7 +8,7 @@ the tridiagonal form (``dsytrd``, about 4/3 p^3, a sixth of ``dsyevd``'s work), 
 pairs by the MRRR algorithm (``dstemr``, O(p k)), and k back-transformations (``dormtr``,
 4 p^2 k). MRRR rather than ``dsyevr``, which for a subset of the spectrum falls back to
 bisection and inverse iteration with its costlier per-vector work; the crossover with
-``dsyevd`` is then near k = p / 6 (``docs/design/performance.md``).
+``dsyevd`` is then near k = p / 6 (``docs/design/lam_selection.md``, thirteenth round).
 
 ``spd_inverse`` inverts a positive definite matrix from its Cholesky factor (``dpotrf``,
 ``dpotri``): about p^3 operations, a quarter of a general inverse of the factor followed by
