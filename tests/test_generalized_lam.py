@@ -78,6 +78,37 @@ def test_onestep_model_matches_its_dense_definition(rng, rel_lam, m, l):
     assert np.linalg.eigvalsh(S).min() > -1e-9 * np.abs(S).max()  # PSD
 
 
+@pytest.mark.parametrize("n_labeled", [8, 30])  # fewer and more labels than landmarks
+def test_estimator_fit_is_the_dense_one_step_model(rng, n_labeled):
+    """solver="onestep" at a fixed lam: ``S_`` is the one-step model built densely from its
+    definition on the fit's own landmarks and prior (U0, w of ``Nystrom`` on the same draw),
+    ``projection_`` a factor of it with no more columns than S's rank, and the model is not
+    the prior."""
+    X = rng.normal(size=(150, 3))
+    y = np.full(150, -1)
+    y[:n_labeled] = np.arange(n_labeled) % 3
+    gn = GeneralizedNystrom(n_landmarks=12, lam=1e-3, solver="onestep", random_state=0).fit(X, y)
+    nys = Nystrom(n_landmarks=12, random_state=0).fit(X)
+    np.testing.assert_array_equal(gn.landmarks_, nys.landmarks_)
+    w = nys.eigenvalues_
+    U0 = nys.projection_ * np.sqrt(w)
+    E = extrapolate(X[:n_labeled], gn.landmarks_, width=gn.width_)
+    S_ref, lam_ref = _dense_onestep(E, y[:n_labeled], 3, U0, w, nys.S0_, gn.lam_ / gn.lam_scale_)
+    np.testing.assert_allclose(gn.S_, S_ref, atol=1e-8 * np.abs(S_ref).max())
+    assert np.abs(S_ref - nys.S0_).max() > 1e-3 * np.abs(nys.S0_).max()
+    P = gn.projection_
+    np.testing.assert_allclose(P @ P.T, S_ref, atol=1e-8 * np.abs(S_ref).max())
+    assert P.shape[1] <= np.linalg.matrix_rank(S_ref, tol=1e-10 * np.abs(S_ref).max())
+
+
+def test_onestep_at_without_directions_is_the_prior(rng):
+    """An empty restricted problem (p = 0): the factor of S0 in its eigen-coordinates."""
+    w = np.sort(rng.uniform(1e-6, 10.0, 7))
+    G, lam = lam_cv.onestep_at(w, np.zeros((7, 0)), np.zeros(0), np.zeros((0, 0)), None, 1e-2)
+    assert lam == np.inf
+    np.testing.assert_allclose(G @ G.T, np.diag(1.0 / w), rtol=1e-13)
+
+
 def test_onestep_is_the_exact_optimum_where_the_constraint_is_inactive(rng):
     """At a large lam J's unconstrained optimum is PSD: the one-step model is J's optimum
     (certified by the exact solver)."""

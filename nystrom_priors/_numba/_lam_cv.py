@@ -12,7 +12,7 @@ let the caller decide which lam a round still needs after seeing other rounds' l
 import numpy as np
 from numba import njit, prange
 
-from ._lapack import DSYTRF, lowest_eigenpairs, negative_count, spd_inverse
+from ._lapack import DORMTR, DSYTRF, lowest_eigenpairs, negative_count, spd_inverse
 
 # rows of scores formed at a time: memory O(_ROWS c) for c classes, never O(l c)
 _ROWS = 256
@@ -267,7 +267,7 @@ def onestep_y(mu, C, R, lam, lapack):
             for b in range(p):
                 V[a, b] /= s[a] * s[b]
         return V
-    if lapack.size > DSYTRF and np.isfinite(V).all():  # LAPACK's MRRR is not NaN-safe
+    if lapack.size > DORMTR and np.isfinite(V).all():  # LAPACK's MRRR is not NaN-safe
         k = negative_count(V, lapack[DSYTRF])
         if 0 <= k <= _PARTIAL_MAX * p:
             if k > 0:

@@ -4,9 +4,9 @@ Private: arrays and scalars only. Numba's ``np.linalg.eigh`` computes every eige
 (``dsyevd``); projecting a matrix with k negative eigenvalues onto the PSD cone needs only
 those k. ``dsytrf`` (Bunch-Kaufman ``L D L^T``) gives their number by Sylvester's law of
 inertia at the cost of a Cholesky factorisation, and ``lowest_eigenpairs`` the k lowest pairs:
-the tridiagonal form (``dsytrd``, about 4/3 p^3, a sixth of ``dsyevd``'s work), its k lowest
-pairs by the MRRR algorithm (``dstemr``, O(p k)), and k back-transformations (``dormtr``,
-4 p^2 k). MRRR rather than ``dsyevr``, which for a subset of the spectrum falls back to
+the tridiagonal form (``dsytrd``, about 4/3 p^3 operations), its k lowest pairs by the MRRR
+algorithm (``dstemr``, O(p k)), and the back-transformation of the k vectors (``dormtr``,
+about 2 p^2 k). MRRR rather than ``dsyevr``, which for a subset of the spectrum falls back to
 bisection and inverse iteration with its costlier per-vector work; the crossover with
 ``dsyevd`` is then near k = p / 6 (``docs/design/lam_selection.md``, thirteenth round).
 
@@ -25,9 +25,12 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-#: index of each routine in ``addresses()``
-DSYTRD, DSTEMR, DORMTR, DSYTRF, DPOTRF, DPOTRI = 0, 1, 2, 3, 4, 5
-_NAMES = ("dsytrd", "dstemr", "dormtr", "dsytrf", "dpotrf", "dpotri")
+#: index of each routine in ``addresses()``. Append, never renumber: Numba's on-disk cache of
+#: a module that calls these kernels (``_pairs_cv``) is not invalidated by a change here, and
+#: its compiled code keeps the indices it was built with. Slot 0 (``dsyevr``) is no longer
+#: called.
+DSYTRF, DPOTRF, DPOTRI, DSYTRD, DSTEMR, DORMTR = 1, 2, 3, 4, 5, 6
+_NAMES = ("dsyevr", "dsytrf", "dpotrf", "dpotri", "dsytrd", "dstemr", "dormtr")
 
 
 def addresses() -> np.ndarray:
@@ -148,7 +151,7 @@ def lowest_eigenpairs(V, k, lapack):
     Z = np.empty((k, p))  # C (k, p) is Fortran (p, k), ldz = p
     nzc = np.array([k], dtype=np.int32)
     isuppz = np.empty(2 * k, dtype=np.int32)
-    tryrac = np.ones(1, dtype=np.int32)  # T from a dense matrix: relative accuracy not needed
+    tryrac = np.ones(1, dtype=np.int32)  # as dsyevr: relative accuracy where T warrants it
     work = np.empty(1)
     lwork[0] = -1
     iwork = np.empty(1, dtype=np.int32)

@@ -31,9 +31,10 @@ def _psd_project_few_negative(A: np.ndarray) -> tuple[np.ndarray, int, np.ndarra
     """The projection of ``_psd_project`` from the non-positive eigenpairs only, their number
     and their eigenvectors (which span the null space of P: the certificate's null candidate).
 
-    ``P = A - U_- diag(w_-) U_-^T`` with LAPACK's MRRR (``syevr``) restricted to the values
-    ``(-inf, 0]``: the tridiagonal reduction plus k eigenvectors instead of all m, faster than
-    the full ``eigh`` while k is a small share of m.
+    ``P = A - U_- diag(w_-) U_-^T`` with LAPACK's ``syevr`` restricted to the values
+    ``(-inf, 0]`` (for part of the spectrum: bisection and inverse iteration on the
+    tridiagonal form): the reduction plus k eigenvectors instead of all m, faster than the
+    full ``eigh`` while k is a small share of m.
     """
     from scipy.linalg import eigh
 
