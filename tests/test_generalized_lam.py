@@ -213,6 +213,24 @@ def test_spd_inverse_matches_numpy_or_refuses(rng, p):
     assert not _lapack.spd_inverse(bad, addr)[1]
 
 
+@pytest.mark.parametrize("l", [12, 13])  # as many rows as S0's rank, and more
+def test_prior_block_is_exact_where_the_rows_span_range_s0(rng, l):
+    """C = (Vc^T W Vc)^-1 to round-off although W's eigenvalues span 13 decades, against the
+    Schur complement of an independent basis (a QR of the rows): where the rows span
+    range(S0) no ill-conditioned matrix is inverted."""
+    from nystrom_priors._numba import _lapack
+
+    r = 12
+    w = np.logspace(0, -13, r)
+    aT = rng.normal(size=(l, r))
+    Vc, mu, C, F, D = jit._basis(aT, w, 1000, _lapack.addresses())
+    assert mu.size == r
+    Q = np.linalg.qr(aT.T, mode="complete")[0]
+    T = Q.T @ Vc  # Vc in Q's coordinates: C = T^T (Q^T W Q)^-1 T = T^T Q^T W^-1 Q T
+    C_ref = T.T @ (Q.T @ (Q / w[:, None])) @ T
+    np.testing.assert_allclose(C, C_ref, rtol=0, atol=1e-10 * np.abs(C_ref).max())
+
+
 def test_restricted_family_is_feasible_exactly_when_Y_is_psd(rng):
     """S0 + V (Y - C) V^T >= 0 iff Y >= 0 (Schur complement), in the coordinates of S0."""
     E, codes, c, U0, w, S0 = _labeled_problem(rng)

@@ -117,8 +117,9 @@ def _basis(aT, w, cap, lapack):
     ``_lapack.addresses()``, or empty for ``np.linalg`` alone.
     """
     l, r = aT.shape
-    # the basis from the smaller Gram matrix: never an l x l array when l > r
-    small = l <= r
+    # the basis from the smaller Gram matrix: never an l x l array when l > r; at l = r from
+    # the r side, whose eigenvectors give C without inverting V^T S0^+ V (below)
+    small = l < r
     g, A = np.linalg.eigh(aT @ aT.T if small else aT.T @ aT)
     top = g[-1] if g.size > 0 else 0.0
     cut = max(l, r) * 2.220446049250313e-16 * top
