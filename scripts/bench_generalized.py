@@ -25,11 +25,13 @@ summary gives, over the sets where the best fixed lam gains more than 0.3 points
 Nystrom, the mean share of that gain the default captures, and the worst difference
 default - Nystrom over all sets.
 ``--mnist`` adds the MNIST-sized timing row (70,000 x 784 Gaussian blobs, m = 1000);
-``--many-labels 1000`` the time ratios with 1,000 labels on the sets of 5,000-10,000 rows.
+``--many-labels 1000`` the time ratios with 1,000 labels on the sets of 5,000-10,000 rows;
+``--low-dim`` those on synthetic sets of 300-1,000 rows and 3-8 features (``LOW_DIM``), where
+``Nystrom`` is cheapest against the selection's fixed cost.
 
 Run:  python scripts/bench_generalized.py [--sets NAME ... | --more-sets | --small-sets]
       [--splits 5]
-      [--mnist] [--many-labels 1000] [--out FILE]
+      [--mnist] [--many-labels 1000] [--low-dim] [--out FILE]
 """
 
 from __future__ import annotations
@@ -301,6 +303,53 @@ def many_labels(lines: list[str], names: list[str], n_labels: int, rounds: int) 
     print("\n".join(lines[-len(rows) - 5 :]), flush=True)
 
 
+# (rows, features, classes) of scikit-learn's make_classification: sets of a few hundred rows
+# and few features, where Nystrom takes 1-3 ms while the default's selection costs what 100
+# labels and p <= 75 directions cost on any set
+LOW_DIM = [(306, 3, 2), (600, 4, 2), (625, 4, 3), (748, 4, 2), (1000, 8, 2)]
+
+
+def low_dim(lines: list[str], n_splits: int, rounds: int) -> None:
+    """Time of the default GN relative to Nystrom (fit + transform) on ``LOW_DIM``'s
+    synthetic sets, 100 labels, m = n / 10, per split and their median."""
+    from sklearn.datasets import make_classification
+
+    import nystrom_priors as npr
+
+    rows = []
+    for n, d, c in LOW_DIM:
+        X, y = make_classification(
+            n_samples=n, n_features=d, n_informative=min(d, 3), n_redundant=0,
+            n_classes=c, n_clusters_per_class=1, random_state=n + d,
+        )  # fmt: skip
+        X = scale01(X)
+        m = n // 10
+        ratios = []
+        for split in range(n_splits):
+            _, _, _, yy = protocol_split(y, split)
+            t_nys, t_gn = [], []
+            for _ in range(rounds):
+                nys = npr.Nystrom(n_landmarks=m, random_state=split)
+                t_nys.append(_call_time(lambda nys=nys: nys.fit(X).transform(X)))
+                gn = npr.GeneralizedNystrom(n_landmarks=m, random_state=split)
+                t_gn.append(_call_time(lambda gn=gn: gn.fit(X, yy).transform(X)))
+            ratios.append(np.median(t_gn) / np.median(t_nys))
+        rows.append((n, d, c, m, ratios))
+    lines += [
+        "### Low-dimensional synthetic sets: time of the default GN / Nystrom (fit + transform)",
+        "",
+        "| n | d | classes | m | GN / Nystrom per split | median |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *[
+            f"| {n} | {d} | {c} | {m} | {', '.join(f'{r:.2f}' for r in rs)} "
+            f"| **{np.median(rs):.2f}x** |"
+            for n, d, c, m, rs in rows
+        ],
+        "",
+    ]
+    print("\n".join(lines[-len(rows) - 5 :]), flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", nargs="*", default=SETS)
@@ -313,6 +362,11 @@ def main(argv=None) -> int:
     ap.add_argument("--mnist-n", type=int, default=70000)
     ap.add_argument(
         "--many-labels", type=int, default=0, help="add the time ratios at this many labels"
+    )
+    ap.add_argument(
+        "--low-dim",
+        action="store_true",
+        help="add the time ratios on LOW_DIM's synthetic sets of few features",
     )
     ap.add_argument(
         "--oracle",
@@ -329,6 +383,23 @@ def main(argv=None) -> int:
             ap.error(f"--{named}-sets and --sets name two different lists; pass one of them")
         args.sets = GROUPS[named]
     _warm_up()
+    if not args.sets:  # ``--sets`` with no name: only the extra timing tables asked for
+        lines = [
+            "## GeneralizedNystrom default: extra timing tables",
+            "",
+            f"Command: `python scripts/bench_generalized.py --sets --splits {args.splits}"
+            + (" --low-dim" if args.low_dim else "")
+            + (" --mnist" if args.mnist else "")
+            + "`",
+            "",
+        ]
+        if args.low_dim:
+            low_dim(lines, args.splits, args.rounds)
+        if args.mnist:
+            mnist_sized(lines, args.mnist_n, args.rounds)
+        if args.out:
+            write_lines(args.out, lines)
+        return 0
     lines = [
         "## GeneralizedNystrom defaults "
         + {
@@ -342,6 +413,7 @@ def main(argv=None) -> int:
         + (f" --sets {' '.join(args.sets)}" if not named and args.sets != SETS else "")
         + (" --mnist" if args.mnist else "")
         + (f" --many-labels {args.many_labels}" if args.many_labels else "")
+        + (" --low-dim" if args.low_dim else "")
         + (f" --oracle {args.oracle}" if args.oracle != "onestep" else "")
         + "`",
         "",
@@ -402,6 +474,8 @@ def main(argv=None) -> int:
     print("\n".join(lines[-3:]), flush=True)
     if args.many_labels:
         many_labels(lines, args.sets, args.many_labels, args.rounds)
+    if args.low_dim:
+        low_dim(lines, args.splits, args.rounds)
     if args.mnist:
         mnist_sized(lines, args.mnist_n, args.rounds)
     if args.out:
