@@ -393,13 +393,7 @@ def main(argv=None) -> int:
             + "`",
             "",
         ]
-        if args.low_dim:
-            low_dim(lines, args.splits, args.rounds)
-        if args.mnist:
-            mnist_sized(lines, args.mnist_n, args.rounds)
-        if args.out:
-            write_lines(args.out, lines)
-        return 0
+        return _finish(lines, args)
     lines = [
         "## GeneralizedNystrom defaults "
         + {
@@ -474,6 +468,11 @@ def main(argv=None) -> int:
     print("\n".join(lines[-3:]), flush=True)
     if args.many_labels:
         many_labels(lines, args.sets, args.many_labels, args.rounds)
+    return _finish(lines, args)
+
+
+def _finish(lines: list[str], args) -> int:
+    """The extra timing tables asked for after the main one, then the output file."""
     if args.low_dim:
         low_dim(lines, args.splits, args.rounds)
     if args.mnist:

@@ -489,8 +489,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             if e is None:  # the selection ran (one step) and kept the prior
                 return self._set_solution(self.S0_, np.inf, prior_projection, 1, True, 0.0)
             rel = 10.0**e
-        F = U0 @ model(PE, w, rel)[0]  # S = F F^T, PSD by construction (``onestep_at``)
-        return self._set_solution(_sym(F @ F.T), rel * scale, F, 1, True, float("nan"))
+        S, F = _lam.in_landmarks(model, PE, w, U0, rel)
+        return self._set_solution(S, rel * scale, F, 1, True, float("nan"))
 
     def _select_lam(self, select, PE, w, params):
         """``select(PE, w)`` (``_lam_pairs.one_step_side``) with its progress record: one
@@ -582,8 +582,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             return np.inf, None, None
         if labels is not None:
             return scale * 10.0**e, None, None
-        F = U0 @ model(PE, w, 10.0**e)[0]
-        return scale * 10.0**e, None, _sym(F @ F.T)
+        return scale * 10.0**e, None, _lam.in_landmarks(model, PE, w, U0, 10.0**e)[0]
 
     def _set_solution(self, S, lam, F, n_iter, converged, cert) -> GeneralizedNystrom:
         self.S_ = S

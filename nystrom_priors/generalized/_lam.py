@@ -58,7 +58,7 @@ import numpy as np
 
 from .._threads import numba_threads
 from ..kernel_alignment import _dense, _factored
-from ._problem import _factor
+from ._problem import _factor, _sym
 from ._solver import _solve_path
 
 # ridge penalty of the held-out classifier: min ||w||^2 / 2 + C sum loss <=> alpha = 1 / (2 C)
@@ -418,6 +418,14 @@ def onestep_at(w, Vc, mu, C, R, rel_lam):
         Q = np.linalg.qr(Vc * np.sqrt(w)[:, None], mode="complete")[0]
         parts.insert(0, Q[:, p:] * prior[:, None])
     return np.hstack(parts), lam
+
+
+def in_landmarks(model, PE, w, U0, rel_lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(S, F)`` of a one-step ``model`` (``_lam_pairs.one_step_side``) at ``rel_lam``: its
+    factor in S0's eigen-coordinates (``onestep_at``) rotated to the landmarks,
+    ``F = U0 G_r``, and ``S = F F^T``, PSD by construction."""
+    F = U0 @ model(PE, w, rel_lam)[0]
+    return _sym(F @ F.T), F
 
 
 def _path_nka(prob, lams, labels, solve_kw, progress):

@@ -4,11 +4,11 @@ For each (set, split) of ``scripts/bench_generalized.py``'s protocol, the defaul
 generator (its state at the ``select_lam`` call, shifted by ``DRAW`` integers) deals each
 scheme's stratified splits; every round is scored at every candidate of the grid
 e = 0, -2, ..., -12 (``cv_losses``; largest lam first, as the estimator passes them, so that
-ties in ``race`` and ``choose`` go where the default's do), saved to OUT/NAME_SPLIT.npy. ``--analyse`` replays each rule of ``RULES`` (first split at every
-candidate from the rule's smallest exponent up, each later split raced on the splits before
-it, thresholds r1 after the first split and r2 after more, optionally narrowed, then
-``choose``), takes the downstream error of
-the chosen candidate from ``study_grid_spacing.py``'s files (GRID_DIR: the one-step model's
+ties in ``race`` and ``choose`` go where the default's do), saved to OUT/NAME_SPLIT.npy.
+``--analyse`` replays each rule of ``RULES`` (first split at every candidate from the rule's
+smallest exponent up, each later split raced on the splits before it, thresholds r1 after the
+first split and r2 after more, optionally narrowed, then ``choose``), takes the downstream
+error of the chosen candidate from ``study_grid_spacing.py``'s files (GRID_DIR: the one-step model's
 LinearSVC error at every exponent, which does not depend on the folds) and reports capture,
 worst loss against Nystrom and a cost model: per round, ``(p / 76)^3`` times the measured
 per-candidate costs at p = 76 (pima) plus a round's preparation.
