@@ -1072,6 +1072,27 @@ def test_one_class_warns_and_nan_raises(rng):
         GeneralizedNystrom(n_landmarks=8, random_state=0).fit(X, y)
 
 
+@pytest.mark.parametrize("side", ["one-class", "must-links"])
+def test_auto_keeps_the_prior_where_folds_cannot_score(rng, side):
+    """Labels of one class (random labels on a rare class), or pairs of one kind: no fold
+    can score a held-out sample, so lam="auto" keeps the prior, warns, and transforms as
+    the prior does (it used to raise)."""
+    X = rng.normal(size=(60, 3))
+    kw = dict(n_landmarks=10, random_state=0)
+    if side == "one-class":
+        y = np.full(60, -1)
+        y[:20] = 1
+        fit, match = dict(y=y), "all one class"
+    else:
+        fit, match = dict(pairs=[[0, 1, 1], [2, 3, 1], [4, 5, 1], [6, 7, -1]]), "1 cannot-link"
+    with pytest.warns(UserWarning, match=f"kept the Nystrom prior: .*{match}"):
+        model = GeneralizedNystrom(**kw).fit(X, **fit)
+    prior = GeneralizedNystrom(lam=np.inf, **kw).fit(X, **fit)
+    assert model.lam_ == np.inf
+    np.testing.assert_array_equal(model.S_, model.S0_)
+    np.testing.assert_allclose(model.transform(X), prior.transform(X), rtol=0, atol=1e-12)
+
+
 def test_save_load_round_trip(rng, tmp_path):
     from nystrom_priors import load, save
 

@@ -5,6 +5,8 @@ model (the same model when the mask is full), the exact solver of J (first-order
 at large lam), and a Python recomputation of a fold's held-out loss.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import gaussian_prior
@@ -265,6 +267,12 @@ def test_pairs_auto_keeps_the_prior_and_says_why_when_no_round_scores(monkeypatc
 
 
 def test_pairs_auto_needs_two_pairs_of_each_kind():
-    X = np.random.default_rng(0).normal(size=(30, 3))
-    with pytest.raises(ValueError, match="2 must-link and 1 cannot-link"):
-        GeneralizedNystrom(n_landmarks=10).fit(X, pairs=[[0, 1, 1], [2, 3, 1], [4, 5, -1]])
+    """Two must-link and two cannot-link pairs are scored; one fewer of either kind keeps the
+    prior with a warning that counts them."""
+    two_each = np.array([[0, 1, 1], [2, 3, 1], [4, 5, -1], [6, 7, -1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert lam_pairs.can_score(None, two_each)
+    for drop, counts in ((0, "1 must-link and 2 cannot-link"), (3, "2 must-link and 1 cannot")):
+        with pytest.warns(UserWarning, match=counts):
+            assert not lam_pairs.can_score(None, np.delete(two_each, drop, axis=0))

@@ -365,6 +365,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         self._reset_paths(labels)
         if (labels is None and pairs_arr is None) or params["fixed"] == np.inf:
             return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
+        if self.lam == "auto" and not _lam_pairs.can_score(labels, pairs_arr):  # it warns
+            return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
         E_of = lambda rows: _in_range(self._features_block(X.take(rows)))  # noqa: E731
         prior = (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_)  # U0, w
         if self._one_step(params, labels, pairs_arr):
@@ -426,7 +428,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                     )
             else:
                 labels = check_labels(y, n)
-                if labels.n_classes == 1 and pairs is None:
+                # lam="auto" keeps the prior and says why (``_lam_pairs.can_score``)
+                if labels.n_classes == 1 and pairs is None and self.lam != "auto":
                     warnings.warn(
                         "All labeled samples belong to one class: the ideal kernel is constant "
                         "on them and carries no class information.",
@@ -438,12 +441,6 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             raise ValueError(
                 "solver='onestep' takes labels or pairs, not both (its closed form is that of "
                 "one data term); with both use solver='auto', 'apg', 'newton' or 'pgd'."
-            )
-        if self.lam == "auto" and labels is not None and labels.n_classes < 2 and pairs_arr is None:
-            raise ValueError(
-                "lam='auto' cross-validates a classifier on the labels and needs labeled "
-                "samples of at least two classes (these are all one class); pass "
-                "lam='nka' or a number."
             )
         return labels, pairs_arr
 

@@ -79,16 +79,41 @@ def pair_rounds(ia, ib, n_points, n_folds, rng) -> np.ndarray:
     return roles[np.sort(first)]
 
 
-def check_pairs_cv(must: np.ndarray) -> None:
-    """lam="auto" on pairs scores held-out must-link and cannot-link pairs: two of each."""
-    n_must = int(np.count_nonzero(must))
-    if min(n_must, must.size - n_must) < 2:
-        raise ValueError(
-            "lam='auto' on pairs cross-validates the learned kernel on held-out pairs and "
-            "needs at least two must-link and two cannot-link pairs; got "
-            f"{n_must} must-link and {must.size - n_must} cannot-link. Pass lam='nka' or "
-            "a number."
+def can_score(labels, pairs) -> bool:
+    """Whether lam="auto"'s folds can score the side information; where not, a warning that
+    the prior is kept.
+
+    They score a classifier on the labels wherever there are labels, which needs two classes,
+    and on pairs alone held-out pairs of both kinds, two of each. Where they cannot, nothing
+    says the data differ from the prior, and the rule keeps it unless they clearly do (as it
+    does where every class is labeled once and no fold can score a held-out sample)."""
+    import warnings
+
+    from .._feature_names import _user_stacklevel
+
+    if labels is not None:
+        if labels.n_classes >= 2:
+            return True
+        why = (
+            "the labeled samples are all one class, and a classifier needs two (the ideal "
+            "kernel is constant on them)"
         )
+    else:
+        n_must = int(np.count_nonzero(pairs[:, 2] == 1))
+        n_cannot = pairs.shape[0] - n_must
+        if min(n_must, n_cannot) >= 2:
+            return True
+        why = (
+            "its folds score held-out pairs and need at least two must-link and two "
+            f"cannot-link pairs; got {n_must} must-link and {n_cannot} cannot-link"
+        )
+    warnings.warn(
+        f"lam='auto' kept the Nystrom prior: {why}. Pass lam as a number to learn from this "
+        "side information anyway.",
+        UserWarning,
+        stacklevel=_user_stacklevel(),
+    )
+    return False
 
 
 def select_lam_pairs(PE, w, ia, ib, must, exps, rng, n_folds):
@@ -104,7 +129,6 @@ def select_lam_pairs(PE, w, ia, ib, must, exps, rng, n_folds):
     from .._numba._lapack import addresses
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
-    check_pairs_cv(must)
     rel = np.concatenate([10.0 ** np.asarray(exps, dtype=np.float64), [np.inf]])
     roles = pair_rounds(ia, ib, PE.shape[0], n_folds, rng)
     p = min(w.size, _CV_RANK_MAX, PE.shape[0])
