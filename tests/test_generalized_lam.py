@@ -16,6 +16,7 @@ from conftest import gaussian_prior
 
 from nystrom_priors import GeneralizedNystrom, Nystrom, extrapolate
 from nystrom_priors._numba import _lam_cv as jit
+from nystrom_priors._numba import _lam_race as drivers
 from nystrom_priors._numba._lapack import addresses as _addresses
 from nystrom_priors.generalized import _lam as lam_cv
 from nystrom_priors.generalized._problem import _Problem
@@ -260,7 +261,7 @@ def test_cv_scores_are_a_ridge_classifier_on_the_fold_kernel(rng, c):
     roles[0, n - 4 :] = 0  # left out: neither trains nor is scored
     roles[0, :2] = 0
     rel = np.array([1e-6, np.inf])
-    L = lam_cv.round_means(jit.cv_losses(E @ U0, w, codes, c, roles, rel, 0.5))
+    L = lam_cv.round_means(drivers.cv_losses(E @ U0, w, codes, c, roles, rel, 0.5))
     train, test = np.flatnonzero(roles[0] == 1), np.flatnonzero(roles[0] == 2)
     for j, r in enumerate(rel):
         if np.isfinite(r):
@@ -309,11 +310,11 @@ def test_cv_scores_ignore_directions_the_prior_does_not_weigh(rng):
     folds = np.arange(n) % 3
     roles = np.stack([np.where(folds == f, 2, 1) for f in range(3)]).astype(np.int8)
     rel = 10.0 ** np.array([-8.0, -3.0, 0.0, np.inf])
-    feat = jit.cv_losses(PE, w, codes, c, roles, rel, 0.5)
+    feat = drivers.cv_losses(PE, w, codes, c, roles, rel, 0.5)
     r_pad = n
     PE_pad = np.hstack([PE, np.zeros((n, r_pad))])
     w_pad = np.concatenate([w, np.full(r_pad, 1e300)])
-    kern = jit.cv_losses(PE_pad, w_pad, codes, c, roles, rel, 0.5)
+    kern = drivers.cv_losses(PE_pad, w_pad, codes, c, roles, rel, 0.5)
     np.testing.assert_allclose(feat, kern, rtol=1e-7, atol=1e-12)
 
 
@@ -457,15 +458,15 @@ def test_scoring_any_tasks_gives_the_full_scores_there(rng):
     PE, w, codes = _cv_problem(rng, m=10, n=45, c=c, d=2)
     roles = lam_cv.cv_rounds(codes, 5, w.size, rng)
     rel = np.concatenate([10.0 ** np.arange(-10.0, 1.0, 2.0), [np.inf]])
-    full = jit.cv_losses(PE, w, codes, c, roles, rel, 0.5)
+    full = drivers.cv_losses(PE, w, codes, c, roles, rel, 0.5)
     state = jit.new_state(roles, w.size, c)
     every = np.zeros(0, dtype=np.int64)  # np.linalg alone, as cv_losses
     for batch in np.array_split(np.arange(roles.shape[0]), [3]):  # in two parallel stages
-        jit.prepare_rounds(state, PE, w, codes, c, roles, batch, every)
+        drivers.prepare_rounds(state, PE, w, codes, c, roles, batch, every)
     tasks = [(t, j) for t in range(roles.shape[0]) for j in range(rel.size) if (t + 2 * j) % 3]
     part = np.full_like(full, np.nan)
     task_round, task_lam = (np.array(v, dtype=np.int64) for v in zip(*tasks))
-    jit.score_rounds(state, roles, codes, c, rel, 0.5, task_round, task_lam, part, every)
+    drivers.score_rounds(state, roles, codes, c, rel, 0.5, task_round, task_lam, part, every)
     done = np.zeros((roles.shape[0], rel.size), dtype=bool)
     done[task_round, task_lam] = True
     part, full = part.transpose(0, 1, 3, 2), full.transpose(0, 1, 3, 2)  # (4, rounds, lams, l)
@@ -474,7 +475,7 @@ def test_scoring_any_tasks_gives_the_full_scores_there(rng):
     assert np.isnan(part[:, ~done]).all()
     fresh = jit.new_state(roles, w.size, c)  # nothing prepared: refused, not left NaN
     with pytest.raises(ValueError, match="did not fill"):
-        jit.score_rounds(fresh, roles, codes, c, rel, 0.5, task_round, task_lam, part, every)
+        drivers.score_rounds(fresh, roles, codes, c, rel, 0.5, task_round, task_lam, part, every)
 
 
 def test_stratified_folds_balance_classes(rng):
@@ -704,49 +705,71 @@ def test_balanced_order_evens_the_threads_static_chunks(rng, n_threads):
         assert cost[order][:20].sum() == cost[order][20:].sum()
 
 
-@pytest.mark.parametrize("kept", [([1, 3], [3]), ([1, 3], []), ([], [])])
-def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(rng, kept, monkeypatch):
+@pytest.mark.parametrize(
+    "first, later, narrow",
+    [
+        (None, None, None),  # the defaults
+        (-np.inf, -np.inf, False),  # every candidate through every split
+        (-np.inf, np.inf, True),  # none left for the third split
+        (np.inf, -np.inf, True),  # none left after the first
+        (0.0, 1.0, True),
+    ],
+)
+def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(
+    rng, first, later, narrow, monkeypatch
+):
     """select_lam's stages (rounds prepared ahead, tasks dealt by cost, each later split
-    scoring only what ``race`` keeps after the splits before it) give each candidate the mean
+    scoring only what ``race`` keeps after the splits before it, at ``_RACE_FIRST`` after one
+    split, ``_RACE`` after two, narrowed by ``_RACE_NARROW``) give each candidate the mean
     loss that scoring every round at every lam (``cv_losses``) gives over the rounds that
     should score it: every split for the prior, the splits before it was raced out for the
-    others; ``race`` is asked with ``_RACE_FIRST`` after one split, ``_RACE`` after two,
-    narrowed by ``_RACE_NARROW``."""
+    others, none after a split that left no candidate."""
+    for name, value in (("_RACE_FIRST", first), ("_RACE", later), ("_RACE_NARROW", narrow)):
+        if value is not None:
+            monkeypatch.setattr(lam_cv, name, value)
     c = 3
-    narrow = lam_cv._RACE_NARROW
     PE, w, codes = _cv_problem(rng, m=14, n=70, c=c, d=3)
     exps = np.arange(0.0, -12.5, -2.0)
-    keeps = []
-    for k in kept:
-        keep = np.zeros(exps.size + 1, dtype=bool)
-        keep[k] = True
-        keep[-1] = True
-        keeps.append(keep)
-    asked = []
-
-    def race(losses, threshold, narrow):
-        asked.append((losses.shape[0], threshold, narrow))
-        return keeps[len(asked) - 1].copy()
-
-    monkeypatch.setattr(lam_cv, "race", race)
     _, crit, _ = lam_cv.select_lam(PE, w, codes, c, exps, np.random.default_rng(5), 5)
     roles = lam_cv.cv_rounds(codes, 5, w.size, np.random.default_rng(5))
     assert roles.shape[0] == 15
     rel = np.concatenate([10.0**exps, [np.inf]])
-    L = lam_cv.round_means(jit.cv_losses(PE, w, codes, c, roles, rel, 0.5))[3]
-    L[5:10, ~keeps[0]] = np.nan  # raced out after the first split
-    L[10:, ~keeps[1]] = np.nan  # ... or after the second
-    if not keeps[0][:-1].any():
-        L[5:] = np.nan  # nothing left to test: no later split at all
-        assert asked == [(5, lam_cv._RACE_FIRST, narrow)]
-    else:
-        if not keeps[1][:-1].any():
-            L[10:] = np.nan  # nothing left for the third split
-        assert asked == [(5, lam_cv._RACE_FIRST, narrow), (10, lam_cv._RACE, narrow)]
+    L = lam_cv.round_means(drivers.cv_losses(PE, w, codes, c, roles, rel, 0.5))[3]
+    for s, threshold in ((1, lam_cv._RACE_FIRST), (2, lam_cv._RACE)):
+        keep = lam_cv.race(L[: 5 * s], threshold, lam_cv._RACE_NARROW)
+        if not keep[:-1].any():  # nothing left to test: no later split at all
+            L[5 * s :] = np.nan
+            break
+        L[5 * s :, ~keep] = np.nan
+    if first is not None and np.isinf(first):
+        assert np.isnan(L[5:]).all() == (first > 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         want = np.nanmean(L, axis=0)
     np.testing.assert_allclose(crit, want, rtol=1e-9, atol=1e-12)
+
+
+def test_improvement_is_the_paired_t_statistic(rng):
+    """The race's and the gate's statistic: over the rounds that scored the prior, each
+    candidate's paired t statistic of (prior - candidate) losses (scipy's ``ttest_rel``),
+    NaN where one of those rounds did not score it; and its mean loss there."""
+    from scipy.stats import ttest_rel
+
+    L = rng.integers(0, 1024, size=(9, 6)) / 1024.0  # dyadic: the differences are exact
+    L[:, 3] = L[:, 5] - 0.125  # no spread: an improvement on every round alike
+    L[:, 4] = L[:, 5]  # no difference at all
+    L[2, 5] = np.nan  # a round that did not score the prior is ignored
+    L[[2, 6], 1] = np.nan  # ... but one that did and missed a candidate leaves it NaN
+    n, z, mean = drivers.improvement(L)
+    rows = np.flatnonzero(~np.isnan(L[:, 5]))
+    assert n == rows.size == 8
+    for j in (0, 2):
+        want = ttest_rel(L[rows, 5], L[rows, j]).statistic
+        np.testing.assert_allclose(z[j], want, rtol=1e-12)
+        np.testing.assert_allclose(mean[j], L[rows, j].mean(), rtol=1e-12)
+    assert np.isnan(z[1]) and np.isnan(mean[1])
+    assert z[3] == np.inf and np.isnan(z[4]) and np.isnan(z[5])
+    assert np.isnan(drivers.improvement(L[1:3])[1]).all()  # one round with the prior: no error
 
 
 @pytest.mark.parametrize("side", ["labels", "pairs"])

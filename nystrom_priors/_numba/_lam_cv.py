@@ -1,16 +1,14 @@
 """Jitted cross-validation of GeneralizedNystrom's lam on the labeled rows.
 
 Private: arrays and scalars only; the math is in ``nystrom_priors/generalized/_lam.py``.
-Two parallel stages: ``prepare_rounds`` builds each round's restricted problem once (rounds
-in parallel), then ``score_rounds`` scores any set of (round, lam) tasks (tasks in parallel),
-each one p x p Cholesky factorisation (an eigendecomposition where the PSD constraint is
-active) and one (p + 1)-sized solve, p the rank of the round's training rows. Separate stages
-let the caller decide which lam a round still needs after seeing other rounds' losses
-(``generalized/_lam.py``: racing), while both cores stay busy: tasks are small and many.
+The work of one round or one task, which the parallel drivers of ``_lam_race`` deal to the
+threads: ``prepare_round`` builds a round's restricted problem once, ``score_task`` scores it
+at one lam, one p x p Cholesky factorisation (an eigendecomposition where the PSD constraint
+is active) and one (p + 1)-sized solve, p the rank of the round's training rows.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._lapack import DORMTR, DSYTRF, lowest_eigenpairs, negative_count, spd_inverse
 
@@ -441,34 +439,27 @@ def new_state(roles, rank, n_classes):
     return dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs
 
 
-@njit(cache=True, parallel=True)
-def prepare_rounds(state, PE, w, codes, n_classes, roles, rounds, lapack):
-    """Fill ``state`` (``new_state``) with the ``_round_constants`` of the rounds ``rounds``,
-    in parallel, for ``score_rounds``. Preparing some rounds now and others later lets a
-    parallel stage take a round more than it needs where a thread would otherwise idle.
-    ``lapack``: ``_lapack.addresses()``, or empty for ``np.linalg`` alone."""
+@njit(cache=True, nogil=True)
+def prepare_round(state, PE, w, codes, n_classes, roles, t, lapack):
+    """Fill round t's slots of ``state`` (``prepare_rounds``)."""
     dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs = state
     P, TT, VV, c = _slot_sizes(state)
-    for k in prange(rounds.size):
-        t = rounds[k]
-        if dims[t, 1] == 0 or dims[t, 2] == 0:
-            dims[t, 0] = -1
-            continue
-        train = np.flatnonzero(roles[t] == 1)
-        test = np.flatnonzero(roles[t] == 2)
-        mu, C, R, D, FT, FV, GV, b, BtT = _round_constants(
-            PE, w, codes, n_classes, train, test, lapack
-        )
-        dims[t, 0] = mu.size
-        _slot(MU, t, P, mu)
-        _slot(CC, t, P * P, C)
-        _slot(RR, t, P * P, R)
-        _slot(DD, t, P * P, D)
-        _slot(FTs, t, TT * P, FT)
-        _slot(FVs, t, VV * P, FV)
-        _slot(GVs, t, VV * P, GV)
-        _slot(bs, t, P, b)
-        _slot(BtTs, t, (P + 1) * c, BtT)
+    if dims[t, 1] == 0 or dims[t, 2] == 0:
+        dims[t, 0] = -1
+        return
+    train = np.flatnonzero(roles[t] == 1)
+    test = np.flatnonzero(roles[t] == 2)
+    mu, C, R, D, FT, FV, GV, b, BtT = _round_constants(PE, w, codes, n_classes, train, test, lapack)
+    dims[t, 0] = mu.size
+    _slot(MU, t, P, mu)
+    _slot(CC, t, P * P, C)
+    _slot(RR, t, P * P, R)
+    _slot(DD, t, P * P, D)
+    _slot(FTs, t, TT * P, FT)
+    _slot(FVs, t, VV * P, FV)
+    _slot(GVs, t, VV * P, GV)
+    _slot(bs, t, P, b)
+    _slot(BtTs, t, (P + 1) * c, BtT)
 
 
 @njit(cache=True, nogil=True)
@@ -494,59 +485,48 @@ def _unslot(buf, t, size, rows, cols):
     return buf[t * size : t * size + rows * cols].reshape((rows, cols))
 
 
-@njit(cache=True, parallel=True)
-def score_rounds(
-    state, roles, codes, n_classes, rel_lams, alpha, task_round, task_lam, out, lapack
-):
-    """Score the tasks ``(task_round[k], task_lam[k])`` into ``out`` (4, n_rounds, l, n_lams):
-    the per-sample held-out losses (``_losses``) of round t's model at ``rel_lams[j]``, the
-    margins in units of the training rows' RMS margin under the same model, so that a kernel
-    which only inflates every score does not look better or worse. ``state`` is
-    ``new_state`` filled by ``prepare_rounds`` for every round a task names; tasks run in
-    parallel, each writes only its own (t, j).
+@njit(cache=True, nogil=True)
+def score_task(state, roles, codes, n_classes, rel_lams, alpha, t, j, out, lapack):
+    """The per-sample held-out losses (``_losses``) of round t's model at ``rel_lams[j]`` into
+    ``out[:, t, :, j]``, the margins in units of the training rows' RMS margin under the same
+    model, so that a kernel which only inflates every score does not look better or worse.
     ``lapack``: ``_lapack.addresses()`` for partial eigendecompositions (``onestep_y``), or
     empty."""
     dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs = state
     P, TT, VV, c = _slot_sizes(state)
-    for k in range(task_round.size):  # a skipped round would leave NaN: a different choice
-        if dims[task_round[k], 0] == -2:
-            raise ValueError("score_rounds: a task names a round prepare_rounds did not fill")
-    for k in prange(task_round.size):
-        t = task_round[k]
-        j = task_lam[k]
-        p, lT, lV = dims[t, 0], dims[t, 1], dims[t, 2]
-        if p < 0:
-            continue
-        train = np.flatnonzero(roles[t] == 1)
-        test = np.flatnonzero(roles[t] == 2)
-        FT = _unslot(FTs, t, TT * P, lT, p)
-        coef, HV, ZC = _lam_scores(
-            MU[t * P : t * P + p],
-            _unslot(CC, t, P * P, p, p),
-            _unslot(RR, t, P * P, p, p),
-            _unslot(DD, t, P * P, p, p),
-            FT,
-            _unslot(FVs, t, VV * P, lV, p),
-            _unslot(GVs, t, VV * P, lV, p),
-            bs[t * P : t * P + p],
-            _unslot(BtTs, t, (P + 1) * c, p + 1, c),
-            rel_lams[j],
-            alpha,
-            lapack,
-        )
-        codes_T = codes[train]
-        ss = 0.0  # the training rows' squared margins, a block of rows at a time
-        for s in range(0, lT, _ROWS):
-            e = min(s + _ROWS, lT)
-            mT = _margins(_train_scores(FT, ZC, coef, s, e), codes_T[s:e], n_classes)
-            ss += np.sum(mT * mT)
-        scale = np.sqrt(ss / lT)
-        if not (scale > 0.0 and np.isfinite(scale)):
-            scale = 1.0
-        codes_V = codes[test]
-        for s in range(0, lV, _ROWS):
-            e = min(s + _ROWS, lV)
-            _losses(HV[s:e] @ coef, codes_V[s:e], n_classes, test[s:e], out, t, j, scale)
+    p, lT, lV = dims[t, 0], dims[t, 1], dims[t, 2]
+    if p < 0:
+        return
+    train = np.flatnonzero(roles[t] == 1)
+    test = np.flatnonzero(roles[t] == 2)
+    FT = _unslot(FTs, t, TT * P, lT, p)
+    coef, HV, ZC = _lam_scores(
+        MU[t * P : t * P + p],
+        _unslot(CC, t, P * P, p, p),
+        _unslot(RR, t, P * P, p, p),
+        _unslot(DD, t, P * P, p, p),
+        FT,
+        _unslot(FVs, t, VV * P, lV, p),
+        _unslot(GVs, t, VV * P, lV, p),
+        bs[t * P : t * P + p],
+        _unslot(BtTs, t, (P + 1) * c, p + 1, c),
+        rel_lams[j],
+        alpha,
+        lapack,
+    )
+    codes_T = codes[train]
+    ss = 0.0  # the training rows' squared margins, a block of rows at a time
+    for s in range(0, lT, _ROWS):
+        e = min(s + _ROWS, lT)
+        mT = _margins(_train_scores(FT, ZC, coef, s, e), codes_T[s:e], n_classes)
+        ss += np.sum(mT * mT)
+    scale = np.sqrt(ss / lT)
+    if not (scale > 0.0 and np.isfinite(scale)):
+        scale = 1.0
+    codes_V = codes[test]
+    for s in range(0, lV, _ROWS):
+        e = min(s + _ROWS, lV)
+        _losses(HV[s:e] @ coef, codes_V[s:e], n_classes, test[s:e], out, t, j, scale)
 
 
 @njit(cache=True, nogil=True)
@@ -568,29 +548,4 @@ def round_means(per_sample):
             for j in range(n):
                 if count[j] > 0:
                     out[a, t, j] = s[j] / count[j]
-    return out
-
-
-@njit(cache=True)
-def cv_losses(PE, w, codes, n_classes, roles, rel_lams, alpha):
-    """Held-out losses per sample (4, n_rounds, l, n_lams) of every round at every lam:
-    squared loss, squared hinge, 0/1 error and scaled margin ramp (``_losses``) of each row
-    in the rounds that score it, NaN elsewhere.
-
-    ``roles`` (n_rounds, l) marks each labeled row per round: 1 trains the round's model, 2 is
-    scored, 0 is left out. A round with no training row scores nothing."""
-    total, l = roles.shape
-    state = new_state(roles, w.size, n_classes)
-    every = np.zeros(0, dtype=np.int64)  # np.linalg alone: all eigenpairs (np.linalg.eigh)
-    prepare_rounds(state, PE, w, codes, n_classes, roles, np.arange(total), every)
-    out = np.full((4, total, l, rel_lams.size), np.nan)
-    n = rel_lams.size
-    task_round = np.empty(total * n, dtype=np.int64)
-    task_lam = np.empty(total * n, dtype=np.int64)
-    for t in range(total):
-        for j in range(n):
-            task_round[t * n + j] = t
-            task_lam[t * n + j] = j
-    args = (rel_lams, alpha, task_round, task_lam, out, every)
-    score_rounds(state, roles, codes, n_classes, *args)
     return out

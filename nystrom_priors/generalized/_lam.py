@@ -108,20 +108,6 @@ def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.
     return folds
 
 
-def _improvement(losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(L, z)``: the rows of ``losses`` (n_folds, n_candidates; the prior last) that scored
-    the prior, and each candidate's mean improvement over the prior on them in standard
-    errors of the paired differences (NaN where a row has no loss for the candidate)."""
-    prior = losses.shape[1] - 1
-    L = losses[~np.isnan(losses[:, prior])]
-    if L.shape[0] < 2:  # no standard error from fewer than two folds
-        return L, np.full(losses.shape[1], np.nan)
-    D = L - L[:, [prior]]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = -D.mean(axis=0) / (D.std(axis=0, ddof=1) / np.sqrt(L.shape[0]))
-    return L, z
-
-
 def choose(losses: np.ndarray) -> int:
     """Index of the chosen candidate; ``losses`` (n_folds, n_candidates), the prior last.
 
@@ -133,17 +119,19 @@ def choose(losses: np.ndarray) -> int:
     the differences; a t quantile, because the standard error itself comes from n folds.
     Folds the prior has no loss for scored nothing and are ignored; a candidate some other
     fold did not score (raced out, ``race``) cannot be chosen."""
-    prior = losses.shape[1] - 1
-    L, z = _improvement(losses)
-    if L.shape[0] < 2:
-        return prior
     from scipy.special import stdtrit
 
-    gate = float(stdtrit(L.shape[0] - 1, 1.0 - _GATE_LEVEL))
+    from .._numba._lam_race import improvement
+
+    prior = losses.shape[1] - 1
+    n, z, mean = improvement(np.ascontiguousarray(losses, dtype=np.float64))
+    if n < 2:
+        return prior
+    gate = float(stdtrit(n - 1, 1.0 - _GATE_LEVEL))
     better = np.flatnonzero(z > gate)  # NaN (unscored somewhere) is never above
     if better.size == 0:
         return prior
-    return int(better[np.argmin(L.mean(axis=0)[better])])
+    return int(better[np.argmin(mean[better])])
 
 
 def race(losses: np.ndarray, threshold: float, narrow: bool = False) -> np.ndarray:
@@ -163,18 +151,10 @@ def race(losses: np.ndarray, threshold: float, narrow: bool = False) -> np.ndarr
     candidates dropped are mostly the small lam, whose eigendecompositions are the selection's
     cost (``docs/design/lam_selection.md``, eleventh and twelfth rounds, has the replays on
     the benchmark's losses)."""
-    L, z = _improvement(losses)
-    if L.shape[0] < 2:
-        return np.ones(losses.shape[1], dtype=bool)
-    keep = z > threshold  # NaN (raced out before) is never above
-    clear = np.flatnonzero(keep[:-1])
-    if narrow and clear.size > 1:
-        keep[clear] = False
-        # argmin / argmax: a tie keeps the candidate listed first (the larger lam)
-        keep[clear[np.argmin(L[:, clear].mean(axis=0))]] = True
-        keep[clear[np.argmax(z[clear])]] = True
-    keep[-1] = True
-    return keep
+    from .._numba._lam_race import race_keep
+
+    # a tie keeps the candidate listed first (the larger lam)
+    return race_keep(np.ascontiguousarray(losses, dtype=np.float64), float(threshold), narrow)
 
 
 def cv_rounds(
@@ -223,6 +203,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     import numba
 
     from .._numba import _lam_cv as jit
+    from .._numba._lam_race import raced_rounds
     from .._numba._lapack import addresses
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
@@ -254,43 +235,13 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     # a task's cost grows as lam falls (more negative eigenvalues); the prior's is least
     cost = np.empty(n_rel)
     cost[np.argsort(-rel, kind="stable")] = np.arange(n_rel)
-
-    prepared = 0
-
-    def prepare(end: int) -> None:
-        """Prepare the rounds up to ``end`` and, rounds being prepared in parallel one per
-        thread at a time, as many after it as keep every thread busy."""
-        nonlocal prepared
-        if end > prepared:  # the threads of the enclosing ``numba_threads``
-            stop = min(n_rounds, end + (prepared - end) % numba.get_num_threads())
-            rounds = np.arange(prepared, stop)
-            jit.prepare_rounds(state, PE, w, codes64, int(n_classes), roles, rounds, lapack)
-            prepared = stop
-
     # per-sample losses (4, n_rounds, l, n_rel); NaN where a (round, lam) was not scored
     out = np.full((4, n_rounds, codes.size, n_rel), np.nan)
-
-    def score(rounds: np.ndarray, lams: np.ndarray) -> None:
-        """Fill ``out`` for the prepared rounds ``rounds`` at the candidates ``lams``."""
-        task_round = np.repeat(rounds.astype(np.int64), lams.size)
-        task_lam = np.tile(lams.astype(np.int64), rounds.size)
-        order = balanced_order(cost[task_lam], numba.get_num_threads())
-        task_round, task_lam = task_round[order], task_lam[order]
-        args = (roles, codes64, int(n_classes), rel, _RIDGE_ALPHA, task_round, task_lam, out)
-        jit.score_rounds(state, *args, lapack)
-
     with _BLAS, numba_threads(work):
-        keep = np.ones(n_rel, dtype=bool)
-        start = 0
-        for s, end in enumerate(ends):
-            if s > 0:  # the later splits race (``race``)
-                seen = round_means(out[_CRITERION : _CRITERION + 1, :start])[0]
-                keep = race(seen, _RACE_FIRST if s == 1 else _RACE, _RACE_NARROW)
-                if not keep[:-1].any():  # no candidate left for this split to test
-                    break
-            prepare(end)
-            score(np.arange(start, end), np.flatnonzero(keep))
-            start = end
+        raced_rounds(
+            state, PE, w, codes64, int(n_classes), roles, ends, rel, _RIDGE_ALPHA, cost,
+            _RACE_FIRST, _RACE, _RACE_NARROW, _CRITERION, out, numba.get_num_threads(), lapack,
+        )  # fmt: skip
     L = round_means(out)
     scored = ~np.isnan(L[_CRITERION][:, -1])  # every kept round scores the prior
     j = choose(L[_CRITERION])
@@ -341,15 +292,9 @@ def balanced_order(cost: np.ndarray, n_threads: int) -> np.ndarray:
     longer) gives every thread about the same total cost: the tasks, costliest first, are
     dealt to the chunks back and forth (0, 1, ..., T - 1, T - 1, ..., 0, ...), a last
     incomplete round to the first chunks. The tasks' results do not depend on the order."""
-    n = cost.size
-    T = int(max(1, min(n_threads, n)))
-    k = np.arange(n)
-    lap, r = np.divmod(k, T)
-    chunk = np.where(lap % 2 == 0, r, T - 1 - r)
-    chunk[(n // T) * T :] = r[(n // T) * T :]
-    of_task = np.empty(n, dtype=np.int64)
-    of_task[np.argsort(-cost, kind="stable")] = chunk
-    return np.argsort(of_task, kind="stable")
+    from .._numba._lam_race import balanced_order as jitted
+
+    return jitted(np.ascontiguousarray(cost, dtype=np.float64), int(n_threads))
 
 
 def _split_ends(roles: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from bench_generalized import SETS, _svm_error, protocol_split, scale01  # noqa:
 from datasets import load  # noqa: E402
 
 import nystrom_priors as npr  # noqa: E402
-from nystrom_priors._numba._lam_cv import cv_losses  # noqa: E402
+from nystrom_priors._numba._lam_race import cv_losses  # noqa: E402
 from nystrom_priors.generalized import _lam  # noqa: E402
 
 

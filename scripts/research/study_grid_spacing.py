@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_generalized import MORE_SETS, SETS, protocol_split  # noqa: E402
 from study_gate import default_cv_inputs, for_each_split, race_splits, true_errors  # noqa: E402
 
-from nystrom_priors._numba._lam_cv import cv_losses  # noqa: E402
+from nystrom_priors._numba._lam_race import cv_losses  # noqa: E402
 from nystrom_priors.generalized import _lam  # noqa: E402
 
 ALL = np.arange(-12.0, 0.5, 1.0)
