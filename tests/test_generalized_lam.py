@@ -5,6 +5,7 @@ J's optimum), cvxpy (the majoriser's minimiser over the PSD cone), scikit-learn'
 held-out classifier), and dense m x m reconstructions of the restricted family.
 """
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -715,8 +716,9 @@ def test_balanced_order_evens_the_threads_static_chunks(rng, n_threads):
         (0.0, 1.0, True),
     ],
 )
+@pytest.mark.parametrize("threads", ["serial", "all"])
 def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(
-    rng, first, later, narrow, monkeypatch
+    rng, first, later, narrow, threads, monkeypatch
 ):
     """select_lam's stages (rounds prepared ahead, tasks dealt by cost, each later split
     scoring only what ``race`` keeps after the splits before it, at ``_RACE_FIRST`` after one
@@ -727,6 +729,9 @@ def test_select_lam_scores_what_the_race_keeps_as_cv_losses_does(
     for name, value in (("_RACE_FIRST", first), ("_RACE", later), ("_RACE_NARROW", narrow)):
         if value is not None:
             monkeypatch.setattr(lam_cv, name, value)
+    if threads == "all":  # a job this small runs on one thread; splits of 5 rounds on two
+        # threads prepare a round ahead of each split (``raced_rounds``)
+        monkeypatch.setattr(lam_cv, "numba_threads", lambda work: contextlib.nullcontext())
     c = 3
     PE, w, codes = _cv_problem(rng, m=14, n=70, c=c, d=3)
     exps = np.arange(0.0, -12.5, -2.0)
