@@ -135,9 +135,8 @@ def raced_rounds(
     just before it (``_lam_cv.prepare_round``), with as many after them as keep every thread
     busy (``n_threads``: Numba's, from the caller, since reading them here would keep this
     function out of the cache); its tasks are dealt by ``cost`` (per candidate) in
-    ``balanced_order``. The serial
-    steps between the parallel loops are calls, which Numba does not parallelise: each array
-    expression here would be a parallel region of its own."""
+    ``balanced_order``. The serial steps between the parallel loops are calls, which Numba
+    does not parallelise: each array expression here would be a parallel region of its own."""
     n_rounds = roles.shape[0]
     keep = np.ones(rel.size, dtype=np.bool_)
     prepared = 0

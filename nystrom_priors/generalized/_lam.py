@@ -207,15 +207,8 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     from .._numba._lapack import addresses
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
-    roles = cv_rounds(codes, n_folds, w.size, rng)
-    if not ((roles == 1).any(axis=1) & (roles == 2).any(axis=1)).any():
-        # e.g. one labeled sample (with pairs): no round both trains and holds out
-        raise ValueError(
-            f"lam='auto' cross-validates a classifier on the labels, but with {codes.size} "
-            "labeled sample(s) no fold scores a held-out sample; label more samples or pass "
-            "lam='nka' or a number."
-        )
-    roles, ends = informative_rounds(roles, codes)
+    # labels of two classes or more (``_lam_pairs.can_score``): some round trains and holds out
+    roles, ends = informative_rounds(cv_rounds(codes, n_folds, w.size, rng), codes)
     rel = np.concatenate([10.0 ** np.asarray(exps, dtype=np.float64), [np.inf]])
     if roles.shape[0] == 0:  # the caller keeps the prior and says why
         return None, np.full(rel.size, np.nan), np.full(rel.size, np.nan)
@@ -308,8 +301,9 @@ def _split_ends(roles: np.ndarray) -> np.ndarray:
 
 
 def round_means(per_sample: np.ndarray) -> np.ndarray:
-    """(4, n_rounds, n_lams) mean held-out losses of each round from ``cv_losses``' per-sample
-    losses (4, n_rounds, l, n_lams); NaN where a round scored no row at that lam."""
+    """(4, n_rounds, n_lams) mean held-out losses of each round from the per-sample losses
+    (4, n_rounds, l, n_lams) of ``_lam_race.cv_losses``; NaN where a round scored no row at
+    that lam."""
     from .._numba._lam_cv import round_means as jitted
 
     return jitted(np.ascontiguousarray(per_sample, dtype=np.float64))
