@@ -37,11 +37,10 @@ class CsrPrepared:
         self.shift = np.zeros(d)
         self.zaux = np.zeros(self.m)
         if spec.name == "cosine":
-            top = np.abs(Zs).max(axis=1, initial=0.0)
-            safe = np.where(top > 0, top, 1.0)[:, None]
-            nrm = top * np.sqrt(np.einsum("ij,ij->i", Zs / safe, Zs / safe))
-            Zs = np.divide(Zs, nrm[:, None], out=np.zeros(Zs.shape), where=nrm[:, None] > 0)
-            self.zaux = (nrm > 0).astype(np.float64)
+            from ._rowblocks import unit_landmarks
+
+            Zs = unit_landmarks(Zs)
+            self.zaux = (np.abs(Zs).max(axis=1, initial=0.0) > 0).astype(np.float64)
         self.Zs = Zs
 
     def compute(
@@ -116,12 +115,38 @@ def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
             ZTp = (ZT.indptr, ZT.indices, ZT.data)
             ks.extrapolate_csr_zs(X.indptr, X.indices, X.data, *ZTp, *args)
     with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
-            return
+        finite = np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all()
+    if finite:
+        if spec.name == "cosine":
+            _redo_tiny_rows(prep, X, out)
+        return
     raise ValueError(
         f"k(X, Z) overflows {out.dtype}: the {spec.name!r} kernel is not finite at max |x| = "
         f"{float(np.abs(X.data).max(initial=0.0)):.3g}. Rescale X."
     )
+
+
+def _redo_tiny_rows(prep: Any, X: Any, out: np.ndarray) -> None:
+    """The cosine kernel on rows whose largest ``|x|`` is below ``cosine_limit``: their
+    squared norms underflow (a zero row, then) and their cross terms lose precision, so
+    they are computed again from the rows times a power of two (``_rowblocks._unit_rows``),
+    which the cosine does not see. One O(nnz) pass finds them."""
+    from ._rowblocks import cosine_limit
+
+    full = np.flatnonzero(np.diff(X.indptr) > 0)
+    if full.size == 0:
+        return
+    top = np.maximum.reduceat(np.abs(X.data), X.indptr[full]).astype(np.float64)
+    tiny = (top > 0) & (top < cosine_limit(X.dtype))
+    if not tiny.any():
+        return
+    rows = full[tiny]
+    sub = X[rows]
+    shift = np.repeat(np.frexp(top[tiny])[1], np.diff(sub.indptr))
+    sub.data = np.ldexp(sub.data.astype(np.float64), -shift).astype(X.dtype)
+    part = np.empty((rows.size, out.shape[1]), dtype=out.dtype)
+    compute_csr(prep, sub, part, None)
+    out[rows] = part
 
 
 def row_sq_norms(X: Any) -> np.ndarray:

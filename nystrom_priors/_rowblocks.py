@@ -55,6 +55,43 @@ def _even_tiles(n: int, rows: int) -> int:
     return max(1, -(-n // max(1, count)))
 
 
+def cosine_limit(dtype: Any) -> float:
+    """Row norm below which the cosine kernel's cross terms ``<x, z / ||z||>`` lose precision
+    in ``dtype``: the products of x's largest entries with the unit landmarks' fall among
+    the subnormal numbers, whose spacing is fixed, so at 5e-324 the kernel of two distinct
+    directions came out 1. Rows this small are rescaled (``_unit_rows``): the cosine does
+    not see a row's scale. ``tiny * 2^(2 (nmant + 1))``: 2^-916 in float64, 2^-78 in
+    float32."""
+    info = np.finfo(dtype)
+    return float(np.ldexp(float(info.tiny), 2 * (info.nmant + 1)))
+
+
+def _unit_rows(X: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``X[rows]`` (X's dtype), each row times the power of two that brings its largest
+    ``|x|`` into [0.5, 1): exact, and invisible to the cosine kernel."""
+    Xr = np.asarray(X[rows], dtype=np.float64)
+    top = np.abs(Xr).max(axis=1, initial=0.0)
+    return np.ldexp(Xr, -np.frexp(top)[1][:, None]).astype(X.dtype)
+
+
+def unit_landmarks(Z: np.ndarray) -> np.ndarray:
+    """``z / ||z||`` per row (0 for a zero row), float64. Each row is first brought to a
+    largest ``|z|`` in [0.5, 1) by a power of two: exact, so ordinary rows get the same
+    bits, while a subnormal row's norm would itself round to the subnormal grid
+    (``||(2^-1074, 2^-1074)||`` to 2^-1074, a unit vector of length 1.41)."""
+    Zs = _unit_rows(np.asarray(Z, dtype=np.float64), np.arange(Z.shape[0]))
+    nrm = _row_norms(Zs)
+    return np.divide(Zs, nrm[:, None], out=np.zeros(Zs.shape), where=nrm[:, None] > 0)
+
+
+def _row_norms_blocked(X: np.ndarray) -> np.ndarray:
+    """``_row_norms`` over row blocks of about 2^16 entries (its temporaries stay small)."""
+    rows = max(1, (1 << 16) // max(1, X.shape[1]))
+    return np.concatenate(
+        [_row_norms(X[s : s + rows]) for s in range(0, X.shape[0], rows)] or [np.zeros(0)]
+    )
+
+
 def _row_norms(A: np.ndarray) -> np.ndarray:
     """Euclidean row norms in float64, scaled by each row's max |a| (no under- or overflow)."""
     A = A.astype(np.float64)
@@ -89,15 +126,7 @@ class _Prepared:
                     f"k(X, Z) overflows {np.dtype(dtype).name}: the 'cosine' kernel's landmark "
                     f"norms are not finite at max |z| = {float(np.abs(Zf).max()):.3g}. Rescale X."
                 )
-            Zf = np.ascontiguousarray(
-                np.divide(
-                    Zf.astype(np.float64),
-                    nrm[:, None],
-                    out=np.zeros(Zf.shape),
-                    where=nrm[:, None] > 0,
-                ),
-                dtype=dtype,
-            )
+            Zf = np.ascontiguousarray(unit_landmarks(Zf), dtype=dtype)
             self.zaux = (nrm > 0).astype(np.float64)
         self.Zs = Zf
         self._ZsT: np.ndarray | None = None
@@ -217,29 +246,55 @@ class _Prepared:
 
             compute_csr(self, X, out, tile)
             return
-        self._guarded(
+        xaux = self._guarded(
             X, out, "k(X, Z)", lambda p, A: p._compute(A, out, tile, path), self._fused_bound(path)
         )
 
-    def _guarded(self, X: np.ndarray, out: np.ndarray, what: str, fill: Any, fused: bool) -> None:
+        def redo(rows: np.ndarray, Xr: np.ndarray) -> None:
+            sub = np.empty((rows.size, self.m), dtype=out.dtype)
+            self._guarded(Xr, sub, "k(X, Z)", lambda p, A: p._compute(A, sub, None, path), False)
+            out[rows] = sub
+
+        self._redo_tiny_rows(X, xaux, redo)
+
+    def _redo_tiny_rows(self, X: np.ndarray, xaux: np.ndarray | None, redo: Any) -> None:
+        """The cosine kernel: ``redo(rows, X[rows] rescaled)`` for the rows whose norm is
+        below ``cosine_limit`` (and not 0), whose cross terms just lost their precision.
+        ``xaux``: the rows' norms where the pass computed them (the BLAS path), else None.
+        Ordinary data have no such row and pay nothing on the BLAS path."""
+        if self.spec.name != "cosine" or X.shape[0] == 0:
+            return
+        norms = xaux if xaux is not None and xaux.shape[0] == X.shape[0] else None
+        if norms is None:
+            norms = _row_norms_blocked(X)
+        rows = np.flatnonzero((norms > 0) & (norms < cosine_limit(X.dtype)))
+        if rows.size:
+            redo(rows, _unit_rows(X, rows))
+
+    def _guarded(
+        self, X: np.ndarray, out: np.ndarray, what: str, fill: Any, fused: bool
+    ) -> np.ndarray | None:
         """``fill(prep, X)`` into ``out`` under the overflow guards, which need max |x|.
 
         ``fused``: ``fill`` returns the rows' centred squared norms, which bound max |x|
         (``_absmax_bound``), so no pass over X precedes it; a non-finite norm, or a bound that
         asks for rescaling, hands over to the exact pass (``abs_max``), and ``fill`` runs
-        again. Otherwise the exact pass comes first.
+        again. Otherwise the exact pass comes first. Returns what the last ``fill`` returned
+        (the rows' ``xaux`` on the BLAS paths).
         """
         if fused:
-            bound = self._absmax_bound(fill(self, X))
+            xaux = fill(self, X)
+            bound = self._absmax_bound(xaux)
             if bound is not None and self._scaled(X, bound)[1] is self:
                 self._check_finite(X, out, what, bound, shown=(X, self))
-                return
+                return xaux
         x_absmax = abs_max(X)
         if not np.isfinite(x_absmax):
             raise nonfinite_error("X", X)
         Xs, prep, amax = self._scaled(X, x_absmax)
-        fill(prep, Xs)
+        xaux = fill(prep, Xs)
         prep._check_finite(Xs, out, what, amax, shown=(X, self))
+        return xaux
 
     def _fused_bound(self, path: str | None) -> bool:
         """Whether E's own pass yields a bound on max |x| (the Gaussian kernel on the
@@ -335,7 +390,15 @@ class _Prepared:
         if not isinstance(X, np.ndarray):  # CSR: block by block through compute
             return False
         fill = lambda p, A: p._project_tiles(A, P, out)  # noqa: E731
-        self._guarded(X, out, "k(X, Z) @ projection", fill, self._fused_bound("blas"))
+        xaux = self._guarded(X, out, "k(X, Z) @ projection", fill, self._fused_bound("blas"))
+
+        def redo(rows: np.ndarray, Xr: np.ndarray) -> None:
+            sub = np.empty((rows.size, out.shape[1]), dtype=out.dtype)
+            refill = lambda p, A: p._project_tiles(A, P, sub)  # noqa: E731
+            self._guarded(Xr, sub, "k(X, Z) @ projection", refill, False)
+            out[rows] = sub
+
+        self._redo_tiny_rows(X, xaux, redo)
         return True
 
     def _project_tiles(self, X: np.ndarray, P: np.ndarray, out: np.ndarray) -> np.ndarray:

@@ -39,6 +39,8 @@ def kernel_diagonal(X: Any, spec: Any) -> np.ndarray:
     n = X.shape[0]
     if spec.name in ("rbf", "laplacian"):
         return np.ones(n)
+    if spec.name == "cosine":  # not from ||x||^2, which underflows for rows below 1e-162
+        return _nonzero_rows(X).astype(np.float64)
     if isinstance(X, np.ndarray):
         X64 = X.astype(np.float64, copy=False)
         sq = np.einsum("ij,ij->i", X64, X64)
@@ -48,9 +50,23 @@ def kernel_diagonal(X: Any, spec: Any) -> np.ndarray:
         sq = row_sq_norms(X)
     if spec.name == "linear":
         return sq
-    if spec.name == "cosine":
-        return (sq > 0).astype(np.float64)
     return (spec.gamma * sq + spec.coef0) ** spec.degree
+
+
+def _nonzero_rows(X: Any) -> np.ndarray:
+    """Whether each row of X (dense or canonical CSR) holds a non-zero entry; dense X in row
+    blocks of about 2^16 entries, never a temporary of X's size."""
+    if not isinstance(X, np.ndarray):
+        out = np.zeros(X.shape[0], dtype=bool)
+        full = np.flatnonzero(np.diff(X.indptr) > 0)
+        if full.size:
+            out[full] = np.logical_or.reduceat(X.data != 0, X.indptr[full])
+        return out
+    step = max(1, (1 << 16) // max(1, X.shape[1]))
+    return np.concatenate(
+        [(X[s : s + step] != 0).any(axis=1) for s in range(0, X.shape[0], step)]
+        or [np.zeros(0, dtype=bool)]
+    )
 
 
 def _columns(src: Any, rows: np.ndarray, spec: Any) -> np.ndarray:

@@ -6,6 +6,7 @@ import warnings
 import numba
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from conftest import naive_kernel, rbf_roundoff_bound
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -430,6 +431,45 @@ def test_cosine_kernel_is_scale_free_over_the_float_range(rng, monkeypatch, path
     for scale in (1e-300, 1e-160, 1e-150, 1e150, 1e300):
         E = extrapolate(X * scale, X[:7] * scale, kernel="cosine")
         np.testing.assert_allclose(E, ref, rtol=0, atol=8 * np.finfo(float).eps)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype, exponent", [(np.float64, -1070), (np.float32, -140)])
+def test_cosine_kernel_of_subnormal_rows_is_that_of_the_rows_scaled_up(
+    rng, monkeypatch, path, sparse, dtype, exponent
+):
+    # rows times 2^exponent keep only the bits of the subnormal grid, but those bits are
+    # exact, so their cosines are those of the same rows times 2^-exponent (normal numbers).
+    # Their cross terms used to be rounded to that grid too, and the landmarks' norms:
+    # (2^-1074, 0) against (2^-1074, 2^-1074) gave 1, not 0.707, and a CSR row gave 0.
+    monkeypatch.setattr(kmod, "_FORCE_PATH", path)
+    X = rng.normal(size=(40, 5)).astype(dtype)
+    X[3] = 0.0
+    tiny = np.ldexp(X, exponent).astype(dtype)
+    tiny[20:] = X[20:]  # normal rows alongside
+    up = X.astype(np.float64)
+    up[:20] = np.ldexp(tiny[:20].astype(np.float64), -exponent)
+    assert np.array_equal(np.ldexp(up[:20], exponent).astype(dtype), tiny[:20])  # exact
+    ref = naive_kernel(up, up[15:25], "cosine")
+    Xin = sp.csr_matrix(tiny) if sparse else tiny
+    E = extrapolate(Xin, tiny[15:25], kernel="cosine")
+    np.testing.assert_allclose(E, ref, rtol=0, atol=8 * np.finfo(dtype).eps)
+    one = np.array([[5e-324, 0.0], [5e-324, 5e-324]])
+    np.testing.assert_allclose(
+        extrapolate(sp.csr_matrix(one) if sparse else one, one, kernel="cosine"),
+        [[1.0, 0.5**0.5], [0.5**0.5, 1.0]],
+        rtol=1e-15,
+    )
+
+
+def test_cosine_transform_of_subnormal_rows_is_that_of_the_rows_scaled_up(rng):
+    # the fused k(X, Z) @ projection pass of transform rescales the same rows
+    X = rng.normal(size=(60, 6))
+    tiny = np.ldexp(X, -1068)
+    up = np.ldexp(tiny, 1068)
+    model = Nystrom(n_landmarks=12, kernel="cosine", random_state=0).fit(up)
+    np.testing.assert_allclose(model.transform(tiny), model.transform(up), rtol=0, atol=1e-14)
 
 
 @pytest.mark.parametrize("exponent", [-600, -500, 500])

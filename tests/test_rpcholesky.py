@@ -157,3 +157,16 @@ def test_bad_input():
         npr.select_landmarks(X, 10, method="rpcholesky", kernel="nope")
     with pytest.raises(ValueError, match="rpcholesky"):
         npr.Nystrom(5, landmarks="rpcholeski").fit(X)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_cosine_diagonal_is_one_on_every_non_zero_row(sparse):
+    # from ||x||^2 > 0 it was 0 on rows below 1e-162, whose squares underflow: RPCholesky
+    # then never sampled them and treated them as zero rows
+    import scipy.sparse as sp
+
+    from nystrom_priors._rpcholesky import kernel_diagonal
+
+    X = np.array([[5e-324, 0.0], [1e-200, -1e-170], [0.0, 0.0], [1.0, 2.0]])
+    d = kernel_diagonal(sp.csr_matrix(X) if sparse else X, make_kernel("cosine"))
+    assert np.array_equal(d, [1.0, 1.0, 0.0, 1.0])
