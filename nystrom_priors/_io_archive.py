@@ -32,9 +32,9 @@ _MAX_HEADER = 10_000  # np.lib.format's own limit for untrusted headers
 _MAX_EXPANSION = 32
 _SMALL_MEMBER = 1 << 20
 _MAX_NDIM = 8
-# dtype kinds an entry may have: booleans, integers, floats, and unicode strings (the marker
-# and the metadata JSON)
-_KINDS = "biufU"
+# dtype kinds an entry may have: booleans, integers, floats, unicode strings (the marker,
+# the metadata JSON, string labels) and bytes (bytes labels)
+_KINDS = "biufUS"
 # what a damaged archive raises inside zipfile / zlib / numpy's header parser
 _ARCHIVE_ERRORS = (
     zipfile.BadZipFile,

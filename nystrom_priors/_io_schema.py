@@ -274,10 +274,10 @@ def _generalized(f: _Fields) -> None:
 
 
 def _classes(f: _Fields) -> None:
-    """``classes_``: numbers or strings; optional in files written before learners other than
-    GeneralizedNystrom kept it."""
+    """``classes_``: numbers, strings or bytes; optional in files written before learners
+    other than GeneralizedNystrom kept it."""
     if "classes_" in f.attrs:
-        f.array("classes_", (None,), kinds="biufU")
+        f.array("classes_", (None,), kinds="biufUS")
 
 
 def _feature_names(f: _Fields) -> None:
@@ -496,7 +496,9 @@ def _validate(where: str, meta: Any, arrays: dict[str, np.ndarray]) -> tuple[typ
         if target is None or not field:
             raise InvalidModel(f"{where}: field {key!r}: unknown entry.")
         # string class labels and column names
-        text_ok = key in ("attr:classes_", "attr:feature_names_in_") and value.dtype.kind == "U"
+        text_ok = (key == "attr:classes_" and value.dtype.kind in "US") or (
+            key == "attr:feature_names_in_" and value.dtype.kind == "U"
+        )
         if value.dtype.kind not in "biuf" and not text_ok:
             raise InvalidModel(f"{where}: field {key!r}: dtype {value.dtype} is not numeric.")
         if field in target:

@@ -226,7 +226,17 @@ def save(model: Any, path: str | os.PathLike) -> None:
             value = np.asarray(value, dtype=str)  # scikit-learn's object array of str
         if isinstance(value, np.ndarray):
             if value.dtype.kind == "O":
-                raise TypeError(f"cannot save object array attribute {key!r}")
+                kinds = sorted({type(v).__name__ for v in value.ravel().tolist()})
+                raise TypeError(
+                    f"Cannot save fitted attribute {key!r}: it holds {', '.join(kinds)} objects, "
+                    "which cannot be stored without pickle. Numbers, booleans, strings and "
+                    "bytes can"
+                    + (
+                        "; refit with the labels mapped to one of those (e.g. y.astype(str))."
+                        if key == "classes_"
+                        else "."
+                    )
+                )
             arrays[f"attr:{key}"] = value
         elif is_sparse(value):
             from ._io_sparse import pack

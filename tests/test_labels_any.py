@@ -170,6 +170,35 @@ def test_string_classes_survive_save_and_load(name):
     np.testing.assert_array_equal(back.transform(X), model.transform(X))
 
 
+def test_bytes_classes_survive_save_and_load():
+    X, y = _data()
+    labels = np.array([b"a", b"bb", b"c"])[y]
+    model = _fit("GeneralizedNystrom", X, labels)
+    path = os.path.join(tempfile.mkdtemp(), "m.npz")
+    npr.save(model, path)
+    back = npr.load(path)
+    assert back.classes_.tolist() == [b"a", b"bb", b"c"]
+    np.testing.assert_array_equal(back.transform(X), model.transform(X))
+
+
+def test_classes_save_cannot_store_are_refused_by_name_before_writing():
+    import datetime
+    import decimal
+
+    X, y = _data()
+    path = os.path.join(tempfile.mkdtemp(), "m.npz")
+    for values, kind in (
+        ([decimal.Decimal("0.5"), decimal.Decimal(2), decimal.Decimal(3)], "Decimal"),
+        ([datetime.date(2020, 1, k) for k in (1, 2, 3)], "date"),
+    ):
+        labels = np.empty(y.size, dtype=object)
+        labels[:] = [values[v] for v in y]
+        model = _fit("GeneralizedNystrom", X, labels)
+        with pytest.raises(TypeError, match=rf"'classes_': it holds {kind} objects.*astype\(str\)"):
+            npr.save(model, path)
+        assert not os.path.exists(path)
+
+
 def test_numpy_labels_do_not_import_pandas():
     code = (
         "import sys, numpy as np, nystrom_priors as npr\n"
