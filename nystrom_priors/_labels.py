@@ -30,15 +30,32 @@ class Labels:
         Class of each labeled row as an integer in ``0 .. n_classes - 1``.
     classes : ndarray of shape (n_classes,)
         The distinct class labels, sorted.
+    minus_ones : int
+        How many samples the number -1 marked unlabeled; with one class, ``1``, among the
+        labeled ones, ``one_class_hint`` asks whether -1 was meant as a class (±1 labels).
     """
 
     index: np.ndarray
     codes: np.ndarray
     classes: np.ndarray
+    minus_ones: int = 0
 
     @property
     def n_classes(self) -> int:
         return int(self.classes.shape[0])
+
+    def one_class_hint(self) -> str:
+        """A sentence for the warnings about labels of one class when they look like ±1
+        labels whose -1 half was read as unlabeled (the ``sklearn.semi_supervised``
+        convention), else ``""``."""
+        if self.n_classes != 1 or self.minus_ones == 0 or self.classes.dtype.kind not in "biuf":
+            return ""
+        if self.classes[0] != 1:
+            return ""
+        return (
+            f" The other {self.minus_ones} samples are -1, which marks them unlabeled: if -1 "
+            "is a class (labels +-1), recode it, e.g. y = np.where(y == -1, 0, y)."
+        )
 
     def onehot(self) -> np.ndarray:
         """Y of shape (l, n_classes) with ``Y Y^T`` the ideal kernel ``K*``."""
@@ -244,8 +261,12 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
             f"y has {classes.size} class(es) among its labeled samples, at least {min_classes} "
             "needed."
         )
+    minus_ones = int(np.count_nonzero(arr == -1)) if arr.dtype.kind in "biuf" else 0
     return Labels(
-        index=index.astype(np.int64), codes=codes.reshape(-1).astype(np.int64), classes=classes
+        index=index.astype(np.int64),
+        codes=codes.reshape(-1).astype(np.int64),
+        classes=classes,
+        minus_ones=minus_ones,
     )
 
 

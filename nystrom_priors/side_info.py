@@ -322,7 +322,8 @@ def _derived_pairs(labels: Labels, n_constraints: int | None, random_state: Any)
         from ._feature_names import _user_stacklevel
 
         warnings.warn(
-            "y has labeled samples of only one class: every derived pair is must-link.",
+            "y has labeled samples of only one class: every derived pair is must-link."
+            + labels.one_class_hint(),
             UserWarning,
             stacklevel=_user_stacklevel(),
         )

@@ -199,6 +199,31 @@ def test_classes_save_cannot_store_are_refused_by_name_before_writing():
         assert not os.path.exists(path)
 
 
+@pytest.mark.parametrize("name", ["GeneralizedNystrom", "GeneralizedNystrom lam=1", "LogDet"])
+def test_plus_minus_one_labels_are_told_that_minus_one_is_unlabeled(name):
+    # the SVM convention y in {-1, +1} reads as "class 1 and unlabeled samples"
+    X, y = _data()
+    pm = np.where(y == 0, -1, 1)
+    make = {
+        "GeneralizedNystrom": lambda: npr.GeneralizedNystrom(n_landmarks=8, random_state=0),
+        "GeneralizedNystrom lam=1": lambda: npr.GeneralizedNystrom(
+            n_landmarks=8, lam=1.0, random_state=0
+        ),
+        "LogDet": lambda: npr.LogDetKernelLearner(n_landmarks=8, max_iter=5, random_state=0),
+    }[name]
+    n_minus = int(np.count_nonzero(pm == -1))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        make().fit(X, pm)
+    hint = f"The other {n_minus} samples are -1, which marks them unlabeled"
+    assert any(hint in str(w.message) and "np.where(y == -1, 0, y)" in str(w.message) for w in seen)
+    # one class that is not 1 beside -1 markers: partial labels, no hint
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        make().fit(X, np.where(y == 0, -1, 2))
+    assert seen and not any("marks them unlabeled" in str(w.message) for w in seen)
+
+
 def test_numpy_labels_do_not_import_pandas():
     code = (
         "import sys, numpy as np, nystrom_priors as npr\n"

@@ -432,7 +432,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 if labels.n_classes == 1 and pairs is None and self.lam != "auto":
                     warnings.warn(
                         "All labeled samples belong to one class: the ideal kernel is constant "
-                        "on them and carries no class information.",
+                        "on them and carries no class information." + labels.one_class_hint(),
                         UserWarning,
                         stacklevel=3,
                     )

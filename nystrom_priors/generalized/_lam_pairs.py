@@ -107,9 +107,10 @@ def can_score(labels, pairs) -> bool:
             "its folds score held-out pairs and need at least two must-link and two "
             f"cannot-link pairs; got {n_must} must-link and {n_cannot} cannot-link"
         )
+    hint = labels.one_class_hint() if labels is not None else ""
     warnings.warn(
         f"lam='auto' kept the Nystrom prior: {why}. Pass lam as a number to learn from this "
-        "side information anyway.",
+        "side information anyway." + hint,
         UserWarning,
         stacklevel=_user_stacklevel(),
     )
