@@ -90,6 +90,15 @@ def check_array(
             f"{name} must be a dense array, got a sparse matrix of type {type(X).__name__}; "
             "call .toarray() first."
         )
+    if isinstance(X, np.ma.MaskedArray) and np.ma.getmaskarray(X).any():
+        # np.asarray would silently read the values behind the mask
+        mask = np.ma.getmaskarray(X)
+        first = tuple(int(i) for i in np.argwhere(mask)[0])
+        raise ValueError(
+            f"{name} is a masked array with {int(mask.sum())} masked entries (the first at "
+            f"index {first}), which a kernel cannot evaluate; fill them ({name}.filled(value)) "
+            "or drop those samples first."
+        )
     try:
         arr = np.asarray(X)
     except Exception as exc:  # ragged nested lists, exotic objects

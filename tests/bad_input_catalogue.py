@@ -111,9 +111,15 @@ _BAD_ARRAYS = {
     "complex": (X + 1j, ValueError, "Complex data not supported"),
     "object": (np.array([[object()] * 4] * 40, dtype=object), TypeError, r"dtype object"),
     "no-features": (np.empty((40, 0)), ValueError, r"0 feature\(s\) \(shape=\(40, 0\)\)"),
+    # np.asarray reads the values behind the mask: they were fitted silently
+    "masked": (
+        np.ma.masked_array(X, mask=np.eye(40, 4, k=-2) == 1),
+        ValueError,
+        r"masked array with 4 masked entries \(the first at index \(2, 0\)\).*filled",
+    ),
 }
 for _name in LEARNERS:
-    for _key in ("nan", "inf", "empty", "1d", "3d", "string", "complex", "object"):
+    for _key in ("nan", "inf", "empty", "1d", "3d", "string", "complex", "object", "masked"):
         _bad, _exc, _match = _BAD_ARRAYS[_key]
         case(f"{_name}.fit-{_key}", (_exc, _match))(
             lambda _n=_name, _b=_bad: fit(_n, _b, y=np.arange(len(_b)) % 3 if _b.ndim else None)
@@ -123,6 +129,9 @@ for _name in LEARNERS:
     )
     case(f"{_name}.transform-3d", _BAD_ARRAYS["3d"][1:])(
         lambda _n=_name: fit(_n).transform(_BAD_ARRAYS["3d"][0])
+    )
+    case(f"{_name}.transform-masked", _BAD_ARRAYS["masked"][1:])(
+        lambda _n=_name: fit(_n).transform(_BAD_ARRAYS["masked"][0])
     )
     case(
         f"{_name}.transform-wrong-features",
@@ -594,6 +603,18 @@ case("extrapolate.kernelspec-with-width", (ValueError, r"KernelSpec.*but width=2
 case("Nystrom.kernelspec-with-gamma", (ValueError, r"KernelSpec.*but gamma=0.5 was passed"))(
     lambda: fit("Nystrom", kernel=_fns().make_kernel("rbf", width=1.0), gamma=0.5)
 )
+# kernel values of 1e-127: their squares are normal, mu_max^2 underflows; it was called
+# "orthogonal to the landmarks", with the advice of a wider kernel
+_POLY64 = dict(kernel="poly", gamma=1e-3, degree=64, coef0=0.0)
+for _lam in (1.0, "auto"):
+    case(
+        f"GeneralizedNystrom.poly-kernel-scale-underflows-lam-{_lam}",
+        (ValueError, r"mu_max\^2 .* underflows float64.*max \|E\| = .*Rescale X or the kernel"),
+    )(
+        lambda _lam=_lam: fit(
+            "GeneralizedNystrom", y=Y, lam=_lam, kernel=_fns().make_kernel(**_POLY64)
+        )
+    )
 # found by the adversarial sweeps: errors from deep inside instead of what was wrong
 case("make_kernel.poly-data-as-list", OK)(lambda: _fns().make_kernel("poly", X=X.tolist()))
 case("make_kernel.poly-data-1d", (ValueError, r"X must be a 2-D array.*1-D array of shape"))(

@@ -525,13 +525,19 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     @staticmethod
     def _check_scale(scale, El=None, prob=None) -> None:
         """Refuse a mu_max^2 that is 0 or outside the range the lam grid can span."""
+        top = np.abs(El).max(initial=0.0) if El is not None else np.abs(prob.Mpre).max() ** 0.5
+        if not scale > 0.0 and top > 0.0:  # mu_max^2 underflowed, not a zero kernel
+            raise ValueError(
+                f"The side information's scale mu_max^2 (mu_max: the largest eigenvalue of "
+                f"E^T E over the constrained rows) underflows float64: the kernel values are "
+                f"too small (max |E| = {top:.3g}). Rescale X or the kernel (gamma, coef0, degree)."
+            )
         if not scale > 0.0:
             raise ValueError(
                 "The side information is orthogonal to the landmarks (k(X_labeled, Z) = 0): "
                 "the kernel cannot express it. Use more landmarks or a wider kernel."
             )
         if not np.isfinite(scale * (1.0 / _LAM_RANGE)):
-            top = np.abs(El).max() if El is not None else np.abs(prob.Mpre).max() ** 0.5
             raise ValueError(
                 f"The side information's scale mu_max^2 = {scale:.3g} (mu_max: the largest "
                 f"eigenvalue of E^T E over the constrained rows) is beyond float64's working "
