@@ -270,6 +270,13 @@ class FactorTransformMixin:
         from ._pairs_format import pair_sides
 
         A, B = pair_sides(pairs)  # point pairs: arrays without column names
+        d = getattr(self, "n_features_in_", None)
+        if d is not None and A.ndim == 2 and A.shape[1] != d:  # else transform names X
+            raise ValueError(
+                f"pairs has {A.shape[1]} features per point (shape ({A.shape[0]}, 2, "
+                f"{A.shape[1]})), but {type(self).__name__} is expecting {d} features as "
+                "input (the number seen in fit)."
+            )
         GA, GB = self._transform_array(A, names=False), self._transform_array(B, names=False)
         return np.asarray(GA, dtype=np.float64), np.asarray(GB, dtype=np.float64)
 

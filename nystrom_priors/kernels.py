@@ -251,11 +251,13 @@ def _scale_and_spread(X: Any) -> tuple[float, float]:
         X = X.tocsr()
         if X.nnz == 0:
             return 0.0, 0.0
-        return float(np.abs(X.data).max()), float((X.max(axis=0) - X.min(axis=0)).max())
+        with np.errstate(over="ignore"):  # a spread past float64's range is inf, still > 0
+            return float(np.abs(X.data).max()), float((X.max(axis=0) - X.min(axis=0)).max())
     X = np.asarray(X)
     if X.size == 0:
         return 0.0, 0.0
-    return float(np.abs(X).max()), float(np.ptp(X, axis=0).max())
+    with np.errstate(over="ignore"):
+        return float(np.abs(X).max()), float(np.ptp(X, axis=0).max())
 
 
 def _prepare(

@@ -735,6 +735,12 @@ case(
     "pair_distance.ragged",
     (ValueError, r"pairs must be point pairs of shape \(n_pairs, 2, n_features\).*ragged"),
 )(lambda: fit("Nystrom").pair_distance([[X[0], X[1]], [X[2]]]))
+# the error named X, which the call does not have
+for _method in ("pair_score", "pair_distance"):
+    case(
+        f"{_method}.wrong-features",
+        (ValueError, r"pairs has 3 features per point \(shape \(6, 2, 3\)\), but Nystrom is"),
+    )(lambda _m=_method: getattr(fit("Nystrom"), _m)(X[:12, :3].reshape(6, 2, 3)))
 case(
     "iter_kernel_rows.B-iterator",
     (TypeError, r"B must be an array of rows .*got an iterator \(list_iterator\)"),

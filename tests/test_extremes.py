@@ -288,3 +288,15 @@ def test_bcdnpkl_with_a_huge_C_certifies_its_gap_without_overflow(loss):
         warnings.simplefilter("error", RuntimeWarning)
         model = npr.BCDNPKL(C=1e300, loss=loss, random_state=0).fit(X, y)
     assert model.converged_ and np.isfinite(model.transform(X)).all()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_default_width_at_the_float_range_is_refused_without_an_overflow_warning(sparse):
+    # the samples' spread, max - min per feature, overflowed in np.ptp before the ValueError
+    import scipy.sparse as sp
+
+    from nystrom_priors import select_landmarks
+
+    X = np.vstack([np.full((20, 4), -1.7e308), np.full((20, 4), 1.7e308)])
+    with pytest.raises(ValueError, match=r"at max \|x\| = 1.7e\+308 the distances overflow"):
+        select_landmarks(sp.csr_matrix(X) if sparse else X, 5, method="rpcholesky")
