@@ -447,6 +447,26 @@ def test_max_iter_bounds_every_phase_together(pairs):
     assert gn.n_iter_ <= 2
 
 
+def test_an_unconverged_zero_iterate_is_named_at_the_callers_line():
+    # APG's third iterate here is the PSD projection of a negative definite step, S = 0:
+    # transform then has no column, which the warning must say (and point at this line)
+    from nystrom_priors import labels_to_pairs
+
+    X = np.random.default_rng(2).normal(size=(1000, 5))
+    y = np.full(1000, -1)
+    y[:200] = np.repeat(np.arange(100), 2)
+    pairs = labels_to_pairs(y, 300, random_state=0)
+    gn = GeneralizedNystrom(n_landmarks=30, solver="apg", lam=1e-6, max_iter=3, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="last iterate is S = 0") as caught:
+        gn.fit(X, pairs=pairs)
+    assert gn.transform(X).shape == (1000, 0) and not np.any(gn.S_)
+    assert {w.filename for w in caught} == {__file__}
+    with pytest.warns(ConvergenceWarning) as caught:  # a non-zero iterate: no such sentence
+        gn.set_params(max_iter=2).fit(X, pairs=pairs)
+    assert gn.transform(X).shape[1] > 0
+    assert not any("S = 0" in str(w.message) for w in caught)
+
+
 def test_pairs_cold_start_goes_to_the_barrier_dual(rng, monkeypatch):
     """With pairs the cold start below _HOMOTOPY_START skips the semismooth step (the pairs'
     Jacobi-preconditioned CG stops at a 10% residual, so one step cannot certify) and is the

@@ -391,7 +391,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 out=solved,
                 S_guess=guess,
             )
+        F = _factor(S, solved.get("eig"))
         if not ok:
+            empty = " Its last iterate is S = 0: transform gives no feature." if not F.size else ""
             warnings.warn(
                 f"GeneralizedNystrom's {params['solver']!r} solver stopped after {it} iterations "
                 f"at lam={lam:.3g} with a certified optimality measure of {cert:.2e} > "
@@ -401,11 +403,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                     "where lam is small against mu_max^2)."
                     if params["solver"] == "pgd"
                     else "."
-                ),
+                )
+                + empty,
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=_user_stacklevel(),
             )
-        return self._set_solution(_sym(S), lam, _factor(S, solved.get("eig")), it, ok, cert)
+        return self._set_solution(_sym(S), lam, F, it, ok, cert)
 
     def _side_information(self, y, pairs, n, params):
         """Validated (labels or None, pairs or None), with the warnings of degenerate input."""
