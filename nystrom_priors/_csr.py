@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._threads import numba_threads
+from ._unit_rows import cosine_limit, unit_landmarks
 
 __all__ = ["CsrPrepared", "compute_csr", "landmark_side"]
 
@@ -37,8 +38,6 @@ class CsrPrepared:
         self.shift = np.zeros(d)
         self.zaux = np.zeros(self.m)
         if spec.name == "cosine":
-            from ._rowblocks import unit_landmarks
-
             Zs = unit_landmarks(Zs)
             self.zaux = (np.abs(Zs).max(axis=1, initial=0.0) > 0).astype(np.float64)
         self.Zs = Zs
@@ -129,10 +128,8 @@ def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
 def _redo_tiny_rows(prep: Any, X: Any, out: np.ndarray) -> None:
     """The cosine kernel on rows whose largest ``|x|`` is below ``cosine_limit``: their
     squared norms underflow (a zero row, then) and their cross terms lose precision, so
-    they are computed again from the rows times a power of two (``_rowblocks._unit_rows``),
+    they are computed again from the rows times a power of two (``_unit_rows.unit_rows``),
     which the cosine does not see. One O(nnz) pass finds them."""
-    from ._rowblocks import cosine_limit
-
     full = np.flatnonzero(np.diff(X.indptr) > 0)
     if full.size == 0:
         return

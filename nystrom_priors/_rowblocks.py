@@ -15,6 +15,7 @@ import numpy as np
 
 from ._threads import BLAS_ONE_THREAD as _BLAS
 from ._threads import numba_threads
+from ._unit_rows import cosine_limit, row_norms, row_norms_blocked, unit_landmarks, unit_rows
 from ._validation import abs_max, nonfinite_error
 from ._width import _binary_exponent
 
@@ -55,52 +56,6 @@ def _even_tiles(n: int, rows: int) -> int:
     return max(1, -(-n // max(1, count)))
 
 
-def cosine_limit(dtype: Any) -> float:
-    """Row norm below which the cosine kernel's cross terms ``<x, z / ||z||>`` lose precision
-    in ``dtype``: the products of x's largest entries with the unit landmarks' fall among
-    the subnormal numbers, whose spacing is fixed, so at 5e-324 the kernel of two distinct
-    directions came out 1. Rows this small are rescaled (``_unit_rows``): the cosine does
-    not see a row's scale. ``tiny * 2^(2 (nmant + 1))``: 2^-916 in float64, 2^-78 in
-    float32."""
-    info = np.finfo(dtype)
-    return float(np.ldexp(float(info.tiny), 2 * (info.nmant + 1)))
-
-
-def _unit_rows(X: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``X[rows]`` (X's dtype), each row times the power of two that brings its largest
-    ``|x|`` into [0.5, 1): exact, and invisible to the cosine kernel."""
-    Xr = np.asarray(X[rows], dtype=np.float64)
-    top = np.abs(Xr).max(axis=1, initial=0.0)
-    return np.ldexp(Xr, -np.frexp(top)[1][:, None]).astype(X.dtype)
-
-
-def unit_landmarks(Z: np.ndarray) -> np.ndarray:
-    """``z / ||z||`` per row (0 for a zero row), float64. Each row is first brought to a
-    largest ``|z|`` in [0.5, 1) by a power of two: exact, so ordinary rows get the same
-    bits, while a subnormal row's norm would itself round to the subnormal grid
-    (``||(2^-1074, 2^-1074)||`` to 2^-1074, a unit vector of length 1.41)."""
-    Zs = _unit_rows(np.asarray(Z, dtype=np.float64), np.arange(Z.shape[0]))
-    nrm = _row_norms(Zs)
-    return np.divide(Zs, nrm[:, None], out=np.zeros(Zs.shape), where=nrm[:, None] > 0)
-
-
-def _row_norms_blocked(X: np.ndarray) -> np.ndarray:
-    """``_row_norms`` over row blocks of about 2^16 entries (its temporaries stay small)."""
-    rows = max(1, (1 << 16) // max(1, X.shape[1]))
-    return np.concatenate(
-        [_row_norms(X[s : s + rows]) for s in range(0, X.shape[0], rows)] or [np.zeros(0)]
-    )
-
-
-def _row_norms(A: np.ndarray) -> np.ndarray:
-    """Euclidean row norms in float64, scaled by each row's max |a| (no under- or overflow)."""
-    A = A.astype(np.float64)
-    top = np.abs(A).max(axis=1, initial=0.0)
-    scaled = np.divide(A, top[:, None], out=np.zeros_like(A), where=top[:, None] > 0)
-    with np.errstate(over="ignore"):  # inf past float64's range; the callers report it
-        return top * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
-
-
 class _Prepared:
     """Landmark-side quantities, computed once per call (or once per stream)."""
 
@@ -120,7 +75,7 @@ class _Prepared:
             self.zaux = np.einsum("ij,ij->i", Zc, Zc)
         elif spec.name == "cosine":
             # unit landmarks: <x, z / ||z||> / ||x|| stays in range at any scale of the data
-            nrm = _row_norms(Zf)
+            nrm = row_norms(Zf)
             if not np.isfinite(nrm).all():
                 raise ValueError(
                     f"k(X, Z) overflows {np.dtype(dtype).name}: the 'cosine' kernel's landmark "
@@ -266,10 +221,10 @@ class _Prepared:
             return
         norms = xaux if xaux is not None and xaux.shape[0] == X.shape[0] else None
         if norms is None:
-            norms = _row_norms_blocked(X)
+            norms = row_norms_blocked(X)
         rows = np.flatnonzero((norms > 0) & (norms < cosine_limit(X.dtype)))
         if rows.size:
-            redo(rows, _unit_rows(X, rows))
+            redo(rows, unit_rows(X, rows))
 
     def _guarded(
         self, X: np.ndarray, out: np.ndarray, what: str, fill: Any, fused: bool
@@ -370,7 +325,7 @@ class _Prepared:
                     xaux = np.einsum("ij,ij->i", Xb64, Xb64)
                 elif spec.name == "cosine":
                     np.matmul(Xb, self.Zs.T, out=Eb)
-                    xaux = _row_norms(Xb)
+                    xaux = row_norms(Xb)
                 else:
                     np.matmul(Xb, self.Zs.T, out=Eb)
                     xaux = np.zeros(Eb.shape[0])
