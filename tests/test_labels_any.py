@@ -216,7 +216,10 @@ def test_plus_minus_one_labels_are_told_that_minus_one_is_unlabeled(name):
         warnings.simplefilter("always")
         make().fit(X, pm)
     hint = f"The other {n_minus} samples are -1, which marks them unlabeled"
-    assert any(hint in str(w.message) and "np.where(y == -1, 0, y)" in str(w.message) for w in seen)
+    told = [
+        w for w in seen if hint in str(w.message) and "np.where(y == -1, 0, y)" in str(w.message)
+    ]
+    assert told and all(w.filename == __file__ for w in told)  # at the caller's line
     # one class that is not 1 beside -1 markers: partial labels, no hint
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

@@ -418,7 +418,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 "GeneralizedNystrom.fit got no side information (y and pairs are None): the "
                 "learned kernel is the Nystrom prior; pass y (-1 = unlabeled) or pairs.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=_user_stacklevel(),
             )
         if y is not None:
             if all_unlabeled(y, n):
@@ -427,7 +427,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                         "y has no labeled sample (every entry is -1, None or NaN) and no pairs are "
                         "given: the learned kernel is the Nystrom prior.",
                         UserWarning,
-                        stacklevel=3,
+                        stacklevel=_user_stacklevel(),
                     )
             else:
                 labels = check_labels(y, n)
@@ -437,7 +437,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                         "All labeled samples belong to one class: the ideal kernel is constant "
                         "on them and carries no class information." + labels.one_class_hint(),
                         UserWarning,
-                        stacklevel=3,
+                        stacklevel=_user_stacklevel(),
                     )
         pairs_arr = None if pairs is None else check_pairs(pairs, n)
         if params["solver"] == "onestep" and pairs_arr is not None and labels is not None:
