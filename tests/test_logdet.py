@@ -402,6 +402,23 @@ def test_labels_give_must_link_first_pairs_and_count():
     assert np.array_equal(m.pairs_, m2.pairs_) and np.array_equal(m.B_, m2.B_)
 
 
+@pytest.mark.parametrize("cls", [LogDetKernelLearner, VonNeumannKernelLearner])
+def test_a_given_bound_wins_over_the_same_pair_drawn_from_labels(cls):
+    # all 66 pairs of 12 labeled samples are drawn; the given pair (0, 2) with its bound
+    # used to lose to its drawn copy, whose bound is the percentile default
+    X = np.random.default_rng(0).normal(size=(12, 4))
+    y = np.arange(12) % 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 66 hard constraints at rank 4
+        m = cls(init="linear", n_constraints=66, random_state=0).fit(
+            X, y, pairs=[[2, 0, 1]], bounds=[0.123]
+        )
+    keys = {tuple(sorted(p)) for p in m.pairs_[:, :2].tolist()}
+    assert m.pairs_.shape[0] == 66 == len(keys)  # the given pair replaced its drawn copy
+    at = [k for k, p in enumerate(m.pairs_[:, :2].tolist()) if sorted(p) == [0, 2]]
+    assert len(at) == 1 and m.bounds_[at[0]] == 0.123
+
+
 def test_persistence_round_trip(tmp_path):
     from nystrom_priors import load, save
 

@@ -297,6 +297,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         if sim_pairs is None and sim_bounds is not None:
             raise ValueError("similarity_bounds were given without similarity_pairs.")
         drawn, checked, kept = side_pairs(y, pairs, n, self.n_constraints, random_state=rng)
+        if drawn is not None and checked is not None:  # a pair given (with its bound) wins
+            drawn = drawn[~np.isin(_pair_keys(drawn, n), _pair_keys(checked, n))]
         if drawn is not None:
             blocks.append(drawn)
             bound_blocks.append(None)
@@ -543,3 +545,9 @@ _COMMON_PARAMS_DOC = """
         shows a tqdm bar (when installed) and logs start/end on the ``nystrom_priors``
         logger, 2 logs every step.
 """
+
+
+def _pair_keys(pairs: np.ndarray, n: int) -> np.ndarray:
+    """One integer per unordered pair ``{i, j}`` of ``pairs`` (rows ``[i, j, ...]``)."""
+    i, j = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+    return np.minimum(i, j) * n + np.maximum(i, j)
