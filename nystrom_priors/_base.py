@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._products import finite_products, pair_distances, pair_scores, scaled_product
 from ._rows import is_dask_array
 
 
@@ -202,21 +203,6 @@ class _KernelAttribute:
         obj.__dict__["kernel"] = value
 
 
-def _finite_products(GA: np.ndarray, GB: np.ndarray, owner: str) -> np.ndarray:
-    """``GA @ GB.T``, refused with a ValueError where it overflows the factor rows' dtype
-    (float32 rows of ~1e20 and more: the learned kernel is then not representable)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        K = GA @ GB.T
-    if not np.isfinite(K).all():
-        big = max(float(np.abs(G).max(initial=0.0)) for G in (GA, GB))
-        hint = ", or pass float64 data" if K.dtype == np.float32 else ""
-        raise ValueError(
-            f"the learned kernel of this {owner} overflows {K.dtype}: its factor rows reach "
-            f"{big:.3g}, and their inner products are not finite. Rescale X{hint}."
-        )
-    return K
-
-
 def _transform_block(block: np.ndarray, model: Any) -> np.ndarray:
     """Worker side of the dask path: one row block through the ordinary transform (the
     dask array's column names, none, were checked once by ``transform``)."""
@@ -293,8 +279,7 @@ class FactorTransformMixin:
         -------
         scores : ndarray of shape (n_pairs,), float64
         """
-        GA, GB = self._pair_rows(pairs)
-        return np.einsum("ij,ij->i", GA, GB)
+        return pair_scores(*self._pair_rows(pairs), type(self).__name__)
 
     def pair_distance(self, pairs: Any) -> np.ndarray:
         """Distance induced by the learned kernel for each pair (metric-learn's pairs API).
@@ -310,8 +295,7 @@ class FactorTransformMixin:
         -------
         distances : ndarray of shape (n_pairs,), float64, >= 0
         """
-        GA, GB = self._pair_rows(pairs)
-        return np.linalg.norm(GA - GB, axis=1)
+        return pair_distances(*self._pair_rows(pairs), type(self).__name__)
 
     def _check_X(self, X: Any, name: str = "X", names: bool = True) -> np.ndarray:
         """X validated for a fitted model; ``names``: compare its column names with
@@ -341,10 +325,13 @@ class FactorTransformMixin:
         step = self._block_rows_default()
         for s in range(0, X.shape[0], step):
             F = self._features_block(X[s : s + step])
-            if isinstance(F, np.ndarray):
-                np.matmul(F, P, out=out[s : s + step])
-            else:  # sparse features (a learner on raw sparse X): sparse @ dense
-                out[s : s + step] = F @ P
+            with np.errstate(over="ignore", invalid="ignore"):
+                if isinstance(F, np.ndarray):
+                    np.matmul(F, P, out=out[s : s + step])
+                else:  # sparse features (a learner on raw sparse X): sparse @ dense
+                    out[s : s + step] = F @ P
+            if not np.isfinite(out[s : s + step]).all():
+                out[s : s + step] = scaled_product(F, P, type(self).__name__)
         return out
 
     def transform(self, X: Any) -> np.ndarray:
@@ -438,7 +425,7 @@ class FactorTransformMixin:
             GB = GB.astype(GA.dtype, copy=False)
         if is_dask_array(GA):
             return GA @ GB.T
-        return _finite_products(GA, GB, type(self).__name__)
+        return finite_products(GA, GB, type(self).__name__)
 
     def iter_transform(
         self, X: Any, *, block_rows: int | None = None, out: Any = None
@@ -535,7 +522,7 @@ class FactorTransformMixin:
         if is_dask_array(GB):  # computed once, not once per block of A
             GB = np.asarray(GB)
         for start, GA in self.iter_transform(A, block_rows=block_rows):
-            yield start, _finite_products(GA, GB.astype(GA.dtype, copy=False), type(self).__name__)
+            yield start, finite_products(GA, GB.astype(GA.dtype, copy=False), type(self).__name__)
 
     @property
     def n_components_(self) -> int:

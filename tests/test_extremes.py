@@ -300,3 +300,35 @@ def test_default_width_at_the_float_range_is_refused_without_an_overflow_warning
     X = np.vstack([np.full((20, 4), -1.7e308), np.full((20, 4), 1.7e308)])
     with pytest.raises(ValueError, match=r"at max \|x\| = 1.7e\+308 the distances overflow"):
         select_landmarks(sp.csr_matrix(X) if sparse else X, 5, method="rpcholesky")
+
+
+def test_a_product_whose_partial_sums_overflow_is_exact_or_refused():
+    # transform's F @ P for learners on raw features (init="linear") returned +-inf with a
+    # RuntimeWarning: a partial sum can leave float64 where the result does not
+    from nystrom_priors._products import scaled_product
+
+    F = np.array([[1e308, 1e308, -1e308]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert not np.isfinite(F @ np.ones((3, 1))).all()  # the plain product overflows
+    assert scaled_product(F, np.ones((3, 1)), "M")[0, 0] == 1e308
+    with pytest.raises(ValueError, match=r"factor rows of this M overflow float64 .* Rescale X"):
+        scaled_product(np.array([[1e308, 1e308]]), np.ones((2, 1)), "M")
+
+
+@pytest.mark.parametrize("name", ["LogDetKernelLearner", "VonNeumannKernelLearner"])
+def test_raw_feature_learners_refuse_unrepresentable_factor_rows_and_pairs(name):
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    y = np.arange(40) % 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # hard constraints at rank 4
+        model = getattr(npr, name)(init="linear", random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"X @ projection is not finite. Rescale X"):
+        model.transform(np.full((1, 4), 1.5e308))
+    pairs = np.stack([X[:3], X[3:6]], axis=1)
+    # distances past 1e154 used to square to inf; a kernel value past float64 is refused
+    np.testing.assert_allclose(
+        model.pair_distance(pairs * 1e160), model.pair_distance(pairs) * 1e160, rtol=1e-13
+    )
+    with pytest.raises(ValueError, match="overflows float64 on these pairs"):
+        model.pair_score(pairs * 1e160)

@@ -1,0 +1,75 @@
+"""Products of factor rows, refused with a ValueError where they leave the float range.
+
+A learned kernel ``G_A G_B^T``, a transform ``F @ P``, pair scores and pair distances can
+overflow for data near the float range; none of them may return inf or NaN silently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["finite_products", "pair_distances", "pair_scores", "scaled_product"]
+
+
+def finite_products(GA: np.ndarray, GB: np.ndarray, owner: str) -> np.ndarray:
+    """``GA @ GB.T``, refused with a ValueError where it overflows the factor rows' dtype
+    (float32 rows of ~1e20 and more: the learned kernel is then not representable)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = GA @ GB.T
+    if not np.isfinite(K).all():
+        big = max(float(np.abs(G).max(initial=0.0)) for G in (GA, GB))
+        hint = ", or pass float64 data" if K.dtype == np.float32 else ""
+        raise ValueError(
+            f"the learned kernel of this {owner} overflows {K.dtype}: its factor rows reach "
+            f"{big:.3g}, and their inner products are not finite. Rescale X{hint}."
+        )
+    return K
+
+
+def scaled_product(F: Any, P: np.ndarray, owner: str) -> np.ndarray:
+    """``F @ P`` computed at ``F / 2^e`` and scaled back (powers of two are exact), for a
+    block whose plain product overflowed: a partial sum can leave the range where the result
+    does not. Refused with a ValueError where the result itself is not finite."""
+    data = F.data if hasattr(F, "data") and not isinstance(F, np.ndarray) else F
+    top = float(np.abs(data).max(initial=0.0))
+    e = int(np.frexp(top)[1]) if np.isfinite(top) else 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        G = np.ldexp(np.asarray((F * np.ldexp(1.0, -e)) @ P), e).astype(P.dtype)
+    if not np.isfinite(G).all():
+        raise ValueError(
+            f"the factor rows of this {owner} overflow {P.dtype} at max |features| = "
+            f"{top:.3g}: X @ projection is not finite. Rescale X."
+        )
+    return G
+
+
+def pair_scores(GA: np.ndarray, GB: np.ndarray, owner: str) -> np.ndarray:
+    """``g_a^T g_b`` per row pair, refused where it overflows float64."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = np.einsum("ij,ij->i", GA, GB)
+    if not np.isfinite(scores).all():
+        big = max(float(np.abs(G).max(initial=0.0)) for G in (GA, GB))
+        raise ValueError(
+            f"the learned kernel of this {owner} overflows float64 on these pairs: their "
+            f"factor rows reach {big:.3g}. Rescale the pairs' points."
+        )
+    return scores
+
+
+def pair_distances(GA: np.ndarray, GB: np.ndarray, owner: str) -> np.ndarray:
+    """``||g_a - g_b||`` per row pair, in units of each difference's largest entry (the
+    squares of entries past 1e154 overflow where the distance does not); refused where the
+    distance itself overflows float64."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = GA - GB
+        top = np.abs(D).max(axis=1, initial=0.0)
+        unit = np.divide(D, top[:, None], out=np.zeros_like(D), where=top[:, None] > 0)
+        dist = top * np.sqrt(np.einsum("ij,ij->i", unit, unit))
+    if not np.isfinite(dist).all():
+        raise ValueError(
+            f"the learned distance of this {owner} overflows float64 on these pairs (factor "
+            f"rows up to {float(np.abs(GA).max(initial=0.0)):.3g}). Rescale the pairs' points."
+        )
+    return dist
