@@ -44,7 +44,10 @@ def _cg_iterations(delta: float) -> int:
     ``rho = (sqrt(kappa) - 1) / (sqrt(kappa) + 1)`` per iteration (times 2), and the residual
     is within ``sqrt(kappa)`` of it.
     """
-    kappa = (2.0 + delta) / delta
+    with np.errstate(over="ignore"):  # kappa = inf for a subnormal delta
+        kappa = (2.0 + delta) / delta
+    if not np.isfinite(kappa):
+        return np.iinfo(np.int32).max
     rho = (np.sqrt(kappa) - 1.0) / (np.sqrt(kappa) + 1.0)
     if rho <= 0.0:
         return 1

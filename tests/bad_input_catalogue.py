@@ -615,6 +615,12 @@ for _lam in (1.0, "auto"):
             "GeneralizedNystrom", y=Y, lam=_lam, kernel=_fns().make_kernel(**_POLY64)
         )
     )
+# a subnormal delta made the CG bound's condition number inf: "cannot convert float NaN to
+# integer" from inside, after RuntimeWarnings
+for _delta in (5e-324, 1e-310):
+    case(f"BCDNPKL.delta-{_delta:g}", OK)(
+        lambda _d=_delta: fit("BCDNPKL", pairs=PAIRS, delta=_d).transform(X)
+    )
 # found by the adversarial sweeps: errors from deep inside instead of what was wrong
 case("make_kernel.poly-data-as-list", OK)(lambda: _fns().make_kernel("poly", X=X.tolist()))
 case("make_kernel.poly-data-1d", (ValueError, r"X must be a 2-D array.*1-D array of shape"))(
