@@ -153,6 +153,17 @@ def _labeling(labels: Any, name: str) -> np.ndarray:
         raise ValueError(f"{name} could not be read as a 1-D array of labels: {exc}") from None
     if a.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array of labels, got shape {a.shape}.")
+    if not isinstance(labels, np.ndarray) and a.dtype.kind in "US" and a.size:
+        # numpy reads [1, "1"] as two strings: a number and a string would count as one label
+        values = np.asarray(labels, dtype=object)
+        other = next((v for v in values if not isinstance(v, (str, bytes))), None)
+        if other is not None:
+            text = next(v for v in values if isinstance(v, (str, bytes)))
+            raise ValueError(
+                f"{name} mixes labels of different types: {type(other).__name__} (e.g. "
+                f"{other!r}) and {type(text).__name__} (e.g. {text!r}); numpy would compare "
+                "them as strings. Use one type."
+            )
     if a.dtype.kind == "c":
         raise ValueError(f"{name} holds complex numbers ({a.dtype}); labels must be real.")
     if a.dtype.kind == "f" and not np.isfinite(a).all():
@@ -260,7 +271,17 @@ def pair_accuracy(labels_true: Any, labels_pred: Any, pairs: Any = None) -> floa
     """
     a, b = _labelings(labels_true, labels_pred)
     if pairs is not None:
-        P = np.asarray(pairs)
+        if hasattr(pairs, "tocsr"):
+            raise ValueError(
+                f"pairs must be a dense (k, 2) or (k, 3) array of sample indices, got a sparse "
+                f"{type(pairs).__name__}; call .toarray() first."
+            )
+        try:
+            P = np.asarray(pairs)
+        except ValueError as exc:  # ragged rows
+            raise ValueError(
+                f"pairs could not be read as a (k, 2) or (k, 3) array: {exc}"
+            ) from None
         if P.ndim != 2 or P.shape[1] not in (2, 3) or P.shape[0] == 0:
             empty = " (no pair: the accuracy of none is undefined)" if P.size == 0 else ""
             raise ValueError(

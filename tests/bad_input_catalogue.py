@@ -636,6 +636,21 @@ case("kernel.A-too-few-features", (ValueError, r"^A has 2 features, but Nystrom 
 case("Nystrom.width-int-beyond-float64", (ValueError, r"width must be a finite float64"))(
     lambda: fit("Nystrom", width=10**400)
 )
+# a list of numbers and strings became strings: 1 and "1" scored as one label
+case(
+    "pair_accuracy.mixed-number-and-string",
+    (ValueError, r"labels_true mixes labels of different types: int \(e.g. 1\) and str"),
+)(lambda: _fns().pair_accuracy([1, "1"], [0, 1]))
+case(
+    "normalized_mutual_info.mixed-number-and-string",
+    (ValueError, r"labels_pred mixes labels of different types: int \(e.g. 2\) and str"),
+)(lambda: _fns().normalized_mutual_info([0, 0, 1], ["a", "a", 2]))
+case("pair_accuracy.sparse-pairs", (ValueError, r"got a sparse csr_matrix; call .toarray"))(
+    lambda: _fns().pair_accuracy([0, 1, 1], [0, 1, 1], pairs=_csr(np.array([[0, 1]])))
+)
+case("pair_accuracy.ragged-pairs", (ValueError, r"pairs could not be read as a \(k, 2\)"))(
+    lambda: _fns().pair_accuracy([0, 1, 1], [0, 1, 1], pairs=[[0, 1], [2]])
+)
 case("pair_accuracy.no-pair", (ValueError, r"k >= 1, got \(0, 3\) \(no pair"))(
     lambda: _fns().pair_accuracy([0, 1], [0, 1], pairs=np.zeros((0, 3), dtype=int))
 )
