@@ -332,3 +332,14 @@ def test_raw_feature_learners_refuse_unrepresentable_factor_rows_and_pairs(name)
     )
     with pytest.raises(ValueError, match="overflows float64 on these pairs"):
         model.pair_score(pairs * 1e160)
+
+
+def test_von_neumann_with_a_bound_near_float64s_top_warns_without_overflow():
+    # the infeasibility test's Farkas sums overflowed: ~80 RuntimeWarnings before the end
+    from nystrom_priors.exceptions import ConvergenceWarning
+
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    model = npr.VonNeumannKernelLearner(rank=5, n_landmarks=10, random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"pair \[2, 3\] asks its squared distance"):
+        model.fit(X, pairs=np.array([[0, 1, 1], [2, 3, -1]]), bounds=[1.0, 1.7e308])
+    assert np.isfinite(model.transform(X)).all()

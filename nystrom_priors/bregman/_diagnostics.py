@@ -45,9 +45,12 @@ def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
         half = (A * coef[~dist][:, None]).T @ C
         M += 0.5 * (half + half.T)
         b0[~dist] = np.einsum("ij,ij->i", A, C)
+    with np.errstate(over="ignore", invalid="ignore"):  # bounds near float64's top
+        beta = -float((coef * b).sum())
+        yb = float((y * np.abs(b)).sum())
+    if not (np.isfinite(beta) and np.isfinite(yb) and np.isfinite(M).all()):
+        return False  # no certificate in float64; the run ends by its own test
     ev = np.linalg.eigvalsh(0.5 * (M + M.T))
-    beta = -float((coef * b).sum())
-    yb = float((y * np.abs(b)).sum())
     if not beta >= 0.01 * yb or np.abs(ev).max() == 0.0:
         return False
     eps = max(-float(ev[0]), 0.0)
