@@ -609,3 +609,12 @@ def test_the_infeasibility_test_does_not_depend_on_the_bounds_scale(scale):
         with pytest.warns(InfeasibleConstraintsWarning):
             model.fit(T, pairs=tri, bounds=np.array([1e-4, 1e-4, 10.0]) * scale)
         assert model.infeasible_ and model.n_iter_ <= 100, (cls.__name__, kw, model.n_iter_)
+
+
+def test_an_unreachable_similarity_bound_is_named_in_the_warning():
+    # K_01 ~ 0.77 asked to become 1e100: every projection is lost to round-off, and the
+    # warning only advised more sweeps
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    model = LogDetKernelLearner(rank=5, n_landmarks=10, max_iter=30, random_state=0)
+    with pytest.warns(Warning, match=r"similarity pair \[0, 1\] asks its kernel value .* 1e\+100"):
+        model.fit(X, similarity_pairs=[[0, 1, 1]], similarity_bounds=[1e100])

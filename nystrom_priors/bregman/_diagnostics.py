@@ -59,23 +59,37 @@ def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
     return bool(eps == 0.0 or beta > _TRACE_FACTOR * eps * reference)
 
 
-def _stretch_hint(G: np.ndarray, I1, I2, b: np.ndarray, pairs: np.ndarray, fix: str) -> str:
-    """The distance constraint asking the largest change of its pair's squared distance (a
-    cannot-link pair of near-duplicates needs a factor ~1e18: projections overflow, hard ones
-    and soft ones whose step still moves the pair by a factor near 1 / eps; a bound of 1e-300
-    asks a factor no sweep can reach). ``fix``: the remedy that ends the hint."""
+def _stretch_hint(
+    G: np.ndarray, I1, I2, b: np.ndarray, pairs: np.ndarray, fix: str, sim_pairs=None
+) -> str:
+    """The constraint asking the largest change of its pair's squared distance or, for
+    ``sim_pairs`` (the similarity constraints, after the distance ones in I1, I2 and b), of
+    its kernel value (a cannot-link pair of near-duplicates needs a factor ~1e18:
+    projections overflow, hard ones and soft ones whose step still moves the pair by a
+    factor near 1 / eps; a bound of 1e-300, or a similarity of 1e100 against kernel values
+    near 1, asks a factor no sweep can reach). ``fix``: the remedy that ends the hint."""
     nd = pairs.shape[0]
-    if nd == 0:
+    ns = 0 if sim_pairs is None else sim_pairs.shape[0]
+    if nd + ns == 0:
         return ""
     diff = G[I1[:nd]] - G[I2[:nd]]
-    d0 = np.einsum("ij,ij->i", diff, diff)
-    with np.errstate(divide="ignore", over="ignore"):
-        ratio = np.maximum(b[:nd] / d0, d0 / b[:nd])
+    v0 = np.concatenate(
+        [np.einsum("ij,ij->i", diff, diff), np.einsum("ij,ij->i", G[I1[nd:]], G[I2[nd:]])]
+    )
+    target = np.abs(b[: nd + ns])
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        ratio = np.maximum(target / np.abs(v0), np.abs(v0) / target)
+    ratio = np.where(np.isnan(ratio), 0.0, ratio)  # 0 asked of 0
     k = int(np.argmax(ratio))
     if not ratio[k] > 1e8:
         return ""
+    asked = f"{v0[k]:.3g} to become {b[k]:.3g} (a factor {ratio[k]:.3g})"
+    if k >= nd:  # always hard: no slack to offer
+        return (
+            f" Or the constraints: similarity pair {sim_pairs[k - nd, :2].tolist()} asks its "
+            f"kernel value {asked}; check similarity_bounds."
+        )
     return (
-        f" Or the constraints: pair {pairs[k, :2].tolist()} asks its squared distance "
-        f"{d0[k]:.3g} to become {b[k]:.3g} (a factor {ratio[k]:.3g}); check for "
-        f"near-duplicate samples or such bounds, drop such pairs or {fix}"
+        f" Or the constraints: pair {pairs[k, :2].tolist()} asks its squared distance {asked}; "
+        f"check for near-duplicate samples or such bounds, drop such pairs or {fix}"
     )

@@ -244,7 +244,7 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         if c["similarity_pairs"].shape[0]:
             remedy += " Similarity constraints are always hard: check similarity_bounds."
         fix = "use a finite gamma (soft constraints)." if hard else "use a smaller gamma."
-        stretch = (Gc, c["I1"], c["I2"], c["b"], c["pairs"], fix)
+        stretch = (Gc, c["I1"], c["I2"], c["b"], c["pairs"], fix, c["similarity_pairs"])
         self.max_violation_ = float(
             burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt, 0, nc)
         )

@@ -199,6 +199,7 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
                 c["b"],
                 c["pairs"],
                 "use LogDetKernelLearner with a finite gamma.",
+                c["similarity_pairs"],
             ),
         )
         return self
