@@ -252,7 +252,17 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             d = X.shape[1]
             self._room = "a larger rank" if rank is not None and rank < d else ""
             if rank is None or rank >= d:
+                if d * d > _SQUARE_FEATURES:
+                    warnings.warn(
+                        f"init='linear' on {d} features keeps a {d} x {d} initial factor "
+                        f"({d * d * 8 / 2**20:,.0f} MiB) and projects in {d} dimensions; pass "
+                        "rank= to learn on the top singular directions of X instead.",
+                        UserWarning,
+                        stacklevel=_user_stacklevel(),
+                    )
                 P0 = np.eye(d)
+            elif X.shape[0] < d and not X.lazy:
+                P0 = _top_right_singular_vectors(X.X, rank)
             else:
                 # best rank-r linear kernel: top right singular vectors of X (one pass)
                 XtX = np.zeros((d, d))
@@ -503,8 +513,9 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
 _COMMON_PARAMS_DOC = """
     rank : int, optional
         Rank r of the initial (and learned) kernel. Default: the rank of the Nystrom factor
-        (``init="nystrom"``), or the number of features (``init="linear"``); a smaller rank
-        keeps the top principal directions.
+        (``init="nystrom"``), or the number of features (``init="linear"``, a d x d factor:
+        with many features pass a rank); a smaller rank keeps the top singular directions of
+        the factor (of X itself, from its n x n Gram matrix when n < d).
     init : {"nystrom", "linear"}, default="nystrom"
         Initial kernel ``K0 = G0 G0^T``: the Nystrom factor of ``kernel`` on
         ``n_landmarks`` landmarks (inductive for any sample), or the linear kernel ``G0 = X``
@@ -551,3 +562,21 @@ def _pair_keys(pairs: np.ndarray, n: int) -> np.ndarray:
     """One integer per unordered pair ``{i, j}`` of ``pairs`` (rows ``[i, j, ...]``)."""
     i, j = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
     return np.minimum(i, j) * n + np.maximum(i, j)
+
+
+# init="linear" without rank keeps a d x d factor: a warning above this many entries
+_SQUARE_FEATURES = 1 << 22
+
+
+def _top_right_singular_vectors(X: Any, rank: int) -> np.ndarray:
+    """The top ``rank`` right singular vectors of X (n x d, dense or CSR, n < d) as a d x k
+    matrix (k <= rank: directions of zero singular value are left out), from the n x n Gram
+    matrix ``X X^T = U diag(s^2) U^T``, ``V = X^T U / s``: never a d x d array."""
+    A = X.astype(np.float64)
+    gram = A @ A.T
+    gram = gram.toarray() if hasattr(gram, "toarray") else np.asarray(gram)
+    evals, U = np.linalg.eigh(0.5 * (gram + gram.T))
+    top = np.argsort(evals)[::-1][:rank]
+    top = top[evals[top] > evals.max(initial=0.0) * gram.shape[0] * np.finfo(float).eps]
+    V = np.asarray(A.T @ U[:, top]) / np.sqrt(evals[top])
+    return np.ascontiguousarray(V)
