@@ -149,7 +149,10 @@ class _Fields:
             raise self.fail(name, f"expected an array, got {_kind(a)}")
         if kinds is not None:
             if a.dtype.kind not in kinds:
-                raise self.fail(name, f"dtype {a.dtype} is not numeric")
+                wanted = [
+                    w for k, w in (("biuf", "numbers"), ("US", "strings")) if set(k) & set(kinds)
+                ]
+                raise self.fail(name, f"dtype {a.dtype}, expected {' or '.join(wanted)}")
         elif a.dtype not in dtypes:
             raise self.fail(name, f"dtype {a.dtype}, expected {' or '.join(map(str, dtypes))}")
         if a.ndim != len(shape) or any(

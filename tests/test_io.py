@@ -582,3 +582,14 @@ def test_a_model_saved_with_the_removed_ipm_solver_still_loads(tmp_path):
     back = load(legacy)
     assert back.solver == "auto"
     np.testing.assert_array_equal(back.transform(X), model.transform(X))
+
+
+def test_feature_names_of_another_dtype_are_refused_as_not_strings(tmp_path):
+    # the message said "dtype int64 is not numeric"
+    pd = pytest.importorskip("pandas")
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    model = Nystrom(n_landmarks=5, random_state=0).fit(pd.DataFrame(X, columns=list("abcd")))
+    raw = mf.saved_bytes(model, tmp_path)
+    bad = mf.rewrite(raw, **{"attr:feature_names_in_": np.arange(4)})
+    message = _refused(tmp_path, bad, "feature_names_in_", "dtype int64, expected strings")
+    assert "not numeric" not in message
