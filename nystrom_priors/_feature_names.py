@@ -39,6 +39,12 @@ def feature_names(X: Any) -> np.ndarray | None:
         return None
     is_str = np.array([isinstance(c, str) for c in names])
     if is_str.all():
+        nul = next((c for c in names if c.endswith("\0")), None)
+        if nul is not None:  # a saved model would come back with other names
+            raise ValueError(
+                f"Feature name {nul!r} ends with a NUL character, which numpy's string arrays "
+                "(and so a saved model) drop; rename that column."
+            )
         return names
     if is_str.any():
         kinds = sorted({type(c).__name__ for c in names})

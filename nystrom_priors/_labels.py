@@ -173,6 +173,12 @@ def _labeled_values(values: np.ndarray) -> np.ndarray:
             return values.astype(np.int64)
         return values.astype(np.float64)
     if kind == "str":
+        nul = next((v for v in values if v.endswith("\0")), None)
+        if nul is not None:  # "a\0" would become "a": two classes silently one
+            raise ValueError(
+                f"y holds the label {nul!r}, which ends with a NUL character: numpy's string "
+                "arrays drop it, so it would merge with the label without it. Rename it."
+            )
         return values.astype(str)
     try:
         np.unique(values)

@@ -603,6 +603,22 @@ case("extrapolate.kernelspec-with-width", (ValueError, r"KernelSpec.*but width=2
 case("Nystrom.kernelspec-with-gamma", (ValueError, r"KernelSpec.*but gamma=0.5 was passed"))(
     lambda: fit("Nystrom", kernel=_fns().make_kernel("rbf", width=1.0), gamma=0.5)
 )
+# numpy's string arrays drop trailing NULs: "a\0" merged with "a" as one class, and a
+# column "a\0" came back from save / load as "a"
+case("GeneralizedNystrom.label-ending-in-nul", (ValueError, r"label 'a\\x00'.*NUL character"))(
+    lambda: fit("GeneralizedNystrom", y=np.array(["a", "a\0", "b"], dtype=object)[Y], lam=1.0)
+)
+
+
+def _frame(values, columns):
+    import pandas as pd
+
+    return pd.DataFrame(values, columns=columns)
+
+
+case("Nystrom.feature-name-ending-in-nul", (ValueError, r"Feature name 'a\\x00' ends with a NUL"))(
+    lambda: fit("Nystrom", _frame(X, ["a", "a\0", "b", "c"]))
+)
 # kernel values of 1e-127: their squares are normal, mu_max^2 underflows; it was called
 # "orthogonal to the landmarks", with the advice of a wider kernel
 _POLY64 = dict(kernel="poly", gamma=1e-3, degree=64, coef0=0.0)
