@@ -113,33 +113,39 @@ def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
         else:
             ZTp = (ZT.indptr, ZT.indices, ZT.data)
             ks.extrapolate_csr_zs(X.indptr, X.indices, X.data, *ZTp, *args)
+    if spec.name == "cosine":
+        _redo_extreme_rows(prep, X, out)
     with np.errstate(over="ignore", invalid="ignore"):
-        finite = np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all()
-    if finite:
-        if spec.name == "cosine":
-            _redo_tiny_rows(prep, X, out)
-        return
+        if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
+            return
     raise ValueError(
         f"k(X, Z) overflows {out.dtype}: the {spec.name!r} kernel is not finite at max |x| = "
         f"{float(np.abs(X.data).max(initial=0.0)):.3g}. Rescale X."
     )
 
 
-def _redo_tiny_rows(prep: Any, X: Any, out: np.ndarray) -> None:
-    """The cosine kernel on rows whose largest ``|x|`` is below ``cosine_limit``: their
-    squared norms underflow (a zero row, then) and their cross terms lose precision, so
-    they are computed again from the rows times a power of two (``_unit_rows.unit_rows``),
-    which the cosine does not see. One O(nnz) pass finds them."""
+# the sparse kernel sums squares unscaled in float64: they underflow below 2^-511 and
+# overflow above 2^511 (a zero or an infinite norm), so rows beyond these are redone
+_SQUARES_SAFE = (2.0**-500, 2.0**500)
+
+
+def _redo_extreme_rows(prep: Any, X: Any, out: np.ndarray) -> None:
+    """The cosine kernel on rows whose largest ``|x|`` is below ``cosine_limit`` or outside
+    ``_SQUARES_SAFE``: their squared norms under- or overflow (a zero row, or NaN) and tiny
+    rows' cross terms lose precision, so they are computed again from the rows times a
+    power of two (as ``_unit_rows.unit_rows``), which the cosine does not see. One O(nnz)
+    pass finds them."""
     full = np.flatnonzero(np.diff(X.indptr) > 0)
     if full.size == 0:
         return
     top = np.maximum.reduceat(np.abs(X.data), X.indptr[full]).astype(np.float64)
-    tiny = (top > 0) & (top < cosine_limit(X.dtype))
-    if not tiny.any():
+    low = max(cosine_limit(X.dtype), _SQUARES_SAFE[0])
+    extreme = (top > 0) & ((top < low) | (top > _SQUARES_SAFE[1]))
+    if not extreme.any():
         return
-    rows = full[tiny]
+    rows = full[extreme]
     sub = X[rows]
-    shift = np.repeat(np.frexp(top[tiny])[1], np.diff(sub.indptr))
+    shift = np.repeat(np.frexp(top[extreme])[1], np.diff(sub.indptr))
     sub.data = np.ldexp(sub.data.astype(np.float64), -shift).astype(X.dtype)
     part = np.empty((rows.size, out.shape[1]), dtype=out.dtype)
     compute_csr(prep, sub, part, None)

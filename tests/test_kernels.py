@@ -435,14 +435,18 @@ def test_cosine_kernel_is_scale_free_over_the_float_range(rng, monkeypatch, path
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("dtype, exponent", [(np.float64, -1070), (np.float32, -140)])
-def test_cosine_kernel_of_subnormal_rows_is_that_of_the_rows_scaled_up(
+@pytest.mark.parametrize(
+    "dtype, exponent",
+    [(np.float64, -1070), (np.float64, -600), (np.float64, 700), (np.float32, -140)],
+)
+def test_cosine_kernel_of_rows_at_extreme_scales_is_that_of_the_rows_scaled_back(
     rng, monkeypatch, path, sparse, dtype, exponent
 ):
-    # rows times 2^exponent keep only the bits of the subnormal grid, but those bits are
-    # exact, so their cosines are those of the same rows times 2^-exponent (normal numbers).
-    # Their cross terms used to be rounded to that grid too, and the landmarks' norms:
-    # (2^-1074, 0) against (2^-1074, 2^-1074) gave 1, not 0.707, and a CSR row gave 0.
+    # rows times 2^exponent hold exactly the bits of the rows (at -1070 only those the
+    # subnormal grid keeps), so their cosines are those of the rows scaled back. Subnormal
+    # rows' cross terms and the landmarks' norms used to be rounded to that grid ((2^-1074, 0)
+    # against (2^-1074, 2^-1074) gave 1, not 0.707), and CSR rows whose squares under- or
+    # overflow (beyond 2^+-511) gave 0 or were refused.
     monkeypatch.setattr(kmod, "_FORCE_PATH", path)
     X = rng.normal(size=(40, 5)).astype(dtype)
     X[3] = 0.0
