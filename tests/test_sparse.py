@@ -264,6 +264,16 @@ def test_bregman_linear_init_on_wide_data_takes_the_top_singular_directions(rng,
     Vt = np.linalg.svd(X.toarray(), full_matrices=False)[2][:5]  # independent oracle
     assert model.P0_.shape == (400, 5)
     np.testing.assert_allclose(model.P0_ @ model.P0_.T, Vt.T @ Vt, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(model.P0_.T @ model.P0_, np.eye(5), rtol=0, atol=1e-14)
+    # the Gram matrix of X * 1e100 would overflow: X is brought to a moderate scale first
+    big = npr.LogDetKernelLearner(init="linear", rank=5, gamma=1e-200, random_state=0)
+    big.fit(Xin * 1e100, np.arange(60) % 3)
+    np.testing.assert_allclose(big.P0_ @ big.P0_.T, Vt.T @ Vt, rtol=0, atol=1e-12)
+    # more directions than rows: the d x d path completes the basis, rank columns as before
+    wide = npr.LogDetKernelLearner(init="linear", rank=70, gamma=1.0, max_iter=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", npr.ConvergenceWarning)
+        assert wide.fit(Xin, np.arange(60) % 3).transform(Xin).shape == (60, 70)
 
 
 def test_bregman_linear_init_without_rank_on_many_features_warns():

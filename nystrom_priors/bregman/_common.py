@@ -251,8 +251,11 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         else:
             d = X.shape[1]
             self._room = "a larger rank" if rank is not None and rank < d else ""
+            wide = None
+            if rank is not None and rank < d and X.shape[0] < d and not X.lazy:
+                wide = _top_right_singular_vectors(X.X, rank)
             if rank is None or rank >= d:
-                if d * d > _SQUARE_FEATURES:
+                if rank is None and d * d > _SQUARE_FEATURES:
                     warnings.warn(
                         f"init='linear' on {d} features keeps a {d} x {d} initial factor "
                         f"({d * d * 8 / 2**20:,.0f} MiB) and projects in {d} dimensions; pass "
@@ -261,8 +264,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                         stacklevel=_user_stacklevel(),
                     )
                 P0 = np.eye(d)
-            elif X.shape[0] < d and not X.lazy:
-                P0 = _top_right_singular_vectors(X.X, rank)
+            elif wide is not None:
+                P0 = wide
             else:
                 # best rank-r linear kernel: top right singular vectors of X (one pass)
                 XtX = np.zeros((d, d))
@@ -307,7 +310,9 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         if sim_pairs is None and sim_bounds is not None:
             raise ValueError("similarity_bounds were given without similarity_pairs.")
         drawn, checked, kept = side_pairs(y, pairs, n, self.n_constraints, random_state=rng)
-        if drawn is not None and checked is not None:  # a pair given (with its bound) wins
+        if drawn is not None and checked is not None and bounds is not None:
+            # a pair given with its bound wins over its drawn copy (default bound); without
+            # bounds the drawn copy stays first, in its place in the order
             drawn = drawn[~np.isin(_pair_keys(drawn, n), _pair_keys(checked, n))]
         if drawn is not None:
             blocks.append(drawn)
@@ -568,15 +573,28 @@ def _pair_keys(pairs: np.ndarray, n: int) -> np.ndarray:
 _SQUARE_FEATURES = 1 << 22
 
 
-def _top_right_singular_vectors(X: Any, rank: int) -> np.ndarray:
-    """The top ``rank`` right singular vectors of X (n x d, dense or CSR, n < d) as a d x k
-    matrix (k <= rank: directions of zero singular value are left out), from the n x n Gram
-    matrix ``X X^T = U diag(s^2) U^T``, ``V = X^T U / s``: never a d x d array."""
+def _top_right_singular_vectors(X: Any, rank: int) -> np.ndarray | None:
+    """The top ``rank`` right singular vectors of X (n x d, dense or CSR, n < d) as an
+    orthonormal d x rank matrix, from the n x n Gram matrix ``X X^T = U diag(s^2) U^T``,
+    ``V = X^T U / s``, never a d x d array; None where X has fewer than ``rank`` non-zero
+    singular values (the d x d path then completes the basis as before).
+
+    X is first brought to a largest ``|x|`` in [0.5, 1) by a power of two (the singular
+    vectors do not depend on its scale, the Gram matrix's range does), and V is made
+    orthonormal again by a QR factorisation: ``X^T U / s`` loses orthogonality along
+    small singular values, as the Gram matrix squares them."""
     A = X.astype(np.float64)
+    data = A.data if hasattr(A, "tocsr") else A
+    top = float(np.abs(data).max(initial=0.0))
+    if top == 0.0:
+        return None
+    A = A * np.ldexp(1.0, -int(np.frexp(top)[1]))
     gram = A @ A.T
     gram = gram.toarray() if hasattr(gram, "toarray") else np.asarray(gram)
     evals, U = np.linalg.eigh(0.5 * (gram + gram.T))
-    top = np.argsort(evals)[::-1][:rank]
-    top = top[evals[top] > evals.max(initial=0.0) * gram.shape[0] * np.finfo(float).eps]
-    V = np.asarray(A.T @ U[:, top]) / np.sqrt(evals[top])
-    return np.ascontiguousarray(V)
+    best = np.argsort(evals)[::-1][:rank]
+    floor = evals.max(initial=0.0) * gram.shape[0] * np.finfo(float).eps
+    if best.size < rank or not (evals[best] > floor).all():
+        return None
+    Q, R = np.linalg.qr(np.asarray(A.T @ U[:, best]) / np.sqrt(evals[best]))
+    return np.ascontiguousarray(Q * np.where(np.diag(R) < 0, -1.0, 1.0))
