@@ -330,8 +330,9 @@ class FactorTransformMixin:
                     np.matmul(F, P, out=out[s : s + step])
                 else:  # sparse features (a learner on raw sparse X): sparse @ dense
                     out[s : s + step] = F @ P
-            if not np.isfinite(out[s : s + step]).all():
-                out[s : s + step] = scaled_product(F, P, type(self).__name__)
+            bad = np.flatnonzero(~np.isfinite(out[s : s + step]).all(axis=1))
+            if bad.size:  # only these rows: their own scale, not the block's
+                out[s + bad] = scaled_product(F[bad], P, type(self).__name__)
         return out
 
     def transform(self, X: Any) -> np.ndarray:

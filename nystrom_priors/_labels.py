@@ -143,6 +143,8 @@ def _unlabeled_mask(arr: np.ndarray) -> np.ndarray:
 def _type_name(v: Any) -> str:
     if isinstance(v, numbers.Real):
         return "number"
+    if isinstance(v, bytes):  # np.bytes_ is bytes
+        return "bytes"
     return "str" if isinstance(v, str) else type(v).__name__  # np.str_ is a str
 
 
@@ -180,6 +182,14 @@ def _labeled_values(values: np.ndarray) -> np.ndarray:
                 "arrays drop it, so it would merge with the label without it. Rename it."
             )
         return values.astype(str)
+    if kind == "bytes":  # stored as numpy bytes (``S``), as a saved model keeps them
+        nul = next((v for v in values if v.endswith(b"\0")), None)
+        if nul is not None:
+            raise ValueError(
+                f"y holds the label {nul!r}, which ends with a NUL byte: numpy's bytes "
+                "arrays drop it, so it would merge with the label without it. Rename it."
+            )
+        return values.astype(bytes)
     try:
         np.unique(values)
     except TypeError:

@@ -29,18 +29,21 @@ def finite_products(GA: np.ndarray, GB: np.ndarray, owner: str) -> np.ndarray:
 
 
 def scaled_product(F: Any, P: np.ndarray, owner: str) -> np.ndarray:
-    """``F @ P`` computed at ``F / 2^e`` and scaled back (powers of two are exact), for a
-    block whose plain product overflowed: a partial sum can leave the range where the result
-    does not. Refused with a ValueError where the result itself is not finite."""
-    data = F.data if hasattr(F, "data") and not isinstance(F, np.ndarray) else F
-    top = float(np.abs(data).max(initial=0.0))
-    e = int(np.frexp(top)[1]) if np.isfinite(top) else 0
+    """``F @ P`` with each row of F computed at ``f / 2^e`` (its own e) and scaled back
+    (powers of two are exact), for rows whose plain product overflowed: a partial sum can
+    leave the range where the result does not, and one shared scale would flush the small
+    rows of the block to zero. Refused with a ValueError where a result is not finite."""
+    rows = F.tocsr() if hasattr(F, "tocsr") else np.asarray(F)
+    dense = rows.toarray() if hasattr(rows, "toarray") else rows
+    top = np.abs(dense).max(axis=1, initial=0.0).astype(np.float64)
+    e = np.where(np.isfinite(top) & (top > 0), np.frexp(top)[1], 0)
     with np.errstate(over="ignore", invalid="ignore"):
-        G = np.ldexp(np.asarray((F * np.ldexp(1.0, -e)) @ P), e).astype(P.dtype)
+        G = np.ldexp(np.ldexp(dense.astype(np.float64), -e[:, None]) @ P, e[:, None])
+    G = G.astype(P.dtype)
     if not np.isfinite(G).all():
         raise ValueError(
             f"the factor rows of this {owner} overflow {P.dtype} at max |features| = "
-            f"{top:.3g}: X @ projection is not finite. Rescale X."
+            f"{float(top.max(initial=0.0)):.3g}: X @ projection is not finite. Rescale X."
         )
     return G
 

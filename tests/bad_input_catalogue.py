@@ -625,7 +625,7 @@ _POLY64 = dict(kernel="poly", gamma=1e-3, degree=64, coef0=0.0)
 for _lam in (1.0, "auto"):
     case(
         f"GeneralizedNystrom.poly-kernel-scale-underflows-lam-{_lam}",
-        (ValueError, r"mu_max\^2 .* underflows float64.*max \|E\| = .*Rescale X or the kernel"),
+        (ValueError, r"mu_max\^2 .* underflows float64.*max \|E\| = .*rescale X or the kernel"),
     )(
         lambda _lam=_lam: fit(
             "GeneralizedNystrom", y=Y, lam=_lam, kernel=_fns().make_kernel(**_POLY64)

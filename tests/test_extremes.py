@@ -312,6 +312,9 @@ def test_a_product_whose_partial_sums_overflow_is_exact_or_refused():
         warnings.simplefilter("ignore", RuntimeWarning)
         assert not np.isfinite(F @ np.ones((3, 1))).all()  # the plain product overflows
     assert scaled_product(F, np.ones((3, 1)), "M")[0, 0] == 1e308
+    # each row at its own scale: one shared scale flushed the small row to zero
+    mixed = np.vstack([[1e-300, 2e-300, 3e-300], F])
+    np.testing.assert_array_equal(scaled_product(mixed, np.ones((3, 1)), "M"), [[6e-300], [1e308]])
     with pytest.raises(ValueError, match=r"factor rows of this M overflow float64 .* Rescale X"):
         scaled_product(np.array([[1e308, 1e308]]), np.ones((2, 1)), "M")
 

@@ -73,12 +73,15 @@ def _stretch_hint(
     if nd + ns == 0:
         return ""
     diff = G[I1[:nd]] - G[I2[:nd]]
-    v0 = np.concatenate(
-        [np.einsum("ij,ij->i", diff, diff), np.einsum("ij,ij->i", G[I1[nd:]], G[I2[nd:]])]
-    )
-    target = np.abs(b[: nd + ns])
+    A, C = G[I1[nd : nd + ns]], G[I2[nd : nd + ns]]
+    v0 = np.concatenate([np.einsum("ij,ij->i", diff, diff), np.einsum("ij,ij->i", A, C)])
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        ratio = np.maximum(target / np.abs(v0), np.abs(v0) / target)
+        d0 = v0[:nd]
+        ratio = np.maximum(b[:nd] / d0, d0 / b[:nd])
+        # a similarity can move freely within its pair's scale sqrt(K_ii K_jj) (0 is an
+        # ordinary target); only one far beyond it asks the diagonal to grow by that factor
+        scale = np.sqrt(np.einsum("ij,ij->i", A, A) * np.einsum("ij,ij->i", C, C))
+        ratio = np.concatenate([ratio, np.abs(b[nd : nd + ns]) / scale])
     ratio = np.where(np.isnan(ratio), 0.0, ratio)  # 0 asked of 0
     k = int(np.argmax(ratio))
     if not ratio[k] > 1e8:

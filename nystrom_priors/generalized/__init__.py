@@ -354,8 +354,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         labels, pairs_arr = self._side_information(y, pairs, X.n, params)
         rng = check_random_state(self.random_state)
         self._fit_landmarks(X, rng)
-        # the learning is m x m algebra between jitted parallel passes: with few landmarks one
-        # BLAS thread, so that no spinning BLAS worker holds a core the passes wait for
+        # m x m algebra between jitted passes: one BLAS thread, no spinning worker on a core
         with blas_threads(self.landmarks_.shape[0]):
             return self._fit_kernel(X, labels, pairs_arr, params, rng)
 
@@ -529,11 +528,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     def _check_scale(scale, El=None, prob=None) -> None:
         """Refuse a mu_max^2 that is 0 or outside the range the lam grid can span."""
         top = np.abs(El).max(initial=0.0) if El is not None else np.abs(prob.Mpre).max() ** 0.5
-        if not scale > 0.0 and top > 0.0:  # mu_max^2 underflowed, not a zero kernel
+        if not scale > 0.0 and top > 0.0:  # mu_max^2 underflowed: not a zero kernel
             raise ValueError(
                 f"The side information's scale mu_max^2 (mu_max: the largest eigenvalue of "
                 f"E^T E over the constrained rows) underflows float64: the kernel values are "
-                f"too small (max |E| = {top:.3g}). Rescale X or the kernel (gamma, coef0, degree)."
+                f"too small (max |E| = {top:.3g}). Use more landmarks or a wider kernel, or "
+                "rescale X or the kernel (gamma, coef0, degree)."
             )
         if not scale > 0.0:
             raise ValueError(
