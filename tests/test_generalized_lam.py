@@ -499,6 +499,46 @@ def test_stratified_folds_do_not_depend_on_class_names():
             np.testing.assert_array_equal(a, b)
 
 
+def test_stratified_folds_keep_copies_of_a_sample_together():
+    # a held-out row whose copy trained the round scores small lam too well (a duplicated
+    # digits set moved the default off the prior); groups of one deal the ungrouped folds
+    r = np.random.default_rng(4)
+    codes = r.integers(3, size=90)
+    X = r.normal(size=(90, 3))
+    X[45:] = X[:45]  # every row twice (the copies share the label: the codes below)
+    codes[45:] = codes[:45]
+    same = lam_cv.same_rows(X)
+    assert np.array_equal(same[45:], same[:45]) and np.unique(same).size == 45
+    for seed in range(20):
+        folds = lam_cv.stratified_folds(codes, 4, np.random.default_rng(seed), same)
+        assert np.array_equal(folds[45:], folds[:45])
+        sizes = np.bincount(folds, minlength=4)
+        assert sizes.max() - sizes.min() <= 2  # units of two: balanced up to one unit
+        plain = lam_cv.stratified_folds(codes, 4, np.random.default_rng(seed))
+        alone = lam_cv.stratified_folds(codes, 4, np.random.default_rng(seed), np.arange(90))
+        np.testing.assert_array_equal(plain, alone)
+
+
+def test_auto_deals_copies_of_a_labeled_sample_into_one_fold(monkeypatch):
+    seen = {}
+    original = lam_cv.cv_rounds
+
+    def spy(codes, n_folds, rank, rng, groups=None):
+        roles = original(codes, n_folds, rank, rng, groups)
+        seen.update(roles=roles, groups=groups)
+        return roles
+
+    monkeypatch.setattr(lam_cv, "cv_rounds", spy)
+    r = np.random.default_rng(5)
+    X = np.repeat(r.normal(size=(150, 3)), 2, axis=0)  # rows 2i and 2i + 1 are copies
+    y = np.repeat(np.where(r.random(150) < 0.4, (X[::2, 0] > 0).astype(int), -1), 2)
+    GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y)
+    roles, labeled = seen["roles"], np.flatnonzero(y >= 0)
+    pos = {int(i): k for k, i in enumerate(labeled)}
+    for i in labeled[::2]:  # each copy has the role of its twin in every round
+        np.testing.assert_array_equal(roles[:, pos[int(i)]], roles[:, pos[int(i) + 1]])
+
+
 def test_auto_chooses_the_same_lam_whatever_the_classes_are_called():
     """lam="auto" depends on which samples share a label, not on the labels' names: renamed
     classes (permuted integers, strings) give the same lam, path and kernel."""

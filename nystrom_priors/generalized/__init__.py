@@ -369,7 +369,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         E_of = lambda rows: _in_range(self._features_block(X.take(rows)))  # noqa: E731
         prior = (prior_projection * np.sqrt(self.eigenvalues_), self.eigenvalues_)  # U0, w
         if self._one_step(params, labels, pairs_arr):
-            rows, select, model = _lam_pairs.one_step_side(labels, pairs_arr, params, rng)
+            rows, select, model = _lam_pairs.one_step_side(labels, pairs_arr, params, rng, X.take)
             return self._fit_one_step(E_of(rows), select, model, prior, prior_projection, params)
         prob = self._problem(labels, pairs_arr, E_of, S0_eig)
         lam, solution, guess = self._choose_lam(

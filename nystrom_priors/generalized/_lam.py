@@ -84,14 +84,21 @@ _N_SPLITS = 3
 _CV_RANK_MAX = 120
 
 
-def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+def stratified_folds(
+    codes: np.ndarray, k: int, rng: np.random.Generator, groups: np.ndarray | None = None
+) -> np.ndarray:
     """Fold index in ``0 .. k-1`` per labeled sample.
 
     Each class is dealt round-robin, continuing where the previous class stopped, so folds
     differ in size by at most one and a class with at least k members is in every fold (a
     smaller class in as many folds as it has members). The classes are shuffled from the
     order of their first labeled sample, not from their codes, so that renaming the classes
-    deals the same folds (and lam="auto" chooses the same lam)."""
+    deals the same folds (and lam="auto" chooses the same lam).
+
+    ``groups`` (one id per sample): members of a class with the same id are dealt as one
+    unit, so copies of a sample never sit on both sides of a fold (a held-out row whose
+    copy trained the model scores small lam too well). Groups of one deal exactly the folds
+    of ``groups=None``."""
     folds = np.empty(codes.size, dtype=np.int64)
     offset = int(rng.integers(k))
     # each class's positions, ascending, from one stable sort: O(l log l), not O(l c); the
@@ -102,9 +109,20 @@ def stratified_folds(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.
     starts = np.cumsum(counts) - counts
     first = by_class[starts]
     for c in rng.permutation(np.argsort(first)):  # class indices, in first-appearance order
-        members = rng.permutation(by_class[starts[c] : starts[c] + counts[c]])
-        folds[members] = (offset + np.arange(members.size)) % k
-        offset += members.size
+        members = by_class[starts[c] : starts[c] + counts[c]]
+        if groups is None:
+            members = rng.permutation(members)
+            folds[members] = (offset + np.arange(members.size)) % k
+            offset += members.size
+            continue
+        # one unit per group, at its first member: permuting them consumes the generator as
+        # permuting the members does when every group is one sample
+        _, at, unit = np.unique(groups[members], return_index=True, return_inverse=True)
+        order = np.argsort(at)  # units in first-appearance order, as the members are
+        slot = np.empty(order.size, dtype=np.int64)
+        slot[order[rng.permutation(order.size)]] = np.arange(order.size)
+        folds[members] = (offset + slot[unit.reshape(-1)]) % k
+        offset += order.size
     return folds
 
 
@@ -157,8 +175,22 @@ def race(losses: np.ndarray, threshold: float, narrow: bool = False) -> np.ndarr
     return race_keep(np.ascontiguousarray(losses, dtype=np.float64), float(threshold), narrow)
 
 
+def same_rows(A: np.ndarray) -> np.ndarray:
+    """One id per row of A (n, d), equal for bitwise identical rows (``stratified_folds``'
+    groups): rows viewed as byte strings, O(n d) memory beyond A."""
+    A = np.ascontiguousarray(A)
+    if A.shape[0] == 0 or A.shape[1] == 0:
+        return np.zeros(A.shape[0], dtype=np.int64)
+    keys = A.view(np.dtype((np.void, A.dtype.itemsize * A.shape[1]))).reshape(-1)
+    return np.unique(keys, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
 def cv_rounds(
-    codes: np.ndarray, n_folds: int | None, rank: int, rng: np.random.Generator
+    codes: np.ndarray,
+    n_folds: int | None,
+    rank: int,
+    rng: np.random.Generator,
+    groups: np.ndarray | None = None,
 ) -> np.ndarray:
     """Roles (n_rounds, l) of the labeled rows per CV round: 1 train, 2 held out, 0 unused.
 
@@ -169,7 +201,8 @@ def cv_rounds(
     rows (and still scores its whole held-out fold), which bounds the selection's cost
     independently of l. lam is relative to each round's own mu_max^2, the scale of its data
     term, so it carries over to the model on all labels; a subset sees less data than the final
-    model and errs toward the larger lam, the prior's side."""
+    model and errs toward the larger lam, the prior's side. ``groups``: as in
+    ``stratified_folds``."""
     many = codes.size <= _MANY_SPLITS_MAX
     n_splits = _N_SPLITS if many else 1
     if n_folds is None:
@@ -178,18 +211,18 @@ def cv_rounds(
     roles = []
     capped = min(codes.size, rank) > _CV_RANK_MAX  # else no round can exceed the cap
     for _split in range(n_splits):
-        folds = stratified_folds(codes, k, rng)
+        folds = stratified_folds(codes, k, rng, groups)
         split = np.where(folds[None, :] == np.arange(k)[:, None], 2, 1).astype(np.int8)
         for role in split if capped else ():
             train = np.flatnonzero(role == 1)
             if min(train.size, rank) > _CV_RANK_MAX:
-                groups = stratified_folds(codes[train], -(-train.size // _CV_RANK_MAX), rng)
-                role[train[groups != 0]] = 0
+                part = stratified_folds(codes[train], -(-train.size // _CV_RANK_MAX), rng)
+                role[train[part != 0]] = 0
         roles.append(split)
     return np.concatenate(roles)
 
 
-def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
+def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
     """Cross-validated exponent e (lam = mu_max^2 10^e) or None for the prior.
 
     ``PE`` (l, r): the labeled rows of E in S0's eigen-coordinates (``E_l U0``); ``w`` (r,):
@@ -198,7 +231,9 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     them: ties in ``race`` and ``choose`` go to the larger lam) and then the prior. A
     candidate raced out after a split (``race``) reports the means of the folds that scored
     it (all of them, the prior too, when a split leaves no candidate in the race).
-    ``n_folds``: folds per split, None for the default (``cv_rounds``).
+    ``n_folds``: folds per split, None for the default (``cv_rounds``); ``groups``: one id
+    per labeled row, equal for identical rows, which the folds keep together
+    (``stratified_folds``).
     """
     import numba
 
@@ -208,7 +243,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds):
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
     # labels of two classes or more (``_lam_pairs.can_score``): some round trains and holds out
-    roles, ends = informative_rounds(cv_rounds(codes, n_folds, w.size, rng), codes)
+    roles, ends = informative_rounds(cv_rounds(codes, n_folds, w.size, rng, groups), codes)
     rel = np.concatenate([10.0 ** np.asarray(exps, dtype=np.float64), [np.inf]])
     if roles.shape[0] == 0:  # the caller keeps the prior and says why
         return None, np.full(rel.size, np.nan), np.full(rel.size, np.nan)

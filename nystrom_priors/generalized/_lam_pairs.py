@@ -179,17 +179,19 @@ def onestep_pairs_model(PE, w, ia, ib, must, rel_lam):
         return _lam.onestep_at(w, Vc, mu, C, R, rel_lam)
 
 
-def one_step_side(labels, pairs, params, rng):
+def one_step_side(labels, pairs, params, rng, take=None):
     """``(rows, select, model)`` of GeneralizedNystrom's one-step model on labels or, without
     them, on pairs: the rows of X it reads, ``select(PE, w)`` -> (exponent or None, criterion
     path, error path) and ``model(PE, w, rel_lam)`` -> (G_r, lam), PE the rows in S0's
-    eigen-coordinates."""
+    eigen-coordinates. ``take(rows)``: X's rows, whose copies among the labeled ones the
+    labels' folds keep together (``_lam.stratified_folds``)."""
     grid, cv = params["grid"], params["cv"]
     if labels is not None:  # cv None: select_lam's own folds
         codes, c = labels.codes, labels.n_classes
+        same = (lambda: None) if take is None else (lambda: _lam.same_rows(take(labels.index)))
         return (
             labels.index,
-            lambda PE, w: _lam.select_lam(PE, w, codes, c, grid, rng, cv),
+            lambda PE, w: _lam.select_lam(PE, w, codes, c, grid, rng, cv, same()),
             lambda PE, w, rel: _lam.onestep_model(PE, w, codes, c, rel),
         )
     pts, inv = np.unique(pairs[:, :2], return_inverse=True)
