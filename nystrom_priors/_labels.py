@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import is_missing, is_sparse
+from ._validation import is_missing, is_sparse, refuse_masked
 
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
@@ -78,6 +78,7 @@ def _as_label_array(y: Any) -> np.ndarray:
     mixing strings and numbers becomes an object array (``np.asarray`` would turn the marker
     ``-1`` into the string ``'-1'``).
     """
+    refuse_masked(y, "y")
     if is_sparse(y):
         raise TypeError(
             "y must be a dense 1-D array of class labels (one per sample, -1 for unlabeled), "

@@ -90,15 +90,7 @@ def check_array(
             f"{name} must be a dense array, got a sparse matrix of type {type(X).__name__}; "
             "call .toarray() first."
         )
-    if isinstance(X, np.ma.MaskedArray) and np.ma.getmaskarray(X).any():
-        # np.asarray would silently read the values behind the mask
-        mask = np.ma.getmaskarray(X)
-        first = tuple(int(i) for i in np.argwhere(mask)[0])
-        raise ValueError(
-            f"{name} is a masked array with {int(mask.sum())} masked entries (the first at "
-            f"index {first}), which a kernel cannot evaluate; fill them ({name}.filled(value)) "
-            "or drop those samples first."
-        )
+    refuse_masked(X, name)
     try:
         arr = np.asarray(X)
     except Exception as exc:  # ragged nested lists, exotic objects
@@ -204,9 +196,23 @@ def is_sparse(X: Any) -> bool:
     return not isinstance(X, np.ndarray) and all(hasattr(X, a) for a in ("tocsr", "nnz", "format"))
 
 
+def refuse_masked(x: Any, name: str) -> None:
+    """Refuse a numpy masked array with masked entries: ``np.asarray`` would silently read
+    the values behind the mask."""
+    if isinstance(x, np.ma.MaskedArray) and np.ma.getmaskarray(x).any():
+        mask = np.ma.getmaskarray(x)
+        first = tuple(int(i) for i in np.argwhere(mask)[0])
+        raise ValueError(
+            f"{name} is a masked array with {int(mask.sum())} masked entries (the first at "
+            f"index {first}), which cannot be evaluated; fill them ({name}.filled(value)) or "
+            "drop those entries first."
+        )
+
+
 def dense_array(x: Any, name: str, form: str) -> np.ndarray:
-    """``np.asarray(x)``, refusing a scipy sparse matrix and a ragged sequence with messages
-    that start with ``form`` (what ``name`` must be)."""
+    """``np.asarray(x)``, refusing a scipy sparse matrix, a masked array with masked entries
+    and a ragged sequence with messages that start with ``form`` (what ``name`` must be)."""
+    refuse_masked(x, name)
     if is_sparse(x):
         raise TypeError(
             f"{form}; got a sparse matrix of type {type(x).__name__} and shape {x.shape}. "

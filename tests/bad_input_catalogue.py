@@ -772,6 +772,15 @@ case(
     "pair_distance.ragged",
     (ValueError, r"pairs must be point pairs of shape \(n_pairs, 2, n_features\).*ragged"),
 )(lambda: fit("Nystrom").pair_distance([[X[0], X[1]], [X[2]]]))
+# masked entries were read as the values behind the mask
+case("pair_score.masked-pairs", (ValueError, r"pairs is a masked array with 1 masked entries"))(
+    lambda: fit("Nystrom").pair_score(
+        np.ma.masked_array(X[:12].reshape(6, 2, 4), mask=np.arange(48).reshape(6, 2, 4) == 5)
+    )
+)
+case("GeneralizedNystrom.masked-labels", (ValueError, r"y is a masked array with 1 masked"))(
+    lambda: fit("GeneralizedNystrom", y=np.ma.masked_array(Y, mask=np.arange(40) == 3))
+)
 # the error named X, which the call does not have
 for _method in ("pair_score", "pair_distance"):
     case(
