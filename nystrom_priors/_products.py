@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ._unit_rows import row_norms
+
 __all__ = ["finite_products", "pair_distances", "pair_scores", "scaled_product"]
 
 
@@ -33,8 +35,7 @@ def scaled_product(F: Any, P: np.ndarray, owner: str) -> np.ndarray:
     (powers of two are exact), for rows whose plain product overflowed: a partial sum can
     leave the range where the result does not, and one shared scale would flush the small
     rows of the block to zero. Refused with a ValueError where a result is not finite."""
-    rows = F.tocsr() if hasattr(F, "tocsr") else np.asarray(F)
-    dense = rows.toarray() if hasattr(rows, "toarray") else rows
+    dense = F.toarray() if hasattr(F, "toarray") else np.asarray(F)
     top = np.abs(dense).max(axis=1, initial=0.0).astype(np.float64)
     e = np.where(np.isfinite(top) & (top > 0), np.frexp(top)[1], 0)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -66,10 +67,7 @@ def pair_distances(GA: np.ndarray, GB: np.ndarray, owner: str) -> np.ndarray:
     squares of entries past 1e154 overflow where the distance does not); refused where the
     distance itself overflows float64."""
     with np.errstate(over="ignore", invalid="ignore"):
-        D = GA - GB
-        top = np.abs(D).max(axis=1, initial=0.0)
-        unit = np.divide(D, top[:, None], out=np.zeros_like(D), where=top[:, None] > 0)
-        dist = top * np.sqrt(np.einsum("ij,ij->i", unit, unit))
+        dist = row_norms(GA - GB)
     if not np.isfinite(dist).all():
         raise ValueError(
             f"the learned distance of this {owner} overflows float64 on these pairs (factor "
