@@ -17,6 +17,7 @@ so on data without exact ties (distances equal to the last bit) the neighbours a
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -249,7 +250,31 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
     S : scipy.sparse.csr_matrix of shape (n, n), symmetric
     sigma : float or None
         The width used (None for binary weights).
+
+    Warns
+    -----
+    UserWarning
+        Where Gaussian weights leave a sample without any edge (every one of them underflows
+        at a sigma far below its neighbours' distances): a graph Laplacian's normalisation
+        is undefined there (:class:`BCDNPKL` refuses such a graph).
     """
+    S, sigma = _knn_graph(X, n_neighbors, weights, sigma)
+    lone = np.flatnonzero(np.diff(S.indptr) == 0)
+    if lone.size and sigma is not None:  # a binary edge is never lost
+        warnings.warn(
+            f"knn_graph: {lone.size} of {S.shape[0]} samples (e.g. sample {int(lone[0])}) have "
+            f"no edge left: exp(-d^2 / (2 sigma^2)) underflows to 0 at sigma={sigma:.3g} for "
+            "all their neighbours. Use a larger sigma (or sigma=None: half the mean distance "
+            "to the 10 nearest neighbours).",
+            UserWarning,
+            stacklevel=2,
+        )
+    return S, sigma
+
+
+def _knn_graph(X: Any, n_neighbors: int, weights: str, sigma: float | None):
+    """``knn_graph`` without its warning, for callers that refuse an isolated sample
+    themselves (``normalized_laplacian``)."""
     import scipy.sparse as sp
 
     X = check_array(X, accept_sparse=True)

@@ -164,6 +164,12 @@ def _labeling(labels: Any, name: str) -> np.ndarray:
                 f"{other!r}) and {type(text).__name__} (e.g. {text!r}); numpy would compare "
                 "them as strings. Use one type."
             )
+        nul = next((v for v in values if v.endswith("\0" if isinstance(v, str) else b"\0")), None)
+        if nul is not None:  # "a\0" would become "a": two labels silently one
+            raise ValueError(
+                f"{name} holds the label {nul!r}, which ends with a NUL character: numpy's "
+                "string arrays drop it, so it would merge with the label without it. Rename it."
+            )
     if a.dtype.kind == "c":
         raise ValueError(f"{name} holds complex numbers ({a.dtype}); labels must be real.")
     if a.dtype.kind == "f" and not np.isfinite(a).all():

@@ -51,6 +51,7 @@ from ._graph import (
     _WEIGHTS,
     _as_float,
     _exponent,
+    _knn_graph,
     _knn_scaled,
     _rows_equal,
     _sq_norms,
@@ -307,7 +308,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         P = self._pairs(n, y, pairs, rng)
 
         if graph == "knn":
-            S, sigma = knn_graph(X, k, weights=weights, sigma=self.sigma)
+            S, sigma = _knn_graph(X, k, weights, self.sigma)
         else:
             _warn_quadratic(
                 n * n,

@@ -661,6 +661,15 @@ case(
     "normalized_mutual_info.mixed-number-and-string",
     (ValueError, r"labels_pred mixes labels of different types: int \(e.g. 2\) and str"),
 )(lambda: _fns().normalized_mutual_info([0, 0, 1], ["a", "a", 2]))
+# a list's strings became a numpy string array, which drops a trailing NUL: "a\0" scored as "a"
+case(
+    "normalized_mutual_info.nul-ending-label",
+    (ValueError, r"labels_true holds the label 'a\\x00', which ends with a NUL"),
+)(lambda: _fns().normalized_mutual_info(["a", "a\0", "b"], [0, 1, 2]))
+case(
+    "pair_accuracy.nul-ending-bytes-label",
+    (ValueError, r"labels_pred holds the label b'y\\x00', which ends with a NUL"),
+)(lambda: _fns().pair_accuracy([0, 1, 2], [b"x", b"y\0", b"y"]))
 case("pair_accuracy.sparse-pairs", (ValueError, r"got a sparse csr_matrix; call .toarray"))(
     lambda: _fns().pair_accuracy([0, 1, 1], [0, 1, 1], pairs=_csr(np.array([[0, 1]])))
 )

@@ -214,6 +214,23 @@ def test_bregman_learners_name_overflow_and_underflow(cls, scale, word):
             cls(init="linear", max_iter=20).fit(X, pairs=PAIRS)
 
 
+@pytest.mark.parametrize("cls", [npr.LogDetKernelLearner, npr.VonNeumannKernelLearner])
+def test_bregman_learners_name_a_width_that_maps_samples_to_zero(cls):
+    """A Gaussian width far below the squared distances maps every sample that is not a
+    landmark to 0 in the initial kernel: its pairs have zero length. The message names the
+    width (it said only 'zero length', pointing at the pairs)."""
+    X = _data()
+    with pytest.raises(ValueError, match=r"every pair has zero length.*width 1e-300"):
+        cls(width=1e-300, n_landmarks=3, max_iter=20).fit(X, pairs=PAIRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", npr.exceptions.InfeasibleConstraintsWarning)
+        # samples 0-5 are the landmarks, and only pair (6, 9) joins two others (small integers:
+        # a landmark's distance to itself is exactly 0, not round-off over a width of 1e-300)
+        X = np.round(4 * X)
+        with pytest.warns(UserWarning, match=r"^1 pair.*1 of them .*maps to 0.*width 1e-300"):
+            cls(width=1e-300, landmarks=X[:6], max_iter=20).fit(X, pairs=PAIRS)
+
+
 @pytest.mark.parametrize("rule", ["percentile", "relative"])
 @pytest.mark.parametrize("scale, word", [(1e160, "overflow"), (1e-300, "underflow")])
 def test_distance_bounds_name_overflow_and_underflow(rule, scale, word):

@@ -939,6 +939,20 @@ def test_lam_selection_exposes_the_path(rng):
     assert np.all((auto.cv_error_path_ >= 0) & (auto.cv_error_path_ <= 1))
 
 
+def test_nka_says_when_its_criterion_cannot_choose(rng):
+    """One labeled class: eq. (12)'s label alignment is 0 along the whole path, and its
+    argmax is the grid's first (largest) lam by position, not by the data. A warning says so;
+    a path that varies gives none."""
+    X, y, _ = _toy(rng)
+    one = np.where(y == -1, -1, 0)
+    with pytest.warns(UserWarning, match=r"lam='nka': eq. \(12\)'s criterion is 0 at every lam"):
+        model = GeneralizedNystrom(n_landmarks=20, lam="nka", random_state=0).fit(X, one)
+    assert model.lam_ == model.lam_path_.max() and np.all(model.criterion_path_ == 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        GeneralizedNystrom(n_landmarks=20, lam="nka", random_state=0).fit(X, y)
+
+
 def test_pairs_only_fit_and_mixed(rng, monkeypatch):
     X, y, y_true = _toy(rng, n=100, n_labels=20)
     pairs = labels_to_pairs(np.where(np.arange(100) < 40, y_true, -1), 60, random_state=0)

@@ -131,6 +131,21 @@ def test_knn_graph_is_symmetrised_union():
     assert sigma == pytest.approx(0.5 * np.sort(D + np.diag(np.full(40, np.inf)), 1)[:, :10].mean())
 
 
+def test_knn_graph_warns_about_samples_whose_gaussian_edges_all_underflow():
+    """A sigma far below the neighbour distances leaves samples without any edge (their
+    weights are 0 and dropped); the graph said nothing and only BCDNPKL refused it later.
+    One far-off sample loses its edges at a sigma that keeps the others'."""
+    rng = np.random.default_rng(2)
+    X = np.vstack([rng.normal(scale=0.01, size=(30, 2)), [[100.0, 100.0]]])
+    with pytest.warns(UserWarning, match=r"1 of 31 samples \(e.g. sample 30\) have no edge"):
+        S, _ = knn_graph(X, 3, weights="gaussian", sigma=1.0)
+    assert np.diff(S.indptr)[30] == 0 and (np.diff(S.indptr)[:30] > 0).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        knn_graph(X, 3, weights="gaussian", sigma=100.0)  # every sample keeps an edge
+        knn_graph(X, 3)  # binary edges are never lost
+
+
 @pytest.mark.parametrize("solver", ["lu", "cg"])
 @given(seed=st.integers(0, 10_000), l=st.integers(2, 30))
 def test_schur_complement_identity(solver, seed, l):

@@ -18,7 +18,7 @@ import numpy as np
 from .._validation import check_array, check_option, check_random_state, check_scalar
 from ..side_info import check_pairs
 
-__all__ = ["distance_bounds", "pair_lengths"]
+__all__ = ["distance_bounds", "pair_lengths", "zero_length_message"]
 
 _TINY = float(np.finfo(np.float64).tiny)
 
@@ -62,6 +62,47 @@ _BOUND_RULES = ("percentile", "relative")
 # a pair whose factor rows differ by less than this (relative) has length zero for the learner:
 # Bregman projections keep its distance at exactly 0 (metric-learn divides by it and crashes)
 _ZERO_LENGTH = 1e-12
+
+
+def zero_length_message(
+    D: np.ndarray,
+    zero: np.ndarray,
+    differ: np.ndarray,
+    A: np.ndarray,
+    B: np.ndarray,
+    learner: Any,
+    every: bool = False,
+) -> str:
+    """What to say about the pairs ``D[zero]`` of zero length in the initial kernel
+    (``pair_lengths``' ``zero`` and ``differ``; ``A``, ``B``: the pairs' rows of the initial
+    factor): a warning that they are skipped, or with ``every`` the error that nothing is left
+    to learn. Where both rows of such a pair are zero the kernel maps the samples to 0, which
+    for a distance kernel with ``init="nystrom"`` means that every value ``k(x, z)``
+    underflowed, and the message names the width used: "zero length" alone points at the
+    pairs, not at the width."""
+    if every:
+        text = "every pair has zero length in the initial kernel; nothing to learn."
+        under = int((zero & differ).sum())
+        if under:
+            text += (
+                f" {under} of them join different rows whose squared distance underflows "
+                "float64: rescale X or the kernel (width, kernel_gamma)."
+            )
+    else:
+        first = D[np.flatnonzero(zero)[0], :2].tolist()
+        text = (
+            f"{int(zero.sum())} pair(s) have zero length in the initial kernel (e.g. {first}); "
+            "Bregman projections cannot change their distance, so they are skipped."
+        )
+    null = zero & ~A.any(axis=1) & ~B.any(axis=1)
+    width = getattr(learner, "width_", None)
+    if null.any() and getattr(learner, "init_", None) == "nystrom" and isinstance(width, float):
+        text += (
+            f" {int(null.sum())} of them join samples that the initial kernel maps to 0 (their "
+            f"kernel values with every landmark underflow): the width {width:.3g} is far below "
+            "their distances; pass a larger width."
+        )
+    return text
 
 
 def _zero_length_tol(dtype: Any) -> float:

@@ -51,6 +51,7 @@ from ._bounds import (
     _zero_length_tol,
     distance_bounds,
     pair_lengths,
+    zero_length_message,
 )
 from ._diagnostics import _farkas_certificate, _stretch_hint
 
@@ -346,28 +347,14 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 )
             G0.prefetch(D[:, :2])
             zero_tol = _zero_length_tol(G0.dtype)
-            zero, differ = pair_lengths(
-                G0[D[:, 0]], G0[D[:, 1]], zero_tol, f"{type(self).__name__} (initial kernel)"
-            )
-            if zero.all() and sim_pairs is None:
-                under = int((zero & differ).sum())
-                raise ValueError(
-                    "every pair has zero length in the initial kernel; nothing to learn."
-                    + (
-                        f" {under} of them join different rows whose squared distance "
-                        "underflows float64: rescale X or the kernel (width, kernel_gamma)."
-                        if under
-                        else ""
-                    )
-                )
+            A, B = G0[D[:, 0]], G0[D[:, 1]]
+            zero, differ = pair_lengths(A, B, zero_tol, f"{type(self).__name__} (initial kernel)")
             if zero.any():
-                warnings.warn(
-                    f"{int(zero.sum())} pair(s) have zero length in the initial kernel (e.g. "
-                    f"{D[np.flatnonzero(zero)[0], :2].tolist()}); Bregman projections cannot "
-                    "change their distance, so they are skipped.",
-                    UserWarning,
-                    stacklevel=_user_stacklevel(),
-                )
+                every = bool(zero.all()) and sim_pairs is None
+                text = zero_length_message(D, zero, differ, A, B, self, every)
+                if every:
+                    raise ValueError(text)
+                warnings.warn(text, UserWarning, stacklevel=_user_stacklevel())
                 D, given = D[~zero], given[~zero]
             missing = np.isnan(given)
             if missing.any():

@@ -425,6 +425,21 @@ def _path_nka(prob, lams, labels, solve_kw, progress):
         crit[k] = rho1 * rho2
         sols.append((S, it, cert, ok))
         progress.update(lam=lam, criterion=crit[k], iterations=it)
+    if crit.size > 1 and np.ptp(crit) <= 1e-12 * max(1.0, float(np.abs(crit).max())):
+        import warnings
+
+        from .._feature_names import _user_stacklevel
+
+        # argmax of a flat path is its first entry: the largest lam, by default and not by
+        # the data's choice
+        warnings.warn(
+            f"lam='nka': eq. (12)'s criterion is {crit[0]:.6g} at every lam of the grid, so it "
+            "does not choose one; the largest was kept. The side information does not move the "
+            "alignments (e.g. one labeled class); pass lam as a number or use "
+            "lam='auto'.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
     return crit, sols
 
 
