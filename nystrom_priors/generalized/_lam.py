@@ -99,6 +99,8 @@ def stratified_folds(
     unit, so copies of a sample never sit on both sides of a fold (a held-out row whose
     copy trained the model scores small lam too well). Groups of one deal exactly the folds
     of ``groups=None``."""
+    if groups is not None and np.unique(groups).size == groups.size:
+        groups = None  # every group one sample: the same folds, without a unique per class
     folds = np.empty(codes.size, dtype=np.int64)
     offset = int(rng.integers(k))
     # each class's positions, ascending, from one stable sort: O(l log l), not O(l c); the
