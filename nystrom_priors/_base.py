@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._kernel_param import _KernelAttribute
 from ._products import finite_products, pair_distances, pair_scores, scaled_product
 from ._rows import is_dask_array
 
@@ -29,6 +30,12 @@ def atomic_fit(fit: Callable) -> Callable:
         from ._feature_names import record_feature_names
 
         saved = dict(self.__dict__)
+        # a fit starts afresh: a fitted attribute of an earlier fit that this one does not set
+        # (landmarks_ after init="linear") would describe another model, and save refuses it
+        params = set(self.get_params(deep=False)) if hasattr(self, "get_params") else set()
+        for key in [k for k in saved if k.endswith("_") and not k.startswith("__")]:
+            if key not in params:
+                del self.__dict__[key]
         try:
             # every parameter, also one the chosen kernel ignores (degree with "rbf"), as
             # save and load check them: a model that fits can always be saved
@@ -161,46 +168,6 @@ def _short_repr(value: Any) -> str:
         return f"<array shape={value.shape} dtype={value.dtype}>"
     r = repr(value)
     return r if len(r) <= 60 else r[:57] + "..."
-
-
-class _KernelName(str):
-    """The ``kernel`` parameter (a plain string value) that can also be called.
-
-    ``model.kernel == "rbf"`` compares the parameter; ``model.kernel(A, B=None)`` evaluates
-    the learned kernel ``G_A G_B^T`` (see :meth:`FactorTransformMixin._learned_kernel`).
-    """
-
-    def __call__(self, A: Any, B: Any = None) -> np.ndarray:
-        return self._owner._learned_kernel(A, B)
-
-    def __reduce__(self):  # copies and pickles are the plain string
-        return (str, (str(self),))
-
-
-class _KernelAttribute:
-    """Data descriptor reconciling the ``kernel`` parameter with the ``kernel()`` method.
-
-    The parameter is stored unchanged in ``__dict__['kernel']`` (so ``get_params`` returns the
-    very object passed to ``__init__``, as ``sklearn.base.clone`` requires); attribute access
-    returns it wrapped so that it is also callable.
-    """
-
-    __doc__ = _KernelName.__doc__
-
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        if obj is None:
-            return self
-        raw = obj.__dict__.get("kernel", None)
-        if isinstance(raw, str):
-            wrapped = _KernelName(raw)
-            wrapped._owner = obj
-            return wrapped
-        if raw is None:
-            return obj._learned_kernel
-        return raw
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        obj.__dict__["kernel"] = value
 
 
 def _transform_block(block: np.ndarray, model: Any) -> np.ndarray:

@@ -30,7 +30,8 @@ def _ratio(num: float, a: float, b: float, *, zero: float | None = None) -> floa
             "Alignment is undefined when a (centred) kernel is zero; got a kernel with zero "
             "Frobenius norm."
         )
-    return float(num / den)
+    # Cauchy-Schwarz bounds it by 1; rounding in the three products does not know that
+    return float(min(max(num / den, -1.0), 1.0))
 
 
 def _unit_scale(A: np.ndarray) -> np.ndarray:
@@ -43,11 +44,21 @@ def _unit_scale(A: np.ndarray) -> np.ndarray:
     return np.ldexp(A, -int(np.frexp(amax)[1]))
 
 
+def _centred_or_zero(C: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``C``, the centred ``M`` (a kernel or a factor), or exactly 0 where ``C`` is round-off:
+    centring a constant leaves about eps |M| per entry, whose direction is noise, and scoring
+    it gave an alignment of +-1 or 0 as the constant's bits fell. Every entry of M carries
+    eps / 2 relative error already, so a centred part below ``16 eps ||M||_F`` says nothing."""
+    if np.linalg.norm(C) <= 16 * np.finfo(np.float64).eps * np.linalg.norm(M):
+        return np.zeros_like(C)
+    return C
+
+
 def _dense(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None = None) -> float:
     """Alignment of validated float64 kernel matrices (``zero``: value for a zero kernel)."""
     if centered:
-        A = A - A.mean(axis=0) - A.mean(axis=1)[:, None] + A.mean()
-        B = B - B.mean(axis=0) - B.mean(axis=1)[:, None] + B.mean()
+        A = _centred_or_zero(A - A.mean(axis=0) - A.mean(axis=1)[:, None] + A.mean(), A)
+        B = _centred_or_zero(B - B.mean(axis=0) - B.mean(axis=1)[:, None] + B.mean(), B)
     return _ratio(float(np.vdot(A, B)), float(np.vdot(A, A)), float(np.vdot(B, B)), zero=zero)
 
 
@@ -67,8 +78,8 @@ def _factored(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None =
         return _factored_sparse(A, B, centered, zero)
     if centered:
         # H A A^T H = (H A)(H A)^T: centring the kernel subtracts the column means of A
-        A = A - A.mean(axis=0)
-        B = B - B.mean(axis=0)
+        A = _centred_or_zero(A - A.mean(axis=0), A)
+        B = _centred_or_zero(B - B.mean(axis=0), B)
     n, r1, r2 = A.shape[0], A.shape[1], B.shape[1]
     if 2 * n * n < r1 * r2 + r1 * r1 + r2 * r2:
         K1 = A @ A.T
@@ -92,7 +103,7 @@ def _factored_sparse(A: np.ndarray, B: Any, centered: bool, zero: float | None) 
     ``D = B^T B`` (sparse) and ``u = B^T 1 / sqrt(n)``,
     ``||(HB)^T HB||^2 = ||D - u u^T||^2 = ||D||^2 - 2 u^T D u + ||u||^4``."""
     if centered:
-        A = A - A.mean(axis=0)
+        A = _centred_or_zero(A - A.mean(axis=0), A)
     AtB = np.asarray(B.T @ A)  # (r2, r1)
     AtA = A.T @ A
     D = (B.T @ B).tocsr()

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ._feature_names import _user_stacklevel
 from ._labels import (
     Labels,
     _as_label_array,
@@ -138,7 +139,7 @@ def check_pairs(
             f"{name} holds {canon.shape[0] - uniq.shape[0]} duplicated constraint(s); they are "
             "counted once.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
     keys, counts = np.unique(uniq[:, :2], axis=0, return_counts=True)
     if (counts > 1).any():

@@ -152,3 +152,33 @@ def test_factored_alignment_of_a_sparse_single_class_is_exactly_zero():
     A = np.random.default_rng(0).normal(size=(13, 4))
     B = sp.csr_matrix(np.ones((13, 1)))
     assert _factored(A, B, True, zero=0.0) == 0.0 == _factored(A, B.toarray(), True, zero=0.0)
+
+
+@pytest.mark.parametrize(
+    "c1, c2, n",
+    [(0.1, 1 / 3, 50), (0.1, 0.1, 5), (0.3, 0.1, 3), (0.7, 1e-3, 17), (1e200, 3.0, 9)],
+)
+def test_alignment_of_constant_kernels_is_refused_for_every_constant(c1, c2, n):
+    """A centred constant kernel is zero; its round-off residue used to be scored, so that
+    two constants came out perfectly aligned (1.0), anti-aligned (-1.0) or refused as the
+    constants' bits fell. Every constant and size is now refused alike, dense and factored."""
+    K1, K2 = np.full((n, n), c1), np.full((n, n), c2)
+    other = np.eye(n)
+    for A, B in [(K1, K2), (K1, other), (other, K2)]:
+        with pytest.raises(ValueError, match="zero Frobenius norm"):
+            alignment(A, B)
+    G1, G2 = np.full((n, 1), np.sqrt(c1)), np.full((n, 2), np.sqrt(c2))
+    with pytest.raises(ValueError, match="zero Frobenius norm"):
+        factored_alignment(G1, G2)
+    assert alignment(K1, K2, centered=False) == pytest.approx(1.0)
+
+
+def test_alignment_stays_within_its_bounds_and_sees_small_variation_on_a_constant(rng):
+    """Cauchy-Schwarz bounds the alignment by 1 (a multiple gave 1.0000000000000002), and a
+    real variation on a large constant is still scored, not taken for round-off."""
+    G = rng.normal(size=(10, 3))
+    K = G @ G.T
+    for s in (3.0, 7.0, 0.1, 1e-5):
+        assert -1.0 <= alignment(K, s * K) <= 1.0 and alignment(K, s * K) == pytest.approx(1.0)
+    assert alignment(K, K + 1e6) == pytest.approx(1.0, abs=1e-6)
+    assert factored_alignment(G, G + 1e6) == pytest.approx(1.0, abs=1e-6)

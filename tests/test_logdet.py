@@ -316,6 +316,24 @@ def test_default_bounds_rules():
     assert np.allclose(pct, [lo, hi, lo])
 
 
+@pytest.mark.parametrize("cls", [LogDetKernelLearner, VonNeumannKernelLearner])
+def test_a_pair_given_twice_keeps_its_tightest_bound(cls):
+    """The same pair with two bounds: the first copy's bound alone was kept, so a stricter
+    one was dropped while converged_ said the constraints were met. Now the tightest is kept
+    (smallest upper bound of a must-link, largest lower bound of a cannot-link), with a
+    warning, and the learned distances meet it."""
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    pairs = [[0, 3, 1], [3, 0, 1], [1, 2, -1], [2, 1, -1], [5, 6, 1]]
+    with pytest.warns(UserWarning, match=r"2 pair\(s\) are given more than once with different"):
+        m = cls(init="linear", random_state=0).fit(X, pairs=pairs, bounds=[0.5, 0.1, 5, 50, 1])
+    assert m.pairs_.tolist() == [[0, 3, 1], [1, 2, -1], [5, 6, 1]]
+    np.testing.assert_allclose(m.bounds_, [0.1, 50.0, 1.0])
+    G = m.transform(X)
+    d = ((G[[0, 1, 5]] - G[[3, 2, 6]]) ** 2).sum(axis=1)
+    assert m.converged_
+    assert d[0] <= 0.1 * (1 + 1e-3) and d[1] >= 50 * (1 - 1e-3)  # to the default tol
+
+
 def test_zero_length_pairs_are_skipped_with_a_warning():
     rng = np.random.default_rng(9)
     X = rng.normal(size=(20, 3))

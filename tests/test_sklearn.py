@@ -45,6 +45,42 @@ def test_clone_keeps_parameters_and_drops_fit():
     assert not hasattr(c, "B_")
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda k: npr.Nystrom(n_landmarks=8, kernel=k, random_state=0),
+        lambda k: npr.GeneralizedNystrom(n_landmarks=8, kernel=k, lam=1e-3, random_state=0),
+        lambda k: npr.LogDetKernelLearner(n_landmarks=8, kernel=k, gamma=1.0, random_state=0),
+    ],
+    ids=["Nystrom", "GeneralizedNystrom", "LogDetKernelLearner"],
+)
+def test_kernel_method_is_the_learned_kernel_when_the_parameter_is_a_spec(make):
+    """``model.kernel(A)`` evaluates the learned kernel ``G_A G_A^T`` whether the parameter is a
+    name or a :class:`KernelSpec`; with a spec it called the spec (the base kernel, even on an
+    unfitted model). The parameter itself still reads, compares, clones and pickles as the
+    spec."""
+    import pickle
+
+    from sklearn.base import clone
+
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    y = np.arange(40) % 3
+    spec = npr.make_kernel("rbf", width=2.0)
+    with pytest.raises(npr.exceptions.NotFittedError):
+        make(spec).kernel(X[:5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # convergence notices
+        model = make(spec).fit(X, y)
+        by_name = make("rbf").set_params(width=2.0).fit(X, y)
+    G = model.transform(X[:5])
+    np.testing.assert_allclose(model.kernel(X[:5]), G @ G.T, atol=1e-12)
+    np.testing.assert_allclose(model.kernel(X[:5]), by_name.kernel(X[:5]), atol=1e-12)
+    assert not np.allclose(model.kernel(X[:5]), spec(X[:5]))  # not the base kernel
+    assert model.kernel == spec and isinstance(model.kernel, npr.KernelSpec)
+    assert model.get_params()["kernel"] is spec and clone(model).kernel == spec
+    assert type(pickle.loads(pickle.dumps(model.kernel))) is npr.KernelSpec
+
+
 @pytest.mark.slow_without_jit
 def test_pipeline_and_grid_search():
     from sklearn.datasets import load_digits

@@ -262,3 +262,21 @@ def test_a_refit_failing_after_the_landmarks_keeps_the_previous_fit(data, name, 
     assert sorted(vars(model)) == sorted(before)
     np.testing.assert_array_equal(model.landmarks_, before["landmarks_"])
     np.testing.assert_array_equal(model.transform(X), G)
+
+
+@pytest.mark.parametrize("cls", [npr.LogDetKernelLearner, npr.VonNeumannKernelLearner])
+def test_a_successful_refit_leaves_only_its_own_fitted_state(cls, data, tmp_path):
+    """A refit with init="linear" after one with init="nystrom" kept landmarks_, width_, S0_,
+    ... of the first, which describe another model, and save refused the refitted model. A
+    fit now starts from no fitted attribute (scikit-learn's convention); the refit has exactly
+    the attributes of a fresh fit of the same parameters, and saves and loads."""
+    X, _ = data
+    model = cls(rank=3, n_landmarks=10, random_state=0).fit(X, pairs=PAIRS)
+    assert hasattr(model, "landmarks_")
+    model.set_params(init="linear").fit(X, pairs=PAIRS)
+    fresh = cls(rank=3, n_landmarks=10, random_state=0, init="linear").fit(X, pairs=PAIRS)
+    assert sorted(vars(model)) == sorted(vars(fresh))
+    assert not hasattr(model, "landmarks_")
+    np.testing.assert_allclose(model.transform(X), fresh.transform(X))
+    npr.save(model, tmp_path / "m.npz")
+    np.testing.assert_allclose(npr.load(tmp_path / "m.npz").transform(X), fresh.transform(X))

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .._feature_names import _user_stacklevel
 from .._validation import check_array, check_option, check_random_state, check_scalar
 from ..side_info import check_pairs
 
@@ -103,6 +104,38 @@ def zero_length_message(
             "their distances; pass a larger width."
         )
     return text
+
+
+def tightest_bounds(pairs: Any, n: int, bounds: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """The bound of each kept pair (``check_pairs``' rows ``kept`` of ``pairs``), given one
+    per row of ``pairs`` (``bounds``): where a pair is given more than once, the tightest of
+    its bounds (the smallest upper bound of a must-link, the largest lower bound of a
+    cannot-link), with a warning when they differ. The first copy's bound alone dropped a
+    stricter one silently, and the fit reported convergence on constraints it never saw."""
+    from ..side_info import _pair_rows
+
+    arr = _pair_rows(pairs, n, name="pairs", empty="pairs is empty.", allow_self=False, signs="+-1")
+    canon = np.stack([np.minimum(arr[:, 0], arr[:, 1]), np.maximum(arr[:, 0], arr[:, 1])], 1)
+    _, group = np.unique(np.column_stack([canon, arr[:, 2]]), axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    must = arr[:, 2] == 1
+    lo = np.full(group.max() + 1, np.inf)
+    hi = np.full(group.max() + 1, -np.inf)
+    np.minimum.at(lo, group, bounds)
+    np.maximum.at(hi, group, bounds)
+    g = group[kept]
+    differ = np.flatnonzero(lo[g] != hi[g])
+    if differ.size:
+        k = kept[differ[0]]
+        warnings.warn(
+            f"{differ.size} pair(s) are given more than once with different bounds (e.g. "
+            f"({arr[k, 0]}, {arr[k, 1]}) with bounds from {lo[g[differ[0]]]:.6g} to "
+            f"{hi[g[differ[0]]]:.6g}); each keeps its tightest bound (the smallest for a "
+            "must-link, the largest for a cannot-link).",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
+    return np.where(must[kept], lo[g], hi[g])
 
 
 def _zero_length_tol(dtype: Any) -> float:

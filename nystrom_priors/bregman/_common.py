@@ -51,6 +51,7 @@ from ._bounds import (
     _zero_length_tol,
     distance_bounds,
     pair_lengths,
+    tightest_bounds,
     zero_length_message,
 )
 from ._diagnostics import _farkas_certificate, _stretch_hint
@@ -322,7 +323,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             if bounds is not None:  # one per given row, duplicates included
                 braw = _check_bounds(bounds, np.shape(pairs)[0], "bounds", positive=True)
             blocks.append(checked)
-            bound_blocks.append(None if bounds is None else braw[kept])
+            bound_blocks.append(None if bounds is None else tightest_bounds(pairs, n, braw, kept))
         elif bounds is not None:
             raise ValueError("bounds were given without pairs.")
         if not blocks and sim_pairs is None:

@@ -1,0 +1,86 @@
+"""The ``kernel`` parameter of the factor learners, which is also their ``kernel()`` method.
+
+``model.kernel`` reads the parameter as given (a name, a :class:`~nystrom_priors.KernelSpec`,
+or None) and ``model.kernel(A, B)`` evaluates the learned kernel ``G_A G_B^T``: one attribute,
+because scikit-learn's ``get_params`` and ``clone`` need the parameter under its own name
+while the learners' public method has the same name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .kernels import KernelSpec
+
+
+class _KernelName(str):
+    """The ``kernel`` parameter (a plain string value) that can also be called.
+
+    ``model.kernel == "rbf"`` compares the parameter; ``model.kernel(A, B=None)`` evaluates
+    the learned kernel ``G_A G_B^T`` (see :meth:`FactorTransformMixin._learned_kernel`).
+    """
+
+    def __call__(self, A: Any, B: Any = None) -> np.ndarray:
+        return self._owner._learned_kernel(A, B)
+
+    def __reduce__(self):  # copies and pickles are the plain string
+        return (str, (str(self),))
+
+
+class _KernelSpecParam(KernelSpec):
+    """The ``kernel`` parameter when a :class:`KernelSpec`: the spec (equal to it, copied as
+    it) whose call is the learned kernel, as a name's (the spec's own is the base kernel)."""
+
+    @classmethod
+    def of(cls, spec: KernelSpec, owner: Any) -> _KernelSpecParam:
+        view = cls(spec.name, spec.gamma, spec.degree, spec.coef0)
+        object.__setattr__(view, "_owner", owner)
+        return view
+
+    def _plain(self) -> KernelSpec:
+        return KernelSpec(self.name, self.gamma, self.degree, self.coef0)
+
+    def __call__(self, A: Any, B: Any = None) -> np.ndarray:  # type: ignore[override]
+        return self._owner._learned_kernel(A, B)
+
+    def __eq__(self, other: Any) -> bool:
+        return self._plain() == other
+
+    def __hash__(self) -> int:
+        return hash(self._plain())
+
+    def __repr__(self) -> str:
+        return repr(self._plain())
+
+    def __reduce__(self):
+        return (KernelSpec, (self.name, self.gamma, self.degree, self.coef0))
+
+
+class _KernelAttribute:
+    """Data descriptor reconciling the ``kernel`` parameter with the ``kernel()`` method.
+
+    The parameter is stored unchanged in ``__dict__['kernel']`` (so ``get_params`` returns the
+    very object passed to ``__init__``, as ``sklearn.base.clone`` requires); attribute access
+    returns it wrapped so that it is also callable.
+    """
+
+    __doc__ = _KernelName.__doc__
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        raw = obj.__dict__.get("kernel", None)
+        if isinstance(raw, str):
+            wrapped = _KernelName(raw)
+            wrapped._owner = obj
+            return wrapped
+        if raw is None:
+            return obj._learned_kernel
+        if type(raw) is KernelSpec:  # a spec's own __call__ is the base kernel, not the learned
+            return _KernelSpecParam.of(raw, obj)
+        return raw
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__["kernel"] = value
