@@ -192,12 +192,19 @@ def _labeled_values(values: np.ndarray) -> np.ndarray:
             )
         return values.astype(bytes)
     try:
-        np.unique(values)
+        classes, codes = np.unique(values, return_inverse=True)
+        # np.unique trusts < to be a total order; for sets (< is "subset of") and the like
+        # it is not, and equal labels landed in different classes (2 classes read as 36)
+        total = all(classes[k] < classes[k + 1] for k in range(classes.size - 1)) and all(
+            v == classes[c] for v, c in zip(values, codes.reshape(-1))
+        )
     except TypeError:
+        total = False
+    if not total:
         raise TypeError(
-            f"y holds labels of type {kind}, which cannot be sorted into classes_; use "
-            "numbers or strings."
-        ) from None
+            f"y holds labels of type {kind}, which cannot be sorted into classes_ (their < is "
+            "not a total order); use numbers or strings."
+        )
     return values
 
 

@@ -20,6 +20,8 @@ import logging
 import sys
 from typing import Any
 
+import numpy as np
+
 from ._validation import check_scalar
 
 logger = logging.getLogger("nystrom_priors")
@@ -37,7 +39,7 @@ def _ensure_output() -> None:
 
 
 def check_verbose(verbose: Any) -> int:
-    if isinstance(verbose, bool):
+    if isinstance(verbose, (bool, np.bool_)):  # numpy reductions give np.bool_
         return int(verbose)
     return int(check_scalar(verbose, "verbose", kind="int", lo=0))
 

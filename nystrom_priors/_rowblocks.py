@@ -56,12 +56,46 @@ def _even_tiles(n: int, rows: int) -> int:
     return max(1, -(-n // max(1, count)))
 
 
+def check_fits(Z: np.ndarray, dtype: Any, name: str) -> None:
+    """Raise ValueError when the finite array ``Z`` holds values beyond ``dtype``'s range.
+
+    Landmarks are cast to X's dtype; float64 landmarks past 3.4e38 become infinite in float32
+    and every kernel value NaN (or the landmarks themselves infinite), with only a warning.
+    One pass over Z, and none when its dtype is no wider than ``dtype``.
+    """
+    info = np.finfo(dtype)
+    if Z.dtype.kind == "f" and np.finfo(Z.dtype).max <= info.max:
+        return
+    top = abs_max(Z)
+    with np.errstate(over="ignore"):  # the cast rounds to nearest: inf only past max + ulp/2
+        fits = not np.isinf(np.asarray(top).astype(dtype))
+    if fits:
+        return
+    raise ValueError(
+        f"The values of {name} (max |z| = {top:.3g}) do not fit in {info.dtype}, the dtype of "
+        f"X they are cast to (finite {info.dtype} values are |z| <= {float(info.max):.3g}). "
+        f"Pass X as float64, or rescale X and {name} together."
+    )
+
+
+def underflow_span(dtype: Any) -> float:
+    """Scale of the data below which a distance or polynomial kernel is computed on rescaled
+    data: the products of entries of this size are ``tiny * 2^(2 (nmant + 1))``, so products
+    of entries down to ``2^-(nmant + 1)`` times the largest are normal numbers. Below it the
+    cross terms fall on the subnormal grid, whose spacing is fixed: in float32 at max |x| =
+    1e-25, ``<x, z>`` came out 0 and the kernel of a point with itself 0.85. 2^-39 (1.8e-12)
+    in float32, 2^-458 in float64."""
+    info = np.finfo(dtype)
+    return float(np.ldexp(1.0, info.minexp // 2 + info.nmant + 1))
+
+
 class _Prepared:
     """Landmark-side quantities, computed once per call (or once per stream)."""
 
     def __init__(self, Z: np.ndarray, spec: Any, dtype: np.dtype) -> None:
         self.spec = spec
         self.dtype = dtype
+        check_fits(Z, dtype, "Z")
         Zf = np.ascontiguousarray(Z, dtype=dtype)
         d = Zf.shape[1]
         self.shift = np.zeros(d, dtype=np.float64)
@@ -124,12 +158,16 @@ class _Prepared:
     def _scaled(self, X: np.ndarray, x_absmax: float) -> tuple[np.ndarray, _Prepared, float]:
         """``(X / 2^e, landmark side / 2^e)`` when X's or Z's scale would overflow the squared
         norms or cross terms (X's dtype; float64 for the Laplacian's L1 sums) of a distance
-        or polynomial kernel: the kernel's scale takes ``2^(2e)`` (``2^e`` for L1 distances),
-        so ``gamma d`` is unchanged and a huge width still gives a finite kernel (E -> 1).
-        Powers of two are exact: where nothing would have overflowed the result is the same
-        bit for bit. ``x_absmax`` is ``max |x|``; it is returned at the new scale, third.
-        Returns ``(X, self, x_absmax)`` when nothing would overflow or when the rescaled
-        gamma would not be finite (the kernel itself leaves the range; compute refuses it)."""
+        or polynomial kernel, or, for the Gaussian and polynomial kernels, make them
+        underflow (a scale below ``underflow_span``): the kernel's scale takes ``2^(2e)``
+        (``2^e`` for L1 distances), so ``gamma d`` is unchanged and a huge width still gives
+        a finite kernel (E -> 1), a tiny one on tiny data the exact kernel. Powers of two are
+        exact: where nothing would have over- or underflowed the result is the same bit for
+        bit. ``x_absmax`` is ``max |x|``; it is returned at the new scale, third.
+        Returns ``(X, self, x_absmax)`` when the scale is moderate or when the rescaled gamma
+        would not be finite (the kernel itself leaves the range; compute refuses it) or would
+        fall below float64's normal range (the kernel is then constant to every digit, and
+        the data's own scale gives that constant)."""
         spec = self.spec
         if spec.name not in ("rbf", "laplacian", "poly") or X.size == 0:
             return X, self, x_absmax
@@ -137,13 +175,16 @@ class _Prepared:
         span += self.z_absmax
         power = 1 if spec.name == "laplacian" else 2
         limit = np.finfo(np.float64 if power == 1 else X.dtype).max
+        # L1 sums have no products: subnormal entries add exactly, so only overflow counts
+        low = 0.0 if power == 1 else underflow_span(X.dtype)
         with np.errstate(divide="ignore"):
-            if np.log(self.d) + power * np.log(span) < np.log(limit) - np.log(8.0):
-                return X, self, x_absmax
+            high = np.log(self.d) + power * np.log(span) >= np.log(limit) - np.log(8.0)
+        if not high and not 0.0 < span < low:
+            return X, self, x_absmax
         e = _binary_exponent(span)
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", under="ignore"):
             gamma = float(np.ldexp(spec.gamma, power * e))
-        if not np.isfinite(gamma):
+        if not np.isfinite(gamma) or gamma < np.finfo(np.float64).tiny:
             return X, self, x_absmax
         new = object.__new__(_Prepared)
         new.__dict__.update(self.__dict__)
@@ -240,6 +281,8 @@ class _Prepared:
         if fused:
             xaux = fill(self, X)
             bound = self._absmax_bound(xaux)
+            # the bound may exceed max |x| by a factor sqrt(d) + 2: far less than the margin
+            # (2^24 in float32) of underflow_span above the scale where products underflow
             if bound is not None and self._scaled(X, bound)[1] is self:
                 self._check_finite(X, out, what, bound, shown=(X, self))
                 return xaux

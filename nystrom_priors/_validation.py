@@ -101,6 +101,12 @@ def check_array(
         # refused with numpy's own message ("argument must be a string or a real number")
         try:
             arr = arr.astype(np.float64)
+        except OverflowError:  # a Python int beyond float64 (numpy says only "int too large")
+            big = next(v for v in arr.ravel() if isinstance(v, numbers.Integral) and _huge(v))
+            raise ValueError(
+                f"{name} holds an integer near 2^{abs(big).bit_length()}, beyond float64's "
+                "range (about 2^1024 = 1.8e308); rescale it."
+            ) from None
         except (TypeError, ValueError) as exc:
             # pandas' nullable columns (Int64, boolean, ...) hold pd.NA: say it is missing data
             if any(is_missing(v) for v in arr.ravel()):
@@ -159,7 +165,7 @@ def check_array(
                 f"{min_features} is required."
             )
     if dtype == "float":
-        target = arr.dtype if arr.dtype in FLOAT_DTYPES else np.dtype(np.float64)
+        target = float_target(arr.dtype)
     else:
         target = np.dtype(dtype)
     out = np.ascontiguousarray(arr, dtype=target)
@@ -168,6 +174,24 @@ def check_array(
     if not allow_nonfinite and not _all_finite(out):
         raise nonfinite_error(name, out)
     return out
+
+
+def float_target(dtype: np.dtype) -> np.dtype:
+    """The float dtype computations on data of ``dtype`` run in: float32 or float64 as given,
+    in native byte order (``'>f4'`` compares unequal to float32, and was computed and returned
+    as float64), else float64."""
+    if dtype in FLOAT_DTYPES:
+        return dtype  # the very dtype: no copy of data already usable
+    native = dtype.newbyteorder("=")
+    return native if native in FLOAT_DTYPES else np.dtype(np.float64)
+
+
+def _huge(v: Any) -> bool:
+    try:
+        float(v)
+    except OverflowError:
+        return True
+    return False
 
 
 def _real(v: Any) -> bool:
@@ -274,7 +298,7 @@ def check_csr(
             "is required."
         )
     if dtype == "float":
-        target = X.dtype if X.dtype in FLOAT_DTYPES else np.dtype(np.float64)
+        target = float_target(X.dtype)
     else:
         target = np.dtype(dtype)
     fmt = getattr(X, "format", None)

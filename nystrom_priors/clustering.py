@@ -17,7 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_array, check_option, check_random_state, check_scalar
+from ._validation import (
+    check_array,
+    check_option,
+    check_random_state,
+    check_scalar,
+    is_missing,
+)
 from .exceptions import ConvergenceWarning
 
 __all__ = ["kernel_kmeans", "normalized_mutual_info", "pair_accuracy"]
@@ -95,9 +101,21 @@ def kernel_kmeans(
             centers, labels, _ = kmeans(G64, k, rng=rng, max_iter=max_iter)
             inertia = float(((G64 - centers[labels]) ** 2).sum())
             if inertia < best_inertia:
-                best, best_inertia = labels, inertia
+                best, best_inertia, best_centers = labels, inertia, centers
             progress.update(inertia=unscaled(inertia), best=unscaled(best_inertia))
         progress.close(f"best inertia {unscaled(best_inertia):.6g}")
+    # converged iff one more Lloyd assignment (nearest centre, first on ties, as Lloyd's
+    # argmin) changes no label: O(n k r), one iteration's cost
+    Cw = best_centers
+    moved = int(np.count_nonzero(np.argmin((Cw * Cw).sum(1) - 2.0 * (G64 @ Cw.T), 1) != best))
+    if moved:
+        warnings.warn(
+            f"kernel_kmeans stopped at max_iter={max_iter} before its best restart converged: "
+            f"{moved} of {G64.shape[0]} samples would move to another cluster in one more "
+            "iteration. Increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     found = np.unique(best).size
     if found < k:  # as scikit-learn's KMeans warns
         distinct = np.unique(G64, axis=0).shape[0]
@@ -179,11 +197,12 @@ def _labeling(labels: Any, name: str) -> np.ndarray:
             "cannot be compared)."
         )
     if a.dtype.kind == "O":
-        missing = [k for k, v in enumerate(a) if v is None or v != v]
+        # pd.NA's own != raises ("boolean value of NA is ambiguous"): tested by type first
+        missing = [k for k, v in enumerate(a) if is_missing(v) or v != v]
         if missing:
             raise ValueError(
                 f"{name}[{missing[0]}] = {a[missing[0]]!r}: labels must not be "
-                "missing (None or NaN)."
+                "missing (None, NaN or pd.NA)."
             )
         try:
             np.unique(a)
@@ -301,6 +320,12 @@ def pair_accuracy(labels_true: Any, labels_pred: Any, pairs: Any = None) -> floa
             raise ValueError(f"pairs reference samples outside [0, {a.size - 1}].")
         P = P.astype(np.int64)
         i, j = P[:, 0], P[:, 1]
+        if (i == j).any():  # always "agree": it would inflate the score, as the default omits it
+            k = int(np.flatnonzero(i == j)[0])
+            raise ValueError(
+                f"pairs[{k}] = ({i[k]}, {j[k]}) pairs a sample with itself; a pair joins two "
+                "different samples (the default, every pair, has no self pair)."
+            )
         return float(np.mean((a[i] == a[j]) == (b[i] == b[j])))
     n = a.size
     if n < 2:

@@ -77,13 +77,14 @@ class KernelSpec:
         # inside the computation
         name = _canonical_name(self.name)
         object.__setattr__(self, "name", name)
-        if name in ("rbf", "laplacian", "poly"):
-            g = check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=False)
-            object.__setattr__(self, "gamma", float(g))
-        if name == "poly":
-            deg = check_scalar(self.degree, "degree", kind="int", lo=1, hi=64)
-            object.__setattr__(self, "degree", int(deg))
-            object.__setattr__(self, "coef0", float(check_scalar(self.coef0, "coef0")))
+        # the fields a kernel ignores are checked too: a model keeps them (gamma_, degree_,
+        # coef0_), and one that fits can always be saved
+        used = name in ("rbf", "laplacian", "poly")
+        g = check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=not used)
+        object.__setattr__(self, "gamma", float(g))
+        deg = check_scalar(self.degree, "degree", kind="int", lo=1, hi=64)
+        object.__setattr__(self, "degree", int(deg))
+        object.__setattr__(self, "coef0", float(check_scalar(self.coef0, "coef0")))
 
     @property
     def code(self) -> int:
@@ -113,17 +114,34 @@ def _canonical_name(kernel: Any) -> str:
     return name
 
 
-def _spec_alone(spec: KernelSpec, width: Any, gamma: Any) -> KernelSpec:
-    """``spec``, refusing a width or gamma passed beside it: a KernelSpec carries its own
-    parameters, and silently ignoring the other would fit a kernel the caller did not ask for."""
-    for name, value in (("width", width), ("gamma", gamma)):
-        if value is not None:
+def _spec_alone(
+    spec: KernelSpec, width: Any, gamma: Any, degree: Any = 3, coef0: Any = 1.0
+) -> KernelSpec:
+    """``spec``, refusing a width or gamma passed beside it, or a degree or coef0 that differs
+    from both its default and the spec's own: a KernelSpec carries its own parameters, and
+    silently ignoring the other would fit a kernel the caller did not ask for. (A degree or
+    coef0 at its default cannot be told from one not passed, so it is accepted.)"""
+    given = [("width", width, None), ("gamma", gamma, None)]
+    given += [("degree", degree, 3), ("coef0", coef0, 1.0)]
+    for name, value, default in given:
+        if default is None:
+            clash = value is not None
+        else:
+            clash = _differs_from(value, default) and _differs_from(value, getattr(spec, name))
+        if clash:
             raise ValueError(
                 f"kernel is a KernelSpec, which carries its own parameters, but {name}={value!r} "
                 f"was passed too. Pass the kernel's name with {name}, or build the KernelSpec "
                 f"with make_kernel(..., {name}={value!r})."
             )
     return spec
+
+
+def _differs_from(value: Any, other: Any) -> bool:
+    try:
+        return bool(value != other)
+    except Exception:  # an array or an object without a plain comparison
+        return True
 
 
 def make_kernel(
@@ -160,7 +178,7 @@ def make_kernel(
     KernelSpec
     """
     if isinstance(kernel, KernelSpec):
-        return _spec_alone(kernel, width, gamma)
+        return _spec_alone(kernel, width, gamma, degree, coef0)
     name = _canonical_name(kernel)
     if name in ("rbf", "laplacian"):
         if width is not None and gamma is not None:
@@ -279,7 +297,7 @@ def _prepare(
             f"with {Z.shape[1]}."
         )
     if isinstance(kernel, KernelSpec):
-        spec = _spec_alone(kernel, width, gamma)
+        spec = _spec_alone(kernel, width, gamma, degree, coef0)
     else:
         needs_data = (
             _canonical_name(kernel) in ("rbf", "laplacian") and width is None and gamma is None

@@ -309,6 +309,9 @@ def select_landmarks(
             raise ValueError(
                 f"User-given landmarks have {Z.shape[1]} features, but X has {d} features."
             )
+        from ._rowblocks import check_fits
+
+        check_fits(Z, src.dtype, "landmarks")  # float32 X: they would become infinite
         # always a copy: a fitted model must not change when the caller mutates their array
         return np.array(Z, dtype=src.dtype, order="C", copy=True)
     if not isinstance(method, str) or method not in LANDMARK_METHODS:

@@ -649,6 +649,17 @@ case("kernel.B-1d", (ValueError, r"^B must be a 2-D array"))(lambda: fit("Nystro
 case("kernel.A-too-few-features", (ValueError, r"^A has 2 features, but Nystrom is expecting"))(
     lambda: fit("Nystrom").kernel(X[:, :2], X)
 )
+
+
+def _with_first(A, value):
+    A[0, 0] = value
+    return A
+
+
+# a Python int beyond float64 inside an object array leaked numpy's bare OverflowError
+case("Nystrom.X-int-beyond-float64", (ValueError, r"^X holds an integer near 2\^1329, beyond"))(
+    lambda: fit("Nystrom", X_=_with_first(X.astype(object), 10**400))
+)
 case("Nystrom.width-int-beyond-float64", (ValueError, r"width must be a finite float64"))(
     lambda: fit("Nystrom", width=10**400)
 )
@@ -670,6 +681,10 @@ case(
     "pair_accuracy.nul-ending-bytes-label",
     (ValueError, r"labels_pred holds the label b'y\\x00', which ends with a NUL"),
 )(lambda: _fns().pair_accuracy([0, 1, 2], [b"x", b"y\0", b"y"]))
+# a self pair always "agrees" and inflated the score
+case("pair_accuracy.self-pair", (ValueError, r"pairs\[1\] = \(2, 2\) pairs a sample with itself"))(
+    lambda: _fns().pair_accuracy([0, 0, 1], [0, 1, 1], pairs=[[0, 1], [2, 2]])
+)
 case("pair_accuracy.sparse-pairs", (ValueError, r"got a sparse csr_matrix; call .toarray"))(
     lambda: _fns().pair_accuracy([0, 1, 1], [0, 1, 1], pairs=_csr(np.array([[0, 1]])))
 )

@@ -274,3 +274,38 @@ def test_scores_of_many_classes_take_linear_memory():
     assert got == pytest.approx(expected, rel=1e-12)
     assert got[1] == pytest.approx(metrics.normalized_mutual_info_score(a, b), rel=1e-12)
     assert got[4] == pytest.approx(metrics.rand_score(a, b), rel=1e-12)
+
+
+def test_kernel_kmeans_warns_when_max_iter_stops_it_before_convergence():
+    """max_iter=1 stopped Lloyd's iterations with labels that one more step would change,
+    without a word; the library's rule is a warning that names the setting. A run that
+    converges (each sample at its nearest centre) gives none."""
+    import warnings
+
+    from sklearn.cluster import KMeans
+
+    from nystrom_priors import ConvergenceWarning
+
+    G = np.random.default_rng(0).normal(size=(2000, 3))
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=1 .* samples would move.*max_iter"):
+        kernel_kmeans(G, 8, max_iter=1, n_init=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        labels = kernel_kmeans(G, 8, max_iter=300, n_init=2, random_state=0)
+    # the oracle: a converged labeling is a fixed point of scikit-learn's Lloyd step
+    centres = np.array([G[labels == c].mean(0) for c in range(8)])
+    ref = KMeans(8, init=centres, n_init=1, max_iter=1).fit(G).labels_
+    assert np.array_equal(ref, labels)
+
+
+@pytest.mark.parametrize("score", [normalized_mutual_info, pair_accuracy])
+def test_clustering_scores_refuse_pandas_missing_labels_by_name(score):
+    """pd.NA in a labeling raised pandas' own "boolean value of NA is ambiguous", naming
+    neither the argument nor the sample."""
+    pd = pytest.importorskip("pandas")
+    for labels in (
+        pd.Series(["a", None, "a"], dtype="string"),
+        np.array(["a", pd.NA, "a"], dtype=object),
+    ):
+        with pytest.raises(ValueError, match=r"labels_true\[1\] = <NA>: labels must not be"):
+            score(labels, [1, 2, 1])

@@ -231,6 +231,15 @@ def test_bregman_learners_name_a_width_that_maps_samples_to_zero(cls):
             cls(width=1e-300, landmarks=X[:6], max_iter=20).fit(X, pairs=PAIRS)
 
 
+@pytest.mark.parametrize("cls", [npr.LogDetKernelLearner, npr.VonNeumannKernelLearner])
+@pytest.mark.parametrize("kw", [{"width": 1e300}, {"kernel_gamma": 1e-300}])
+def test_bregman_learners_name_a_width_that_makes_every_sample_alike(cls, kw):
+    """The other extreme: a width far above the distances makes every kernel value 1 and
+    every row of the initial factor the same; the refusal said only 'zero length'."""
+    with pytest.raises(ValueError, match=r"every pair has zero length.*width \(1e\+300"):
+        cls(n_landmarks=10, max_iter=20, random_state=0, **kw).fit(_data(), pairs=PAIRS)
+
+
 @pytest.mark.parametrize("rule", ["percentile", "relative"])
 @pytest.mark.parametrize("scale, word", [(1e160, "overflow"), (1e-300, "underflow")])
 def test_distance_bounds_name_overflow_and_underflow(rule, scale, word):

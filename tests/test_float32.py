@@ -74,6 +74,19 @@ def test_float32_stays_float32_everywhere(name):
 
 
 @pytest.mark.parametrize("name", list(LEARNERS))
+def test_big_endian_float32_is_float32(name):
+    """'>f4' compares unequal to float32, and was computed and returned as float64; it is
+    float32 data in another byte order: the same numbers as native float32, in float32."""
+    X, labels, pairs, Z = data()
+    Xb = X.astype(">f4")
+    model = fit(name, Xb, labels, pairs, Z)
+    G = model.transform(Xb)
+    assert G.dtype == np.float32
+    native = fit(name, X.astype(np.float32), labels, pairs, Z)
+    np.testing.assert_array_equal(G, native.transform(X.astype(np.float32)))
+
+
+@pytest.mark.parametrize("name", list(LEARNERS))
 def test_float32_transform_matches_float64(name):
     X, labels, pairs, Z = data(1)
     model = fit(name, X, labels, pairs, Z)

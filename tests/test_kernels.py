@@ -498,6 +498,14 @@ def test_mean_squared_distance_is_exactly_equivariant_to_the_scale(exponent):
         (dict(name="poly", gamma=1.0, degree="2"), TypeError, "degree must be an integer"),
         (dict(name="poly", gamma=1.0, coef0=float("nan")), ValueError, "coef0"),
         (dict(name="bogus", gamma=1.0), ValueError, "Unknown kernel 'bogus'"),
+        # fields the kernel ignores: a model stores them, and save checks them (a model fitted
+        # with KernelSpec("linear", gamma=-5.0) could not be saved; degree="abc" leaked int()'s
+        # error from Nystrom.fit)
+        (dict(name="rbf", gamma=1.0, degree="abc"), TypeError, "degree must be an integer"),
+        (dict(name="rbf", gamma=1.0, degree=None), TypeError, "degree must be an integer"),
+        (dict(name="rbf", gamma=1.0, coef0=float("nan")), ValueError, "coef0 must be a number"),
+        (dict(name="linear", gamma=-5.0), ValueError, r"gamma must be in \[0, inf\)"),
+        (dict(name="cosine", degree=0), ValueError, r"degree must be in \[1, 64\]"),
     ],
 )
 def test_a_kernel_spec_built_directly_is_validated(kwargs, error, match):
@@ -515,3 +523,18 @@ def test_a_kernel_spec_accepts_the_aliases_and_equals_make_kernels(rng):
     poly = KernelSpec("polynomial", gamma=0.25, degree=np.int64(2), coef0=np.float32(0.5))
     assert poly == make_kernel("poly", gamma=0.25, degree=2, coef0=0.5)
     assert type(poly.degree) is int and type(poly.coef0) is float
+
+
+@pytest.mark.parametrize("kw", [dict(degree=5), dict(coef0=2.0)])
+def test_a_kernel_spec_refuses_a_different_degree_or_coef0_beside_it(rng, kw):
+    """A spec with a degree or coef0 passed beside it that differs from both the default and
+    the spec's own: the spec's silently won (degree_ 2 for degree=5), as a width or gamma beside
+    it is refused for. The same value as the spec's, or the default, is accepted."""
+    X = rng.normal(size=(30, 4))
+    spec = KernelSpec("poly", gamma=1.0, degree=2, coef0=0.5)
+    with pytest.raises(ValueError, match="carries its own parameters"):
+        Nystrom(n_landmarks=5, kernel=spec, **kw).fit(X)
+    with pytest.raises(ValueError, match="carries its own parameters"):
+        extrapolate(X, X[:3], kernel=spec, **kw)
+    for same in (dict(degree=2, coef0=0.5), {}):
+        assert Nystrom(n_landmarks=5, kernel=spec, **same).fit(X).degree_ == 2

@@ -135,6 +135,12 @@ def test_check_labels_markers_and_types():
             TypeError,
             r"labels of type complex, which cannot be sorted",
         ),
+        # sets: < is "subset of", not a total order, and np.unique split 2 classes into 36
+        (
+            np.array([frozenset([1]), frozenset([2]), None], dtype=object),
+            TypeError,
+            r"labels of type frozenset, which cannot be sorted .*not a total order",
+        ),
         (np.array([1.5, 2.0, -1.0]), ValueError, r"Unknown label type: continuous.*y\[0\] = 1.5"),
         # -1 wrapped by a cast to an unsigned dtype
         (np.array([0, 1, -1]).astype(np.uint64), ValueError, r"y\[2\] = 18446744073709551615"),

@@ -164,3 +164,135 @@ def test_figures_refuse_bad_arguments_with_what_is_valid(data):
 
     with pytest.raises(NotFittedError):
         plot_spectrum(Nystrom(), X)
+
+
+def _tick_texts(ax):
+    return [t.get_text() for t in ax.get_xticklabels()]
+
+
+def _missing_marker_labels(y, marker):
+    """``y`` with class 0 marked unlabeled by ``marker``, in the container that marker needs."""
+    if marker == "nan":
+        return np.where(y == 0, np.nan, y)
+    if marker == "None":
+        return np.array([None if v == 0 else int(v) for v in y], dtype=object)
+    if marker == "pd.NA":
+        pd = pytest.importorskip("pandas")
+        return pd.Series([pd.NA if v == 0 else int(v) for v in y], dtype="Int64")
+    return np.where(y == 0, -1, y)
+
+
+@pytest.mark.parametrize("marker", ["nan", "None", "pd.NA", "-1"])
+def test_heatmap_puts_unlabeled_samples_in_one_group(data, marker):
+    """Missing labels are read as the learners read them (``check_labels``): one "unlabeled"
+    group after the classes, not one group per NaN (NaN != NaN made each its own class)."""
+    X, y, _ = data
+    model = Nystrom(n_landmarks=12, random_state=0).fit(X)
+    perm = np.random.default_rng(1).permutation(y.size)  # unlabeled samples interleaved
+    y_missing = _missing_marker_labels(y[perm], marker)
+    ax = plot_kernel_heatmap(model, X[perm], y_missing, max_samples=1000)
+    ticks = _tick_texts(ax)
+    assert len(ticks) == 3 and ticks[-1] == "unlabeled"
+    assert [float(t) for t in ticks[:2]] == [1.0, 2.0]
+    assert len(ax.lines) == 4  # two separators, each drawn across and down
+    # classes in order, then the unlabeled samples, each group in input order
+    codes = np.where(y[perm] == 0, 3, y[perm])
+    order = np.argsort(codes, kind="stable")
+    G = model.transform(X[perm][order])
+    np.testing.assert_allclose(ax.images[0].get_array(), G @ G.T, rtol=1e-12, atol=1e-12)
+
+
+def test_heatmap_of_labels_all_missing_is_one_group(data):
+    X, y, _ = data
+    model = Nystrom(n_landmarks=12, random_state=0).fit(X)
+    ax = plot_kernel_heatmap(model, X, np.full(y.size, np.nan), max_samples=1000)
+    assert _tick_texts(ax) == ["unlabeled"] and not ax.lines
+    G = model.transform(X)
+    np.testing.assert_allclose(ax.images[0].get_array(), G @ G.T, rtol=1e-12, atol=1e-12)
+
+
+def test_heatmap_refuses_labels_the_learners_refuse(data):
+    """The label reading is the learners' own: the string '-1' and continuous values are
+    refused with their message, not drawn as classes."""
+    X, y, _ = data
+    model = Nystrom(n_landmarks=12, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="string '-1'"):
+        plot_kernel_heatmap(model, X, np.where(y == 0, "-1", "a"))
+    with pytest.raises(ValueError, match="continuous"):
+        plot_kernel_heatmap(model, X, y + 0.5)
+
+
+def _group_sizes(ax):
+    """Samples per tick group of a heatmap, from its separator lines."""
+    n = ax.images[0].get_array().shape[0]
+    edges = sorted({float(ln.get_ydata()[0]) for ln in ax.lines[::2]})
+    bounds = np.concatenate([[-0.5], edges, [n - 0.5]])
+    return np.diff(bounds).astype(int).tolist()
+
+
+def test_heatmap_subsample_is_stratified_and_deterministic():
+    """390 samples of class 0 and 10 of class 1 in 20: the minority keeps its one sample
+    (a uniform draw lost it), and random_state fixes the draw."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = np.repeat([0, 1], [390, 10])
+    model = Nystrom(n_landmarks=10, random_state=0).fit(X)
+    ax = plot_kernel_heatmap(model, X, y, max_samples=20, random_state=1)
+    assert ax.images[0].get_array().shape == (20, 20)
+    assert _tick_texts(ax) == ["0", "1"]
+    assert _group_sizes(ax) == [19, 1]
+    again = plot_kernel_heatmap(model, X, y, max_samples=20, random_state=1)
+    np.testing.assert_array_equal(again.images[0].get_array(), ax.images[0].get_array())
+    # the kept rows are rows of X: their kernel diagonal is among the full one's
+    full = np.einsum("ij,ij->i", model.transform(X), model.transform(X))
+    diag = np.diag(ax.images[0].get_array())
+    assert np.all(np.min(np.abs(diag[:, None] - full[None, :]), axis=1) < 1e-12)
+
+
+def test_heatmap_subsample_keeps_the_class_proportions(data):
+    X, y, _ = data
+    model = Nystrom(n_landmarks=12, random_state=0).fit(X)
+    for seed in range(5):  # 50 per class: exactly 20 each, whatever the draw
+        ax = plot_kernel_heatmap(model, X, y, max_samples=60, random_state=seed)
+        assert _group_sizes(ax) == [20, 20, 20]
+    y_missing = np.where(np.arange(y.size) % 5 == 0, -1, y)  # 30 unlabeled, 40 per class
+    ax = plot_kernel_heatmap(model, X, y_missing, max_samples=15, random_state=0)
+    assert _tick_texts(ax) == ["0", "1", "2", "unlabeled"] and _group_sizes(ax) == [4, 4, 4, 3]
+    # fewer samples than groups: one sample from each of the largest groups
+    ax = plot_kernel_heatmap(model, X, y_missing, max_samples=2, random_state=0)
+    assert ax.images[0].get_array().shape == (2, 2) and len(_tick_texts(ax)) == 2
+
+
+def test_figures_of_a_model_fitted_on_a_dataframe(data):
+    """The frame the model was fitted on draws without a feature-name warning (the rows were
+    turned into an ndarray before transform), and the same numbers as the array fit; a frame
+    with other columns still meets the estimator's own check, once."""
+    pd = pytest.importorskip("pandas")
+    X, y, y_partial = data
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    on_df = GeneralizedNystrom(n_landmarks=20, lam=1e-2, random_state=0).fit(df, y_partial)
+    on_array = GeneralizedNystrom(n_landmarks=20, lam=1e-2, random_state=0).fit(X, y_partial)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        heat = plot_kernel_heatmap(on_df, df, y, max_samples=1000)
+        sub = plot_kernel_heatmap(on_df, df, y, max_samples=40)
+        spec = plot_spectrum(on_df, df)
+    np.testing.assert_allclose(
+        heat.images[0].get_array(),
+        plot_kernel_heatmap(on_array, X, y, max_samples=1000).images[0].get_array(),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    np.testing.assert_array_equal(
+        sub.images[0].get_array(),
+        plot_kernel_heatmap(on_array, X, y, max_samples=40).images[0].get_array(),
+    )
+    for mine, ref in zip(spec.lines, plot_spectrum(on_array, X).lines):
+        np.testing.assert_allclose(mine.get_ydata(), ref.get_ydata(), rtol=1e-12)
+    renamed = df.rename(columns={"f0": "other"})
+    for fig in (plot_spectrum, lambda m, X: plot_kernel_heatmap(m, X, y)):
+        with pytest.raises(ValueError, match="feature names should match"):
+            fig(on_df, renamed)
+        with pytest.warns(UserWarning, match="does not have valid feature names") as record:
+            fig(on_df, X)
+        assert len(record) == 1

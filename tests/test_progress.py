@@ -117,3 +117,13 @@ def test_bad_verbose_is_refused(bad, make):
     X, _, y_partial = _data()
     with pytest.raises((ValueError, TypeError), match="verbose"):
         make(bad).fit(X, y_partial)
+
+
+def test_numpy_bool_verbose_is_a_bool(caplog):
+    """verbose=np.bool_(True) (from a numpy comparison) was refused as "got bool" while
+    verbose=True was accepted, though the docstrings say "bool or int"."""
+    X, _, _ = _data()
+    with caplog.at_level(logging.INFO, logger="nystrom_priors"):
+        kernel_kmeans(X, 3, n_init=2, random_state=0, verbose=np.bool_(True))
+    assert any("kernel_kmeans restarts" in r.getMessage() for r in caplog.records)
+    kernel_kmeans(X, 3, n_init=2, random_state=0, verbose=np.bool_(False))

@@ -97,11 +97,21 @@ def zero_length_message(
         )
     null = zero & ~A.any(axis=1) & ~B.any(axis=1)
     width = getattr(learner, "width_", None)
-    if null.any() and getattr(learner, "init_", None) == "nystrom" and isinstance(width, float):
+    if getattr(learner, "init_", None) != "nystrom" or not isinstance(width, float):
+        return text
+    if null.any():
         text += (
             f" {int(null.sum())} of them join samples that the initial kernel maps to 0 (their "
             f"kernel values with every landmark underflow): the width {width:.3g} is far below "
             "their distances; pass a larger width."
+        )
+    same = zero & ~null
+    if same.any():  # a huge width: every k(x, z) rounds to 1 and all rows coincide
+        text += (
+            f" {int(same.sum())} of them join samples whose rows of the initial kernel "
+            f"coincide: duplicated samples, or a width ({width:.3g}; 1 / kernel_gamma) so "
+            "large against their distances that every kernel value rounds to 1; then pass a "
+            "smaller width."
         )
     return text
 

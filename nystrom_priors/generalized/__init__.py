@@ -169,9 +169,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         Iterations of an exact solver per lam solved, all its phases together (for
         "newton": semismooth, barrier and APG steps); default 20000 for "pgd", else 2000.
     cv : int or None, default=None
-        Folds per split for ``lam="auto"``. Labels: stratified, three independent splits of
-        4 folds when None up to 500 labels, one split of 5 above. Pairs only: two splits, 5
-        folds when None, capped by the number of constrained samples.
+        Folds per split for ``lam="auto"``, capped by the number of labeled (or, pairs only,
+        constrained) samples. Labels: stratified, three independent splits of 4 folds when
+        None up to 500 labels, one split of 5 above. Pairs only: two splits of 5 when None.
     random_state : None, int or Generator
         Landmarks and cross-validation folds.
     verbose : bool or int, default=0
