@@ -150,7 +150,17 @@ def _checked_rows(model: Any, X: Any) -> np.ndarray:
             f"LogDetKernelLearner, VonNeumannKernelLearner, BCDNPKL), got "
             f"{type(model).__name__}."
         )
-    return model._check_X(X)  # NotFittedError first
+    return model._check_X(X)  # NotFittedError first; column names checked here, once
+
+
+def _factor_rows(model: Any, X: np.ndarray) -> np.ndarray:
+    """``model.transform`` of rows already validated by :func:`_checked_rows`, as float64.
+
+    The column names were checked on the user's X: checking them again on the validated
+    ndarray would warn "X does not have valid feature names" for the very frame the model was
+    fitted on. ``_transform_array`` also ignores ``set_output`` (the figures need numbers).
+    """
+    return np.asarray(model._transform_array(X, names=False), dtype=np.float64)
 
 
 def plot_spectrum(model: Any, X: Any, *, n_eigenvalues: int | None = None, ax: Any = None) -> Any:
@@ -191,7 +201,7 @@ def plot_spectrum(model: Any, X: Any, *, n_eigenvalues: int | None = None, ax: A
     X = _checked_rows(model, X)
     if n_eigenvalues is not None:
         n_eigenvalues = int(check_scalar(n_eigenvalues, "n_eigenvalues", kind="int", lo=1))
-    learned = _spectrum(model.transform(X))
+    learned = _spectrum(_factor_rows(model, X))
     prior_rows = _prior_rows(model, X)
     k = learned.size if n_eigenvalues is None else n_eigenvalues
     ax = _axes(ax)
@@ -221,6 +231,68 @@ def plot_spectrum(model: Any, X: Any, *, n_eigenvalues: int | None = None, ax: A
     return ax
 
 
+def _label_groups(y: Any, n_samples: int) -> tuple[np.ndarray, list[str]]:
+    """Group of every sample and the groups' names: the classes, sorted, then "unlabeled".
+
+    ``y`` is read by the learners' own :func:`~nystrom_priors._labels.check_labels`, so a
+    figure groups exactly as ``fit`` does: -1, None, NaN and ``pd.NA`` all mark the one
+    unlabeled group (compared value by value, NaN != NaN made each NaN a class of its own),
+    and labels ``fit`` refuses (the string '-1', continuous values) are refused here too.
+    """
+    from ._labels import _as_label_array, all_unlabeled, check_labels
+
+    arr = _as_label_array(y)
+    if arr.shape != (n_samples,):
+        raise ValueError(f"y must have shape ({n_samples},) like X's rows, got {arr.shape}.")
+    if all_unlabeled(arr, n_samples):  # fit may refuse it; a figure can still show X
+        return np.zeros(n_samples, dtype=np.int64), ["unlabeled"]
+    try:
+        labels = check_labels(arr, n_samples)
+    except TypeError as exc:
+        raise TypeError(
+            f"y must hold labels of one sortable type (all numbers or all strings; -1, None "
+            f"or NaN for unlabeled samples): {exc}"
+        ) from None
+    groups = np.full(n_samples, labels.n_classes, dtype=np.int64)
+    groups[labels.index] = labels.codes
+    names = [str(c) for c in labels.classes]
+    if labels.index.size < n_samples:
+        names.append("unlabeled")
+    return groups, names
+
+
+def _stratum_sizes(counts: np.ndarray, cap: int) -> np.ndarray:
+    """How many of each group's ``counts`` samples a subsample of ``cap < counts.sum()`` keeps.
+
+    Proportional (largest remainders), with at least one sample per group when ``cap`` allows:
+    a uniform draw loses a small class, whose block is what the figure is for.
+    """
+    if cap < counts.size:  # not every group fits: one sample from each of the largest
+        take = np.zeros(counts.size, dtype=np.int64)
+        take[np.argsort(-counts, kind="stable")[:cap]] = 1
+        return take
+    quota = cap * counts / counts.sum()
+    take = np.minimum(counts, np.maximum(1, np.floor(quota))).astype(np.int64)
+    while take.sum() > cap:  # the minimum of one overshot: trim the groups most above quota
+        take[np.argmax(np.where(take > 1, take - quota, -np.inf))] -= 1
+    while take.sum() < cap:  # the floors undershot: the largest remainders get one more
+        take[np.argmax(np.where(take < counts, quota - take, -np.inf))] += 1
+    return take
+
+
+def _stratified_rows(groups: np.ndarray, cap: int, rng: np.random.Generator) -> np.ndarray:
+    """Sorted row indices of a stratified subsample of at most ``cap`` rows (all if fewer)."""
+    if groups.size <= cap:
+        return np.arange(groups.size)
+    present, counts = np.unique(groups, return_counts=True)
+    picked = [
+        rng.choice(np.flatnonzero(groups == g), k, replace=False)
+        for g, k in zip(present, _stratum_sizes(counts, cap))
+        if k
+    ]
+    return np.sort(np.concatenate(picked))
+
+
 def plot_kernel_heatmap(
     model: Any,
     X: Any,
@@ -237,10 +309,15 @@ def plot_kernel_heatmap(
     model : fitted learner of this package
     X : array-like of shape (n, d)
     y : array-like of shape (n,)
-        Class labels used for the ordering (not for the kernel).
+        Class labels used for the ordering (not for the kernel), read as the learners'
+        ``fit`` reads them: -1, None, NaN or ``pd.NA`` mark unlabeled samples, drawn as one
+        group ("unlabeled") after the classes.
     max_samples : int, default=400
-        A stratified subsample keeps the image readable and the n x n kernel small.
+        A stratified subsample keeps the image readable and the n x n kernel small: every
+        group keeps its share of the samples and at least one (when ``max_samples`` is at
+        least the number of groups).
     random_state : None, int or Generator
+        Draws the subsample.
     ax : matplotlib Axes, optional
 
     Returns
@@ -262,38 +339,27 @@ def plot_kernel_heatmap(
     """
     from ._validation import check_random_state, check_scalar
 
-    y = np.asarray(y)
     X = _checked_rows(model, X)
-    if y.shape != (X.shape[0],):
-        raise ValueError(f"y must have shape ({X.shape[0]},) like X's rows, got {y.shape}.")
+    groups, names = _label_groups(y, X.shape[0])
     cap = int(check_scalar(max_samples, "max_samples", kind="int", lo=2))
-    rng = check_random_state(random_state)
-    keep = np.arange(y.size)
-    if y.size > cap:
-        keep = np.sort(rng.choice(y.size, cap, replace=False))
-    try:
-        order = keep[np.argsort(y[keep], kind="stable")]
-    except TypeError:  # e.g. strings mixed with numbers or None
-        raise TypeError(
-            "y must hold labels of one sortable type (all numbers or all strings), got "
-            f"{sorted({type(v).__name__ for v in y.ravel()})}."
-        ) from None
-    G = model.transform(X[order]).astype(np.float64)
+    keep = _stratified_rows(groups, cap, check_random_state(random_state))
+    order = keep[np.argsort(groups[keep], kind="stable")]
+    G = _factor_rows(model, X[order])
     K = G @ G.T
     ax = _axes(ax)
     image = ax.imshow(K, cmap="viridis", interpolation="nearest")
     ax.figure.colorbar(image, ax=ax, fraction=0.046)
-    ys = y[order]
-    edges = np.flatnonzero(ys[1:] != ys[:-1]) + 0.5
+    gs = groups[order]
+    edges = np.flatnonzero(gs[1:] != gs[:-1]) + 0.5
     for e in edges:
         ax.axhline(e, color="white", lw=0.8)
         ax.axvline(e, color="white", lw=0.8)
-    centers = np.concatenate([[-0.5], edges, [ys.size - 0.5]])
+    centers = np.concatenate([[-0.5], edges, [gs.size - 0.5]])
     mids = (centers[:-1] + centers[1:]) / 2
-    classes = ys[np.concatenate([[0], (edges + 0.5).astype(int)])]
+    shown = [names[g] for g in gs[np.concatenate([[0], (edges + 0.5).astype(int)])]]
     ax.set_xticks(mids)
-    ax.set_xticklabels([str(c) for c in classes], fontsize=7)
+    ax.set_xticklabels(shown, fontsize=7)
     ax.set_yticks(mids)
-    ax.set_yticklabels([str(c) for c in classes], fontsize=7)
+    ax.set_yticklabels(shown, fontsize=7)
     ax.set_title(f"Learned kernel ({type(model).__name__}), by class")
     return ax

@@ -31,6 +31,15 @@ def data():
     return blobs(50)
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Every call draws a new figure; pyplot keeps them and warns past 20 (an error here)."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 def _png_ok(ax, path):
     ax.figure.savefig(path, dpi=60)
     raw = path.read_bytes()
