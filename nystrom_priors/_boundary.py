@@ -18,11 +18,16 @@ import numpy as np
 _QUADRATIC_ENTRIES = 1 << 22
 
 
-def _warn_quadratic(entries: int, what: str, remedy: str, stacklevel: int = 3) -> None:
-    """Warn, before it is allocated, about a dense block whose size is quadratic in n."""
+def _warn_quadratic(
+    entries: int, what: str, remedy: str, stacklevel: int = 3, peak: float = 1.0
+) -> None:
+    """Warn, before it is allocated, about a dense block whose size is quadratic in n;
+    ``peak``: the memory its construction holds at once, in units of the block."""
     if entries > _QUADRATIC_ENTRIES:
+        mib = entries * 8 / 2**20
+        at_peak = f"; about {peak * mib:,.0f} MiB while it is built" if peak > 1 else ""
         warnings.warn(
-            f"BCDNPKL: {what}: {entries:,} float64 entries ({entries * 8 / 2**20:,.0f} MiB); "
+            f"BCDNPKL: {what}: {entries:,} float64 entries ({mib:,.0f} MiB{at_peak}); "
             f"time and memory grow with the square of the samples it spans. {remedy}",
             UserWarning,
             stacklevel=stacklevel + 1,
@@ -173,6 +178,7 @@ class _BoundarySystem:
             "Fewer constrained samples (fewer pairs, or a smaller n_constraints with y) keep "
             "it small.",
             stacklevel=4,
+            peak=1.0 if lowrank else 3.5,  # the block, its column indices, the sum, solves
         )
         D_UU = Delta[self.U][:, self.U] if sparse else Delta[np.ix_(self.U, self.U)]
         if lowrank:
@@ -203,11 +209,21 @@ class _BoundarySystem:
         for s in range(0, frontier.size, block):
             X = self._solve(B[:, s : s + block].toarray())  # Delta_UU^-1 Delta_UF
             corr[:, s : s + block] = B.T @ X
-        C = sp.coo_matrix(
-            (corr.ravel(), (np.repeat(frontier, frontier.size), np.tile(frontier, frontier.size))),
+        # -C as CSR straight from the block (its rows at the frontier, each holding every
+        # frontier column, sorted): a COO matrix with int64 row and column arrays and its
+        # conversion held about twice as much again
+        np.negative(corr, out=corr)
+        F = frontier.size
+        idx = np.int32 if L.size < 2**31 else np.int64
+        indptr = np.zeros(L.size + 1, dtype=idx)
+        indptr[frontier + 1] = F
+        np.cumsum(indptr, out=indptr)
+        C = sp.csr_matrix(
+            (corr.reshape(-1), np.tile(frontier.astype(idx), F), indptr),
             shape=(L.size, L.size),
         )
-        self.A = (D_LL - C).tocsr()
+        del corr
+        self.A = (D_LL + C).tocsr()
         self.A.sum_duplicates()
 
     @property

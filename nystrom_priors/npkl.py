@@ -355,7 +355,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         )
         A, Wt, V = system.A, system.Wt, rng.random((L.size, r))
         dual = np.zeros(tidx.size)
-        args = (A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(np.float64))
+        # A's own arrays, not int64 / float64 copies: with a large frontier A is the fit's
+        # largest array (its dense block), and copies tripled the peak
+        args = (A.indptr.astype(np.int64), A.indices, A.data.astype(np.float64, copy=False))
         args += (Wt, np.ascontiguousarray(Wt.T @ V), tptr, tidx, tsgn, V, C, loss, dual)
 
         def gap() -> float:  # the certificate at the current V (see _bcd_gap)
