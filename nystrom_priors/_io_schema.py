@@ -329,7 +329,8 @@ def _bregman(f: _Fields, von_neumann: bool) -> None:
         return
     f.array("B_", (r0, r0), "r = P0_ columns")
     f.array("projection_", (q, r0), "P0_'s shape")
-    f.array("slack_bounds_", (nd,), "one per row of pairs_")
+    # bounds moved by the slack keep their sign (ITML's update scales them)
+    f.array("slack_bounds_", (nd,), "one per row of pairs_", nonneg=True)
     sim = f.pairs("similarity_pairs_", None, strict=False)
     f.array("similarity_bounds_", (sim.shape[0],), "one per row of similarity_pairs_")
     f.array(

@@ -254,6 +254,11 @@ SCHEMA_CASES = {
         lambda e: {"attr:bounds_": 0 * e["attr:bounds_"]},
         ["bounds_"],
     ),
+    "slack-bounds-negative": (
+        "LogDetKernelLearner",
+        lambda e: {"attr:slack_bounds_": -e["attr:slack_bounds_"]},
+        ["slack_bounds_"],
+    ),
     "similarity-count": (
         "LogDetKernelLearner-linear",
         lambda e: {"attr:similarity_bounds_": np.zeros(3)},
