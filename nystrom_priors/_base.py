@@ -325,6 +325,7 @@ class FactorTransformMixin:
         import dask
 
         from ._feature_names import check_feature_names
+        from ._validation import float_target
 
         self._check_fitted_for_transform()
         check_feature_names(self, X)
@@ -337,7 +338,7 @@ class FactorTransformMixin:
             )
         if X.numblocks[1] > 1:
             X = X.rechunk({1: -1})
-        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        dtype = float_target(X.dtype)
         # one key for the fitted model: distributed ships it once per worker
         model = dask.delayed(self, pure=True, traverse=False)
         return X.map_blocks(

@@ -214,7 +214,7 @@ class _BoundarySystem:
         # conversion held about twice as much again
         np.negative(corr, out=corr)
         F = frontier.size
-        idx = np.int32 if L.size < 2**31 else np.int64
+        idx = np.int32 if max(L.size, F * F) < 2**31 else np.int64  # indptr ends at F^2
         indptr = np.zeros(L.size + 1, dtype=idx)
         indptr[frontier + 1] = F
         np.cumsum(indptr, out=indptr)

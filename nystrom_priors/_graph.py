@@ -258,14 +258,19 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
         at a sigma far below its neighbours' distances): a graph Laplacian's normalisation
         is undefined there (:class:`BCDNPKL` refuses such a graph).
     """
+    given = sigma
     S, sigma = _knn_graph(X, n_neighbors, weights, sigma)
     lone = np.flatnonzero(np.diff(S.indptr) == 0)
     if lone.size and sigma is not None:  # a binary edge is never lost
         warnings.warn(
             f"knn_graph: {lone.size} of {S.shape[0]} samples (e.g. sample {int(lone[0])}) have "
             f"no edge left: exp(-d^2 / (2 sigma^2)) underflows to 0 at sigma={sigma:.3g} for "
-            "all their neighbours. Use a larger sigma (or sigma=None: half the mean distance "
-            "to the 10 nearest neighbours).",
+            "all their neighbours (outliers, far from every other sample). Use a larger sigma"
+            + (
+                " (or sigma=None: half the mean distance to the 10 nearest neighbours)."
+                if given is not None
+                else "."
+            ),
             UserWarning,
             stacklevel=2,
         )

@@ -78,7 +78,8 @@ class _KernelAttribute:
             return wrapped
         if raw is None:
             return obj._learned_kernel
-        if type(raw) is KernelSpec:  # a spec's own __call__ is the base kernel, not the learned
+        if isinstance(raw, KernelSpec):  # its own __call__ is the base kernel (or, for a
+            # view read from another model, that model's learned kernel): viewed for this one
             return _KernelSpecParam.of(raw, obj)
         return raw
 

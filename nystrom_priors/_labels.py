@@ -69,6 +69,18 @@ def _given(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
+def refuse_nul_labels(values: Any, name: str) -> None:
+    """Refuse a str or bytes label ending in NUL: numpy's string and bytes arrays drop a
+    trailing NUL, so ``"a\0"`` would become ``"a"`` and two labels silently one."""
+    nul = next((v for v in values if isinstance(v, (str, bytes)) and v[-1:] in ("\0", b"\0")), None)
+    if nul is not None:
+        what = "character" if isinstance(nul, str) else "byte"
+        raise ValueError(
+            f"{name} holds the label {nul!r}, which ends with a NUL {what}: numpy's string "
+            "arrays drop it, so it would merge with the label without it. Rename it."
+        )
+
+
 def _as_label_array(y: Any) -> np.ndarray:
     """``y`` as a numpy array, without importing pandas.
 
@@ -176,20 +188,10 @@ def _labeled_values(values: np.ndarray) -> np.ndarray:
             return values.astype(np.int64)
         return values.astype(np.float64)
     if kind == "str":
-        nul = next((v for v in values if v.endswith("\0")), None)
-        if nul is not None:  # "a\0" would become "a": two classes silently one
-            raise ValueError(
-                f"y holds the label {nul!r}, which ends with a NUL character: numpy's string "
-                "arrays drop it, so it would merge with the label without it. Rename it."
-            )
+        refuse_nul_labels(values, "y")
         return values.astype(str)
     if kind == "bytes":  # stored as numpy bytes (``S``), as a saved model keeps them
-        nul = next((v for v in values if v.endswith(b"\0")), None)
-        if nul is not None:
-            raise ValueError(
-                f"y holds the label {nul!r}, which ends with a NUL byte: numpy's bytes "
-                "arrays drop it, so it would merge with the label without it. Rename it."
-            )
+        refuse_nul_labels(values, "y")
         return values.astype(bytes)
     try:
         classes, codes = np.unique(values, return_inverse=True)

@@ -9,6 +9,7 @@ the kernel function; or, without per-thread BLAS, a fused Numba pass.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
@@ -78,6 +79,7 @@ def check_fits(Z: np.ndarray, dtype: Any, name: str) -> None:
     )
 
 
+@functools.cache
 def underflow_span(dtype: Any) -> float:
     """Scale of the data below which a distance or polynomial kernel is computed on rescaled
     data: the products of entries of this size are ``tiny * 2^(2 (nmant + 1))``, so products

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import FLOAT_DTYPES, check_array
+from ._validation import check_array, float_target
 
 #: rows per block for streaming passes (about 8 MiB of float64 per block at d = 128)
 _BLOCK_ELEMENTS = 1 << 20
@@ -48,7 +48,7 @@ class RowSource:
                 raise ValueError(
                     f"{name} must have at least {min_samples} sample(s), got shape {X.shape}."
                 )
-            target = X.dtype if X.dtype in FLOAT_DTYPES else np.dtype(np.float64)
+            target = float_target(X.dtype)
             self.X = X.astype(target)
             bad = int((~da.isfinite(self.X)).sum().compute())
             if bad:

@@ -101,11 +101,15 @@ def check_array(
         # refused with numpy's own message ("argument must be a string or a real number")
         try:
             arr = arr.astype(np.float64)
-        except OverflowError:  # a Python int beyond float64 (numpy says only "int too large")
-            big = next(v for v in arr.ravel() if isinstance(v, numbers.Integral) and _huge(v))
+        except OverflowError:  # a Python int or Fraction beyond float64 (numpy: "too large")
+            big = next((v for v in arr.ravel() if _huge(v)), None)
+            what = (
+                f"an integer near 2^{abs(big).bit_length()}"
+                if isinstance(big, numbers.Integral)
+                else "a number"
+            )
             raise ValueError(
-                f"{name} holds an integer near 2^{abs(big).bit_length()}, beyond float64's "
-                "range (about 2^1024 = 1.8e308); rescale it."
+                f"{name} holds {what} beyond float64's range (about 2^1024 = 1.8e308); rescale it."
             ) from None
         except (TypeError, ValueError) as exc:
             # pandas' nullable columns (Int64, boolean, ...) hold pd.NA: say it is missing data
@@ -187,10 +191,13 @@ def float_target(dtype: np.dtype) -> np.dtype:
 
 
 def _huge(v: Any) -> bool:
+    """Whether one object overflows float64 when converted."""
     try:
         float(v)
     except OverflowError:
         return True
+    except (TypeError, ValueError):
+        return False
     return False
 
 

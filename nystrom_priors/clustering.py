@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ._labels import refuse_nul_labels
 from ._validation import (
     check_array,
     check_option,
@@ -98,21 +99,18 @@ def kernel_kmeans(
 
     with Progress(verbose, n_init, "kernel_kmeans restarts", "restart") as progress:
         for _ in range(n_init):
-            centers, labels, _ = kmeans(G64, k, rng=rng, max_iter=max_iter)
+            centers, labels, _, done = kmeans(
+                G64, k, rng=rng, max_iter=max_iter, return_converged=True
+            )
             inertia = float(((G64 - centers[labels]) ** 2).sum())
             if inertia < best_inertia:
-                best, best_inertia, best_centers = labels, inertia, centers
+                best, best_inertia, converged = labels, inertia, done
             progress.update(inertia=unscaled(inertia), best=unscaled(best_inertia))
         progress.close(f"best inertia {unscaled(best_inertia):.6g}")
-    # converged iff one more Lloyd assignment (nearest centre, first on ties, as Lloyd's
-    # argmin) changes no label: O(n k r), one iteration's cost
-    Cw = best_centers
-    moved = int(np.count_nonzero(np.argmin((Cw * Cw).sum(1) - 2.0 * (G64 @ Cw.T), 1) != best))
-    if moved:
+    if not converged:  # Lloyd's own criterion: its last assignment still moved samples
         warnings.warn(
-            f"kernel_kmeans stopped at max_iter={max_iter} before its best restart converged: "
-            f"{moved} of {G64.shape[0]} samples would move to another cluster in one more "
-            "iteration. Increase max_iter.",
+            f"kernel_kmeans stopped at max_iter={max_iter} before its best restart converged "
+            "(its last iteration still moved samples between clusters). Increase max_iter.",
             ConvergenceWarning,
             stacklevel=2,
         )
@@ -182,12 +180,7 @@ def _labeling(labels: Any, name: str) -> np.ndarray:
                 f"{other!r}) and {type(text).__name__} (e.g. {text!r}); numpy would compare "
                 "them as strings. Use one type."
             )
-        nul = next((v for v in values if v.endswith("\0" if isinstance(v, str) else b"\0")), None)
-        if nul is not None:  # "a\0" would become "a": two labels silently one
-            raise ValueError(
-                f"{name} holds the label {nul!r}, which ends with a NUL character: numpy's "
-                "string arrays drop it, so it would merge with the label without it. Rename it."
-            )
+        refuse_nul_labels(values, name)
     if a.dtype.kind == "c":
         raise ValueError(f"{name} holds complex numbers ({a.dtype}); labels must be real.")
     if a.dtype.kind == "f" and not np.isfinite(a).all():

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._threads import blas_for_work
-from ._validation import check_array, check_random_state, check_scalar
+from ._validation import check_array, check_random_state, check_scalar, float_target
 
 __all__ = ["LANDMARK_METHODS", "kmeans", "select_landmarks"]
 
@@ -66,10 +66,13 @@ def kmeans(
     max_iter: int = 10,
     init: np.ndarray | None = None,
     tol: float = 0.0,
-) -> tuple[np.ndarray, np.ndarray, int]:
+    return_converged: bool = False,
+) -> tuple:
     """Lloyd's k-means with k-means++ seeding on a validated float array.
 
-    Returns ``(centers (k, d) float64, labels (n,) int64, n_iter)``. Stops when no label
+    Returns ``(centers (k, d) float64, labels (n,) int64, n_iter)``, and with
+    ``return_converged`` whether it stopped by its own criterion rather than at
+    ``max_iter``. Stops when no label
     changes, when an assignment lowers the inertia by less than ``tol`` (relative; 0: only
     at a fixed point) or after ``max_iter`` iterations. The assignment GEMM runs through BLAS
     in chunks, in the precision of ``X`` (float32 input: sgemm); centres are accumulated in
@@ -77,7 +80,7 @@ def kmeans(
     """
     from ._width import _binary_exponent
 
-    Xw = X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
+    Xw = X.astype(float_target(X.dtype), copy=False)
     # k-means is invariant to scaling X: a power of two (exact) brings max |x| into [0.5, 1),
     # so that squared distances cannot overflow (from |x| ~ 1e154 in float64, ~1e19 in
     # float32: the seeding then drew from infinite weights and looped, Lloyd compared infs)
@@ -95,12 +98,17 @@ def kmeans(
     chunk = max(1, (1 << 22) // max(1, n_clusters))
     xn = np.einsum("ij,ij->i", Xw, Xw)  # ||x||^2, added back for the inertia
     with blas_for_work(float(min(n, chunk)) * n_clusters * Xw.shape[1]):
-        centers, labels, n_iter = _lloyd(Xw, centers, labels, mindist, xn, chunk, max_iter, tol)
+        centers, labels, n_iter, done = _lloyd(
+            Xw, centers, labels, mindist, xn, chunk, max_iter, tol
+        )
+    if return_converged:
+        return np.ldexp(centers, e), labels, n_iter, done
     return np.ldexp(centers, e), labels, n_iter
 
 
 def _lloyd(Xw, centers, labels, mindist, xn, chunk, max_iter, tol):
-    """Lloyd's iterations of ``kmeans`` from ``centers``: ``(centers, labels, n_iter)``."""
+    """Lloyd's iterations of ``kmeans`` from ``centers``: ``(centers, labels, n_iter,
+    converged)``, converged when an assignment changed no label or gained less than ``tol``."""
     n = Xw.shape[0]
     n_iter = 0
     inertia = np.inf
@@ -118,9 +126,9 @@ def _lloyd(Xw, centers, labels, mindist, xn, chunk, max_iter, tol):
         labels = new
         previous, inertia = inertia, float(mindist.sum())
         if not changed or previous - inertia <= tol * inertia:
-            break
+            return centers, labels, n_iter, True
         _update_centers(Xw, labels, centers, mindist)
-    return centers, labels, n_iter
+    return centers, labels, n_iter, False
 
 
 def _update_centers(

@@ -110,6 +110,21 @@ def _pair_rows(
     return arr.astype(np.int64)  # every value is now in [-1, n_samples): exact
 
 
+def canonical_pairs(pairs: Any, n_samples: int, name: str = "pairs") -> np.ndarray:
+    """Every row of ``pairs`` validated (``_pair_rows``) as ``[min(i, j), max(i, j), sign]``,
+    duplicates kept: the form in which two rows are the same constraint iff they are equal."""
+    arr = _pair_rows(
+        pairs,
+        n_samples,
+        name=name,
+        empty=f"{name} is empty; give at least one constraint.",
+        allow_self=False,
+        signs="+1 (must-link) or -1 (cannot-link)",
+    )
+    i, j = arr[:, 0], arr[:, 1]
+    return np.stack([np.minimum(i, j), np.maximum(i, j), arr[:, 2]], axis=1)
+
+
 def check_pairs(
     pairs: Any, n_samples: int, *, name: str = "pairs", return_index: bool = False
 ) -> Any:
@@ -122,17 +137,7 @@ def check_pairs(
     refused, never read as -1). With ``return_index`` also return the rows of the input that
     were kept (the first of each duplicate), so per-pair data can follow the pairs.
     """
-    arr = _pair_rows(
-        pairs,
-        n_samples,
-        name=name,
-        empty=f"{name} is empty; give at least one constraint.",
-        allow_self=False,
-        signs="+1 (must-link) or -1 (cannot-link)",
-    )
-    i, j, s = arr[:, 0], arr[:, 1], arr[:, 2]
-    lo, hi = np.minimum(i, j), np.maximum(i, j)
-    canon = np.stack([lo, hi, s], axis=1)
+    canon = canonical_pairs(pairs, n_samples, name)
     uniq, first = np.unique(canon, axis=0, return_index=True)
     if uniq.shape[0] < canon.shape[0]:
         warnings.warn(

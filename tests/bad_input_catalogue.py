@@ -657,8 +657,14 @@ def _with_first(A, value):
 
 
 # a Python int beyond float64 inside an object array leaked numpy's bare OverflowError
-case("Nystrom.X-int-beyond-float64", (ValueError, r"^X holds an integer near 2\^1329, beyond"))(
+case("Nystrom.X-int-beyond-float64", (ValueError, r"^X holds an integer near 2\^1329 beyond"))(
     lambda: fit("Nystrom", X_=_with_first(X.astype(object), 10**400))
+)
+# ... and a Fraction there raised a bare StopIteration from the first fix
+case("Nystrom.X-fraction-beyond-float64", (ValueError, r"^X holds a number beyond float64"))(
+    lambda: fit(
+        "Nystrom", X_=_with_first(X.astype(object), __import__("fractions").Fraction(10**400))
+    )
 )
 case("Nystrom.width-int-beyond-float64", (ValueError, r"width must be a finite float64"))(
     lambda: fit("Nystrom", width=10**400)

@@ -287,8 +287,17 @@ def test_kernel_kmeans_warns_when_max_iter_stops_it_before_convergence():
     from nystrom_priors import ConvergenceWarning
 
     G = np.random.default_rng(0).normal(size=(2000, 3))
-    with pytest.warns(ConvergenceWarning, match=r"max_iter=1 .* samples would move.*max_iter"):
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=1 before .*still moved.*max_iter"):
         kernel_kmeans(G, 8, max_iter=1, n_init=1, random_state=0)
+    # tied distances (binary rows): a converged run says nothing (a second assignment with
+    # norms summed in another order flipped ties and warned)
+    rng = np.random.default_rng(796)
+    r, n = int(rng.integers(3, 12)), int(rng.integers(6, 30))
+    rng.integers(2, 5)
+    B = rng.integers(0, 2, size=(n, r)).astype(float)  # 17 x 4, ties between centres
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        kernel_kmeans(B, 4, n_init=1, max_iter=10_000, random_state=796)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         labels = kernel_kmeans(G, 8, max_iter=300, n_init=2, random_state=0)

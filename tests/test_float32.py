@@ -84,6 +84,10 @@ def test_big_endian_float32_is_float32(name):
     assert G.dtype == np.float32
     native = fit(name, X.astype(np.float32), labels, pairs, Z)
     np.testing.assert_array_equal(G, native.transform(X.astype(np.float32)))
+    da = pytest.importorskip("dask.array")  # the dask path read the dtype on its own
+    Gd = model.transform(da.from_array(Xb, chunks=60)).compute()
+    assert Gd.dtype == np.float32
+    np.testing.assert_array_equal(Gd, G)
 
 
 @pytest.mark.parametrize("name", list(LEARNERS))

@@ -79,6 +79,13 @@ def test_kernel_method_is_the_learned_kernel_when_the_parameter_is_a_spec(make):
     assert model.kernel == spec and isinstance(model.kernel, npr.KernelSpec)
     assert model.get_params()["kernel"] is spec and clone(model).kernel == spec
     assert type(pickle.loads(pickle.dumps(model.kernel))) is npr.KernelSpec
+    # one model's kernel attribute as another's parameter: the other's own learned kernel
+    # (the view was taken as is, and evaluated the first model's)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        other = make(model.kernel).set_params(random_state=1).fit(X[::-1].copy(), y[::-1].copy())
+    Go = other.transform(X[:5])
+    np.testing.assert_allclose(other.kernel(X[:5]), Go @ Go.T, atol=1e-12)
 
 
 @pytest.mark.slow_without_jit

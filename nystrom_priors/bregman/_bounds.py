@@ -122,11 +122,10 @@ def tightest_bounds(pairs: Any, n: int, bounds: np.ndarray, kept: np.ndarray) ->
     its bounds (the smallest upper bound of a must-link, the largest lower bound of a
     cannot-link), with a warning when they differ. The first copy's bound alone dropped a
     stricter one silently, and the fit reported convergence on constraints it never saw."""
-    from ..side_info import _pair_rows
+    from ..side_info import canonical_pairs
 
-    arr = _pair_rows(pairs, n, name="pairs", empty="pairs is empty.", allow_self=False, signs="+-1")
-    canon = np.stack([np.minimum(arr[:, 0], arr[:, 1]), np.maximum(arr[:, 0], arr[:, 1])], 1)
-    _, group = np.unique(np.column_stack([canon, arr[:, 2]]), axis=0, return_inverse=True)
+    arr = canonical_pairs(pairs, n)
+    _, group = np.unique(arr, axis=0, return_inverse=True)
     group = group.reshape(-1)
     must = arr[:, 2] == 1
     lo = np.full(group.max() + 1, np.inf)
