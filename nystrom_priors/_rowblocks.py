@@ -94,10 +94,10 @@ def underflow_span(dtype: Any) -> float:
 class _Prepared:
     """Landmark-side quantities, computed once per call (or once per stream)."""
 
-    def __init__(self, Z: np.ndarray, spec: Any, dtype: np.dtype) -> None:
+    def __init__(self, Z: np.ndarray, spec: Any, dtype: np.dtype, name: str = "Z") -> None:
         self.spec = spec
         self.dtype = dtype
-        check_fits(Z, dtype, "Z")
+        check_fits(Z, dtype, name)  # name: what the user calls Z (a model's "landmarks_")
         Zf = np.ascontiguousarray(Z, dtype=dtype)
         d = Zf.shape[1]
         self.shift = np.zeros(d, dtype=np.float64)

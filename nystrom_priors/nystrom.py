@@ -188,7 +188,7 @@ class _LandmarkKernelMixin:
 
             prep = CsrPrepared(Z, spec)
         else:
-            prep = _Prepared(Z, spec, dtype)
+            prep = _Prepared(Z, spec, dtype, "landmarks_")
         snapshot = None if not Z.flags.writeable else np.array(Z, copy=True)
         cache[key] = (prep, Z, snapshot)
         return prep
