@@ -10,8 +10,9 @@ A model file is untrusted input. Before a model is returned, every part of it is
   right Python type or array dtype; every array's shape agrees with the parameters and with
   the other arrays (landmark width = ``n_features_in_``, factor and S shapes, eigenvalue,
   pair, bound and dual counts, per-sweep paths of length ``n_iter_``); values are finite where
-  transform or a kernel computes with them, and in range where the math needs it (positive
-  eigenvalues, degrees and widths, sample indices inside the training set).
+  transform or a kernel computes with them, in range where the math needs it (positive
+  eigenvalues, degrees and widths, sample indices inside the training set), and factors
+  agree with the matrices they factor (``projection_`` with ``S0_``, ``S_`` or ``B_``).
 
 A CSR fitted attribute (BCDNPKL's ``X_fit_`` after a sparse fit) is stored as its arrays and
 checked to be a canonical CSR matrix with finite values (:mod:`nystrom_priors._io_sparse`)
@@ -189,6 +190,29 @@ class _Fields:
         return P
 
 
+# factors agree with their matrices to round-off (about 1e-15) in every model ``save`` writes
+_AGREE = 1e-6
+
+
+def _agrees(f: _Fields, name: str, got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """Refuse ``name`` unless ``got`` equals ``want`` to ``_AGREE`` (relative Frobenius): both
+    are the same linear map applied to random probes (O(m^2), not an m^3 product)."""
+    with np.errstate(all="ignore"):
+        scale = max(float(np.linalg.norm(got)), float(np.linalg.norm(want)))
+        diff = float(np.linalg.norm(got - want))
+    if not diff <= _AGREE * scale:  # NaN (overflow) is refused too
+        rel = diff / scale if scale > 0 else math.inf
+        raise f.fail(
+            name,
+            f"does not agree with {what} (relative difference {rel:.2g} on random probes, "
+            f"at most {_AGREE:g} in a saved model): the file was altered or is damaged",
+        )
+
+
+def _probes(rows: int) -> np.ndarray:  # four fixed random columns for ``_agrees``
+    return np.random.default_rng(0).standard_normal((rows, 4))
+
+
 def _kind(v: Any) -> str:
     if isinstance(v, np.ndarray):
         return f"an array of shape {v.shape} and dtype {v.dtype}"
@@ -243,16 +267,24 @@ def _landmark_part(f: _Fields, d: int) -> tuple[int, int]:
 def _nystrom(f: _Fields) -> None:
     d = f.integer("n_features_in_", lo=1)
     m, k = _landmark_part(f, d)
-    f.array("projection_", (m, k), "m = landmarks_ rows, k = eigenvalues_ count")
+    P = f.array("projection_", (m, k), "m = landmarks_ rows, k = eigenvalues_ count")
+    # projection_ = U diag(ev)^(-1/2) with U orthonormal: P P^T = S0_, P^T P = diag(1 / ev)
+    V = _probes(m)
+    _agrees(f, "projection_", P @ (P.T @ V), f.attrs["S0_"] @ V, "S0_ (P P^T = S0_)")
+    V = _probes(k)
+    want = V / f.attrs["eigenvalues_"][:, None]
+    _agrees(f, "projection_", P.T @ (P @ V), want, "eigenvalues_ (P^T P = diag(1 / ev))")
 
 
 def _generalized(f: _Fields) -> None:
     d = f.integer("n_features_in_", lo=1)
     m, _ = _landmark_part(f, d)
-    f.array("S_", (m, m), "m = landmarks_ rows")
+    S = f.array("S_", (m, m), "m = landmarks_ rows")
     P = f.array("projection_", (m, None), "m = landmarks_ rows")
     if P.shape[1] > m:
         raise f.fail("projection_", f"{P.shape[1]} columns, at most m = {m} (landmarks_ rows)")
+    V = _probes(m)
+    _agrees(f, "projection_", P @ (P.T @ V), S @ V, "S_ (P P^T = S_)")
     f.real("lam_", nan=False, lo=0.0, strict=True)
     f.integer("n_iter_", lo=0)
     f.boolean("converged_")
@@ -321,14 +353,19 @@ def _bregman(f: _Fields, von_neumann: bool) -> None:
         r = T.shape[1]
         if not 1 <= r <= r0:
             raise f.fail("basis_", f"{r} columns, expected 1 to {r0} (P0_ columns)")
-        f.array("W_", (r, r), "r = basis_ columns")
-        f.array("spectrum_", (r,), "r = basis_ columns", nonneg=True)  # exp(d) may underflow
-        f.array("projection_", (q, r), "P0_ rows, r = basis_ columns")
+        W = f.array("W_", (r, r), "r = basis_ columns")
+        spec = f.array("spectrum_", (r,), "r = basis_ columns", nonneg=True)  # exp underflows
+        P = f.array("projection_", (q, r), "P0_ rows, r = basis_ columns")
+        V = _probes(r)
+        want = P0 @ (T @ ((W * np.sqrt(spec)) @ V))
+        _agrees(f, "projection_", P @ V, want, "P0_ basis_ W_ spectrum_^(1/2)")
         f.array("dual_", (nd,), "one per row of pairs_", nonneg=True)
         f.array("evaluations_path_", (n_iter,), "one per sweep, n_iter_", dtypes=_I64)
         return
-    f.array("B_", (r0, r0), "r = P0_ columns")
-    f.array("projection_", (q, r0), "P0_'s shape")
+    B = f.array("B_", (r0, r0), "r = P0_ columns")
+    P = f.array("projection_", (q, r0), "P0_'s shape")
+    V = _probes(r0)
+    _agrees(f, "projection_", P @ V, P0 @ (B @ V), "P0_ B_")
     # bounds moved by the slack keep their sign (ITML's update scales them)
     f.array("slack_bounds_", (nd,), "one per row of pairs_", nonneg=True)
     sim = f.pairs("similarity_pairs_", None, strict=False)
@@ -383,7 +420,8 @@ def _bcdnpkl(f: _Fields) -> None:
     L = f.array("constrained_", (None,), dtypes=_I64)
     if not np.array_equal(L, np.unique(pairs[:, :2])):
         raise f.fail("constrained_", "not the samples of pairs_ (sorted, unique)")
-    f.array("V_", (L.size, r), "constrained_ count, embedding_ columns")
+    V = f.array("V_", (L.size, r), "constrained_ count, embedding_ columns")
+    _agrees(f, "V_", V, G[L], "embedding_'s rows constrained_")  # the extension keeps them
     n_iter = f.integer("n_iter_", lo=0)
     f.array("objective_path_", (n_iter + 1,), "n_iter_ + 1", finite=False)
     f.real("objective_")

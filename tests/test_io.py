@@ -293,6 +293,39 @@ SCHEMA_CASES = {
     ),
     "bcd-degrees": ("BCDNPKL", lambda e: {"attr:degrees_": 0 * e["attr:degrees_"]}, ["degrees_"]),
     "bcd-V": ("BCDNPKL", lambda e: {"attr:V_": e["attr:V_"][:, :1]}, ["V_"]),
+    # derived arrays that no longer agree with what they are derived from (each loaded, and
+    # transformed with the edited array, on d821d88)
+    "ny-projection-scaled": (
+        "Nystrom",
+        lambda e: {"attr:projection_": e["attr:projection_"] * 1.001},
+        ["projection_", "S0_", "altered"],
+    ),
+    "ny-S0-edited": (
+        "Nystrom",
+        lambda e: {"attr:S0_": e["attr:S0_"] + 1e-3 * np.abs(e["attr:S0_"]).max()},
+        ["projection_", "S0_"],
+    ),
+    "ny-eigenvalues-edited": (
+        "Nystrom",
+        lambda e: {"attr:eigenvalues_": e["attr:eigenvalues_"] * 2.0},
+        ["projection_", "eigenvalues_"],
+    ),
+    "gn-S-edited": (
+        "GeneralizedNystrom",
+        lambda e: {"attr:S_": e["attr:S_"] * 1.01},
+        ["projection_", "S_ (P P^T = S_)"],
+    ),
+    "logdet-B-edited": (
+        "LogDetKernelLearner",
+        lambda e: {"attr:B_": e["attr:B_"] + 1e-3 * np.eye(e["attr:B_"].shape[0])},
+        ["projection_", "P0_ B_"],
+    ),
+    "vn-spectrum-edited": (
+        "VonNeumannKernelLearner",
+        lambda e: {"attr:spectrum_": e["attr:spectrum_"] * 2.0},
+        ["projection_", "spectrum_"],
+    ),
+    "bcd-V-edited": ("BCDNPKL", lambda e: {"attr:V_": e["attr:V_"] + 0.1}, ["V_", "embedding_"]),
 }
 
 META_CASES = {
