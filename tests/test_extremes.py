@@ -277,7 +277,7 @@ def test_generalized_nystrom_refuses_kernel_values_whose_squares_leave_float64(
 
 def test_sweep_paths_grown_in_chunks_give_the_same_fit(monkeypatch):
     from nystrom_priors import _bcd_gap
-    from nystrom_priors.bregman import _common
+    from nystrom_priors.bregman import _sweeps
 
     X, y = _data(), np.arange(60) % 3
 
@@ -299,11 +299,35 @@ def test_sweep_paths_grown_in_chunks_give_the_same_fit(monkeypatch):
 
     whole = fits()
     monkeypatch.setattr(_bcd_gap, "_PATH_CHUNK", 3)
-    monkeypatch.setattr(_common, "_PATH_CHUNK", 7)
+    monkeypatch.setattr(_sweeps, "_PATH_CHUNK", 7)
     for a, b in zip(whole, fits()):
         assert a[0] == b[0] and len(a) == len(b)
         for u, v in zip(a[1:], b[1:]):
             np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.parametrize("cls", [npr.LogDetKernelLearner, npr.VonNeumannKernelLearner])
+@pytest.mark.parametrize("tol", [0.0, 1e-300])
+def test_bregman_sweeps_stop_at_a_stall_below_round_off(cls, tol):
+    """A tol no sweep can meet (0, or below round-off) once ran every one of max_iter sweeps
+    (10**12: a hang) and then advised a larger max_iter. The sweeps stop where they are
+    stationary, say tol is the setting to change, and lose nothing: the fit equals a run of
+    as many or of many more sweeps without the stop (the first chunk is never tested), to
+    round-off: LogDet's factor still takes round-off-sized updates at a zero dual change."""
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    pairs = np.array([[0, 1, 1], [20, 21, 1], [0, 20, -1], [40, 41, 1], [1, 45, -1]])
+    kw = dict(rank=4, n_landmarks=10, random_state=0, tol=tol)
+    with pytest.warns(npr.ConvergenceWarning, match=r"stalled at round-off.*increase tol"):
+        m = cls(**kw, max_iter=5000).fit(X, pairs=pairs)
+    assert m.n_iter_ < 1000 and not m.converged_ and m.max_violation_ < 1e-12
+    for sweeps in (m.n_iter_, 3 * m.n_iter_):
+        ref = cls(**kw, max_iter=sweeps)
+        ref.infeasible_window = 0  # one chunk of up to 1024 sweeps: no test between chunks
+        with pytest.warns(npr.ConvergenceWarning, match="max_iter"):
+            ref.fit(X, pairs=pairs)
+        assert ref.n_iter_ == sweeps
+        G = m.transform(X)
+        np.testing.assert_allclose(ref.transform(X), G, rtol=0, atol=1e-12 * np.abs(G).max())
 
 
 @pytest.mark.parametrize("loss", ["square", "squared_hinge"])

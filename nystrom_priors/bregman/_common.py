@@ -54,13 +54,13 @@ from ._bounds import (
     tightest_bounds,
     zero_length_message,
 )
-from ._diagnostics import _farkas_certificate, _stretch_hint
+from ._diagnostics import _stretch_hint
+from ._sweeps import run_sweeps
 
 _INITS = ("nystrom", "linear")
+
+
 # sweeps per allocation of the per-sweep paths (they grow as sweeps are done)
-_PATH_CHUNK = 1024
-
-
 def _check_similarity_pairs(pairs: Any, n: int) -> np.ndarray:
     """Similarity constraints ``[i, j, +-1]`` as int64 with ``i <= j`` (``i == j`` bounds a
     diagonal entry); values are checked as given, before the cast (see ``_pair_rows``)."""
@@ -410,41 +410,10 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
 
     # -- sweeps in chunks with an infeasibility certificate between them -------------------
     def _run(self, step, lam: np.ndarray, cert: dict, max_iter: int):
-        """Call ``step(start, n, conv, viol, lamnorm) -> (sweeps, status)`` in chunks of
-        ``infeasible_window`` sweeps; between chunks test the window's dual increment as an
-        (approximate) Farkas certificate of infeasibility."""
-        from .._progress import Progress
-
-        W = int(self.infeasible_window)
-        # the per-sweep paths grow with the sweeps done, not with max_iter (which may be huge)
-        paths = np.zeros((3, min(max_iter, _PATH_CHUNK)))
-        done, status = 0, 1
-        snap = lam.copy()
-        progress = Progress(self.verbose, max_iter, f"{type(self).__name__} sweeps", "sweep")
-        with progress:
-            while done < max_iter:
-                n = min(W if W > 0 else _PATH_CHUNK, max_iter - done)
-                if done + n > paths.shape[1]:
-                    grown = min(max_iter, max(done + n, 2 * paths.shape[1]))
-                    paths = np.concatenate([paths, np.zeros((3, grown - paths.shape[1]))], axis=1)
-                conv, viol, lamnorm = paths
-                k, status = step(
-                    done, n, conv[done : done + n], viol[done : done + n], lamnorm[done : done + n]
-                )
-                done += k
-                progress.update(k, violation=viol[done - 1], dual_change=conv[done - 1])
-                if status != 1:
-                    break
-                if W > 0 and done >= 2 * W and done < max_iter:
-                    stalled = viol[done - 1] > 0.5 * viol[done - 1 - W]
-                    if stalled and _farkas_certificate(lam - snap, cert):
-                        status = 2
-                        break
-                snap = lam.copy()
-            outcome = {0: "converged", 1: "max_iter reached", 2: "looks infeasible"}.get(status, "")
-            progress.close(f"{outcome}, largest relative violation {viol[max(done, 1) - 1]:.3g}")
-        conv, viol, lamnorm = paths
-        return done, status, conv, viol, lamnorm
+        """``_sweeps.run_sweeps`` with this learner's window, verbosity and name."""
+        name = f"{type(self).__name__} sweeps"
+        window = int(self.infeasible_window)
+        return run_sweeps(step, lam, cert, max_iter, window, self.verbose, name)
 
     # -- reporting -----------------------------------------------------------------------
     def _finish(
@@ -484,6 +453,17 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 InfeasibleConstraintsWarning,
                 stacklevel=_user_stacklevel(),
             )
+        elif status == 3:
+            warnings.warn(
+                f"{name} stalled at round-off after {n_sweeps} sweeps: the relative dual change "
+                f"({conv[n_sweeps - 1]:.3g}) and the largest relative violation "
+                f"({self.max_violation_:.3g}) no longer fall, and tol={self.tol} asks for less "
+                "than float64 resolves here, so more sweeps (a larger max_iter) cannot help. "
+                "The kernel meets the constraints to round-off; increase tol (e.g. 1e-9) to "
+                "have converged_ say so.",
+                ConvergenceWarning,
+                stacklevel=_user_stacklevel(),
+            )
         elif status == 1:
             warnings.warn(
                 f"{name} did not converge in max_iter={self.max_iter} sweeps (relative dual "
@@ -515,7 +495,8 @@ _COMMON_PARAMS_DOC = """
         (kernelised ITML; pass a precomputed factor as ``X`` to start from it).
     tol : float, default=1e-3
         Stop when the relative change of the duals over a sweep and the largest relative
-        violation are both below ``tol``.
+        violation are both below ``tol``. Where both stay at round-off above a smaller
+        ``tol`` (0 included) the sweeps stop there, with a ``ConvergenceWarning``.
     max_iter : int, default=1000
         Maximum number of sweeps over the constraints.
     bound_rule : {"percentile", "relative"}, default="percentile"
