@@ -47,9 +47,15 @@ def refuse_point_pairs_transform(X: Any, owner: str) -> None:
         )
 
 
-def pair_sides(pairs: Any, name: str = "pairs") -> tuple[np.ndarray, np.ndarray]:
-    """Validated sides ``(A, B)``, each (k, d), of point pairs of shape (k, 2, d)."""
-    what = f"{name} must be point pairs of shape (n_pairs, 2, n_features) (metric-learn's format)"
+def pair_sides(
+    pairs: Any, name: str = "pairs", what: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validated sides ``(A, B)``, each (k, d), of point pairs of shape (k, 2, d); ``what``
+    replaces the default statement of what ``name`` must be in the messages."""
+    if what is None:
+        what = (
+            f"{name} must be point pairs of shape (n_pairs, 2, n_features) (metric-learn's format)"
+        )
     arr = dense_array(pairs, name, f"{what}, a dense array")
     if arr.ndim != 3 or arr.shape[1] != 2:
         raise ValueError(f"{what}, got shape {arr.shape}.")
@@ -86,7 +92,13 @@ def point_pairs(pairs: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     >>> X.tolist(), ip.tolist()
     ([[0.0, 0.0], [1.0, 0.0], [5.0, 5.0]], [[0, 1, 1], [1, 2, -1]])
     """
-    A, B = pair_sides(pairs)
+    # a 3-D X given to fit: it may as well be a sample matrix with an extra axis
+    A, B = pair_sides(
+        pairs,
+        "X",
+        "X must be a 2-D array of samples (n_samples, n_features), or a 3-D array of "
+        "metric-learn's point pairs (n_pairs, 2, n_features)",
+    )
     k, d = A.shape
     read = (
         f"X is a 3-D array of shape {(k, 2, d)}, read as metric-learn's point pairs "

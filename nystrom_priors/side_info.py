@@ -273,9 +273,17 @@ def _labels_to_pairs(
                 f"y has {l} labeled samples: all {total} pairs would take "
                 f"{24 * total / 2**30:.1f} GiB; pass n_constraints to draw a number of them."
             )
-        ii, jj = np.triu_indices(l, k=1)
-        same = labels.codes[ii] == labels.codes[jj]
-        return np.stack([idx[ii], idx[jj], np.where(same, 1, -1)], axis=1).astype(np.int64)
+        # filled row by row in triu_indices' order: the output is the peak (index arrays of
+        # all pairs and their stacked copy took 2.7 times it)
+        out = np.empty((total, 3), dtype=np.int64)
+        codes, start = labels.codes, 0
+        for i in range(l - 1):
+            block = out[start : start + l - 1 - i]
+            block[:, 0] = idx[i]
+            block[:, 1] = idx[i + 1 :]
+            block[:, 2] = np.where(codes[i + 1 :] == codes[i], 1, -1)
+            start += l - 1 - i
+        return out
     k = int(check_scalar(n_constraints, "n_constraints", kind="int", lo=1))
     frac = check_scalar(same_fraction, "same_fraction", lo=0.0, hi=1.0)
     rng = check_random_state(random_state)

@@ -315,6 +315,12 @@ for _name in ("LogDetKernelLearner", "VonNeumannKernelLearner"):
         lambda _n=_name: _fit_unwindowed(_n, max_iter=2000, tol=0.0).transform(X)
     )
 
+# an integral float max_iter is accepted; the warning echoed it as "max_iter=1.0 sweeps"
+for _name in ("LogDetKernelLearner", "VonNeumannKernelLearner"):
+    case(f"{_name}.max_iter-float", WARN("ConvergenceWarning", r"max_iter=1 sweeps"))(
+        lambda _n=_name: fit(_n, max_iter=1.0).transform(X)
+    )
+
 # (learner, parameter, bad value, message)
 _BAD_SCALARS = [
     ("GeneralizedNystrom", "lam", -1.0, r"lam must be in \(0, inf\), got -1.0"),
@@ -802,6 +808,13 @@ case(
     "pair_distance.ragged",
     (ValueError, r"pairs must be point pairs of shape \(n_pairs, 2, n_features\).*ragged"),
 )(lambda: fit("Nystrom").pair_distance([[X[0], X[1]], [X[2]]]))
+# a 3-D X with an extra axis was refused as "pairs must be point pairs ...": the call has no
+# argument named pairs
+for _name in ("GeneralizedNystrom", "LogDetKernelLearner", "BCDNPKL"):
+    case(
+        f"{_name}.fit-3d-X",
+        (ValueError, r"X must be a 2-D array of samples .* or a 3-D array of metric-learn's"),
+    )(lambda _n=_name: make(_n).fit(X[:, :, None], Y))
 # masked entries were read as the values behind the mask
 case("pair_score.masked-pairs", (ValueError, r"pairs is a masked array with 1 masked entries"))(
     lambda: fit("Nystrom").pair_score(

@@ -466,7 +466,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             )
         elif status == 1:
             warnings.warn(
-                f"{name} did not converge in max_iter={self.max_iter} sweeps (relative dual "
+                f"{name} did not converge in max_iter={n_sweeps} sweeps (relative dual "
                 f"change {conv[n_sweeps - 1]:.3g}, the returned kernel's largest relative "
                 f"violation {self.max_violation_:.3g}, tol={self.tol}); increase max_iter or "
                 "tol." + (_stretch_hint(*stretch) if stretch is not None else ""),
