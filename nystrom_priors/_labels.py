@@ -154,6 +154,8 @@ def _unlabeled_mask(arr: np.ndarray) -> np.ndarray:
 
 
 def _type_name(v: Any) -> str:
+    if isinstance(v, (bool, np.bool_)):  # a type of its own: True == 1 would merge classes
+        return "bool"
     if isinstance(v, numbers.Real):
         return "number"
     if isinstance(v, bytes):  # np.bytes_ is bytes
@@ -162,8 +164,8 @@ def _type_name(v: Any) -> str:
 
 
 def _labeled_values(values: np.ndarray) -> np.ndarray:
-    """The labeled entries of an object array as a homogeneous array: int64, float64, str
-    (``<U``) or, for other sortable objects, object. Mixed types raise ``TypeError``."""
+    """The labeled entries of an object array as a homogeneous array: bool, int64, float64,
+    str (``<U``) or, for other sortable objects, object. Mixed types raise ``TypeError``."""
     kinds: dict[str, Any] = {}
     for v in values:
         kinds.setdefault(_type_name(v), v)
@@ -176,6 +178,8 @@ def _labeled_values(values: np.ndarray) -> np.ndarray:
     if not kinds:
         return values
     kind = next(iter(kinds))
+    if kind == "bool":  # classes_ [False, True], as for a bool array
+        return values.astype(bool)
     if kind == "number":
         if all(isinstance(v, numbers.Integral) for v in values):
             big = next((v for v in values if not _INT64_MIN <= v <= _INT64_MAX), None)

@@ -115,6 +115,9 @@ def test_check_labels_markers_and_types():
     # numbers in an object array keep integer classes
     assert check_labels(np.array([3, None, 1], dtype=object), 3).classes.dtype == np.int64
     assert check_labels([True, False, True], 3).classes.tolist() == [False, True]
+    # booleans with a None marker stay booleans (they became int64 classes 0 and 1)
+    boolean = check_labels(np.array([True, None, False, np.True_], dtype=object), 4)
+    assert boolean.classes.dtype == np.bool_ and boolean.codes.tolist() == [1, 0, 1]
     assert check_labels(np.array([2.0, np.nan, -1.0, 5.0]), 4).classes.tolist() == [2.0, 5.0]
 
 
@@ -125,6 +128,12 @@ def test_check_labels_markers_and_types():
             np.array(["a", 3, "b"], dtype=object),
             TypeError,
             r"y mixes labels of different types: str \(e.g. 'a'\) and number \(e.g. 3\)",
+        ),
+        # True == 1: np.unique merged the two into one class
+        (
+            np.array([True, 1, 0], dtype=object),
+            TypeError,
+            r"y mixes labels of different types: bool \(e.g. True\) and number \(e.g. 1\)",
         ),
         (np.array(["a", "-1", "b"]), ValueError, r"y\[1\] is the string '-1': ambiguous"),
         (["a", "-1", None], ValueError, r"y\[1\] is the string '-1'"),

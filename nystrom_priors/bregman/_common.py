@@ -487,8 +487,11 @@ _COMMON_PARAMS_DOC = """
     rank : int, optional
         Rank r of the initial (and learned) kernel. Default: the rank of the Nystrom factor
         (``init="nystrom"``), or the number of features (``init="linear"``, a d x d factor:
-        with many features pass a rank); a smaller rank keeps the top singular directions of
-        the factor (of X itself, from its n x n Gram matrix when n < d).
+        with many features pass a rank). A smaller rank keeps, with ``init="nystrom"``, the
+        rank-r Nystrom kernel ``E U_r diag(lam_r)^-1 U_r^T E^T`` of W's top r eigenpairs (the
+        standard rank-r Nystrom approximation: no pass over X; not the top r singular
+        directions of the full Nystrom factor on X), and with ``init="linear"`` the top r
+        right singular directions of X (from its n x n Gram matrix when n < d).
     init : {"nystrom", "linear"}, default="nystrom"
         Initial kernel ``K0 = G0 G0^T``: the Nystrom factor of ``kernel`` on
         ``n_landmarks`` landmarks (inductive for any sample), or the linear kernel ``G0 = X``
