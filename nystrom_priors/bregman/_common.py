@@ -60,7 +60,6 @@ from ._sweeps import run_sweeps
 _INITS = ("nystrom", "linear")
 
 
-# sweeps per allocation of the per-sweep paths (they grow as sweeps are done)
 def _check_similarity_pairs(pairs: Any, n: int) -> np.ndarray:
     """Similarity constraints ``[i, j, +-1]`` as int64 with ``i <= j`` (``i == j`` bounds a
     diagonal entry); values are checked as given, before the cast (see ``_pair_rows``)."""
