@@ -447,24 +447,71 @@ def test_max_iter_bounds_every_phase_together(pairs):
     assert gn.n_iter_ <= 2
 
 
-def test_an_unconverged_zero_iterate_is_named_at_the_callers_line():
-    # APG's third iterate here is the PSD projection of a negative definite step, S = 0:
-    # transform then has no column, which the warning must say (and point at this line)
-    from nystrom_priors import labels_to_pairs
+def test_an_unconverged_zero_iterate_is_named_at_the_callers_line(monkeypatch):
+    # an unconverged solve whose point is S = 0 (the PSD projection of a negative definite
+    # step, where J(0) <= J(S0)): transform then has no column, which the warning must say
+    # (and point at this line). The solver is replaced: from S0, or a closed form no worse,
+    # no data set at hand makes APG end at 0 within max_iter
+    import nystrom_priors.generalized as gen_module
 
     X = np.random.default_rng(2).normal(size=(1000, 5))
     y = np.full(1000, -1)
     y[:200] = np.repeat(np.arange(100), 2)
     pairs = labels_to_pairs(y, 300, random_state=0)
     gn = GeneralizedNystrom(n_landmarks=30, solver="apg", lam=1e-6, max_iter=3, random_state=0)
+
+    def zero(prob, *args, **kwargs):
+        return np.zeros_like(prob.S0), 3, 1.0, False, None
+
+    monkeypatch.setattr(gen_module, "_solve_lam", zero)
     with pytest.warns(ConvergenceWarning, match="last iterate is S = 0") as caught:
         gn.fit(X, pairs=pairs)
     assert gn.transform(X).shape == (1000, 0) and not np.any(gn.S_)
     assert {w.filename for w in caught} == {__file__}
+    monkeypatch.undo()
     with pytest.warns(ConvergenceWarning) as caught:  # a non-zero iterate: no such sentence
         gn.set_params(max_iter=2).fit(X, pairs=pairs)
     assert gn.transform(X).shape[1] > 0
     assert not any("S = 0" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("solver, max_iter", [("pgd", 100), ("apg", 10), ("newton", 2)])
+def test_an_unconverged_pairs_fit_is_never_worse_than_the_prior(seed, solver, max_iter):
+    """Stopped by max_iter, a pairs fit returned points with J up to 1e10 times J(S0): the
+    certificate picked the dual's primal point by its *relative* gap (J - d) / J, which a huge
+    J makes small when d < 0; APG and the paper's method started from the pairs' Kronecker
+    surrogate optimum (J 3,000 times J(S0)); a dual Newton's unconverged primal point has any
+    J. Now J(S_) <= J(S0), and the reported certificate still bounds the true relative gap
+    (the optimum from a converged fit)."""
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(-1, 1, (150, 3)), rng.normal(1, 1, (150, 3))])
+    y = np.where(np.arange(300) % 5 == 0, np.r_[np.zeros(150, int), np.ones(150, int)], -1)
+    pairs = labels_to_pairs(y, 100, random_state=0)
+    lam = 1e-4
+    kw = dict(n_landmarks=25, lam=lam, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        gn = GeneralizedNystrom(solver=solver, max_iter=max_iter, **kw).fit(X, pairs=pairs)
+    best = GeneralizedNystrom(solver="newton", tol=1e-10, **kw).fit(X, pairs=pairs)
+    assert best.converged_
+    rows = np.unique(pairs[:, :2])
+    E = extrapolate(X[rows], gn.landmarks_, width=gn.width_)
+    where = {int(r): k for k, r in enumerate(rows)}
+    i = np.array([where[int(a)] for a in pairs[:, 0]])
+    j = np.array([where[int(b)] for b in pairs[:, 1]])
+    target = (pairs[:, 2] == 1).astype(float)
+
+    def J(S):
+        """Zhang et al.'s J with pairs, naively: lam ||S - S0||^2 plus the squared error of
+        E S E^T on the mask, each pair in both orders (target 1 / 0) and the diagonal of
+        the paired points (target 1, k(x, x) of the Gaussian kernel)."""
+        values = np.einsum("km,mn,kn->k", E[i], S, E[j])
+        diag = np.einsum("km,mn,kn->k", E, S, E)
+        loss = 2 * np.sum((values - target) ** 2) + np.sum((diag - 1.0) ** 2)
+        return lam * np.sum((S - gn.S0_) ** 2) + loss
+
+    assert J(gn.S_) <= J(gn.S0_) * (1 + 1e-12)
+    assert (J(gn.S_) - J(best.S_)) / J(gn.S_) <= gn.certificate_ * (1 + 1e-6) + 1e-12
 
 
 def test_pairs_cold_start_goes_to_the_barrier_dual(rng, monkeypatch):

@@ -462,9 +462,11 @@ def certify(coords, V: np.ndarray, eig, null, tol: float) -> tuple[float, np.nda
     R tends to the optimal dual as S tends to the optimum; a stationarity measure (such as the
     projected-gradient residual) bounds nothing where S0 is huge. Of the two primal points, S
     and the dual's own ``S(R) = P_psd(X(R))`` (one eigendecomposition, ``_Dual.state``), the
-    one with the smaller gap ``(J - d(R)) / J`` is returned: S's round-off enters R through
-    ``A(S)`` and is amplified by ``1 / lam`` in ``X(R)``, while S(R) is consistent with R, as
-    the dual Newton's iterates are. ``J(S) = lam ||S - S0||^2 + ||R||^2`` (plus the labels'
+    one with the smaller J (the smaller gap ``J - d(R)``: both share d) is returned, with its
+    relative gap ``(J - d(R)) / J``: S's round-off enters R through ``A(S)`` and is amplified
+    by ``1 / lam`` in ``X(R)``, while S(R) is consistent with R, as the dual Newton's iterates
+    are. Comparing the relative gaps instead picked, far from the optimum (d < 0), an S(R)
+    with a J 1e9 times the iterate's. ``J(S) = lam ||S - S0||^2 + ||R||^2`` (plus the labels'
     compression constant) reuses ``A(S)``.
     """
     if coords.prob.separable:
@@ -475,8 +477,6 @@ def certify(coords, V: np.ndarray, eig, null, tol: float) -> tuple[float, np.nda
     R = dual_point(prob, lam, S, dual)
     st = dual.state(R)
     J = lam * float(np.sum((S - prob.S0) ** 2)) + prob.loss_shift + dual.dot(R, R)
-    gap = max(J - st["d"], 0.0) / max(J, 1e-300)
-    gap_r = max(st["J"] - st["d"], 0.0) / max(st["J"], 1e-300)
-    if gap_r < gap:
-        return gap_r, coords.to_V(st["S"])
-    return gap, V
+    if st["J"] < J:
+        return max(st["J"] - st["d"], 0.0) / max(st["J"], 1e-300), coords.to_V(st["S"])
+    return max(J - st["d"], 0.0) / max(J, 1e-300), V

@@ -159,6 +159,34 @@ def _solve_lam(
 ):
     """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
 
+    A solve stopped by ``max_iter`` returns S0 instead of its last point where that point's J
+    is larger (far from the optimum a dual iterate's primal point can be: 1e4 times J(S0)),
+    with S0's own certified gap (``_prior_gap``): an unconverged fit is never worse than the
+    prior it started from. ``_solve_once`` has the rest."""
+    S, it, cert, ok, R = _solve_once(prob, lam, solver, tol, max_iter, S_warm, R_warm, out, S_guess)
+    if ok or prob.objective(S, lam) <= prob.objective(prob.S0, lam):
+        return S, it, cert, ok, R
+    if out is not None:
+        out.pop("eig", None)
+        if prob.S0_eig is not None:
+            out["eig"] = prob.S0_eig
+    gap = _prior_gap(prob, lam)
+    return prob.S0, it, gap, gap <= tol, None
+
+
+def _solve_once(
+    prob: _Problem,
+    lam: float,
+    solver: str,
+    tol: float,
+    max_iter: int,
+    S_warm=None,
+    R_warm=None,
+    out: dict | None = None,
+    S_guess=None,
+):
+    """``_solve_lam`` without its comparison with S0.
+
     ``S_guess`` (``"newton"`` only): a primal point near the solution, such as the one-step
     model at this lam, whose residuals ``A(S_guess) - t`` start the dual (the optimal dual is
     ``A(S*) - t``) below ``_HOMOTOPY_START * mu_max^2``, where a cold start would go to the
@@ -217,6 +245,12 @@ def _solve_lam(
         return coords.to_S(V), it + it2, cert, ok, None
     coords = _Coords(prob, lam, solver == "apg")
     V0 = _closed_form_V(coords) if S_warm is None else coords.to_V(S_warm)
+    if S_warm is None and not prob.separable:
+        # the pairs' closed form is a Kronecker surrogate's optimum: its J can be 3,000 times
+        # J(S0), a start the descent may not leave within max_iter
+        V0 = _psd_project(V0)[0]
+        V_prior = coords.to_V(prob.S0)
+        V0 = V0 if coords.f(V0) <= coords.f(V_prior) else V_prior
     if solver == "pgd":
         from ._paper import gradient_mapping
 
