@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 
+from ._feature_names import _user_stacklevel
 from .exceptions import ConvergenceWarning
 
 # sweeps per allocation of the objective path (it grows as sweeps are done, not with max_iter)
@@ -152,6 +153,6 @@ def run(args, max_iter, tol, certify, verbose, gap, hint=""):
         warnings.warn(
             f"BCDNPKL {why}{hint}.",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
     return obj[: n + 1].copy(), n, converged, float(value)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ._feature_names import _user_stacklevel
 from ._validation import check_array, check_option, check_scalar, is_sparse
 
 __all__ = ["knn_search", "knn_graph", "gaussian_graph", "normalized_laplacian"]
@@ -272,7 +273,7 @@ def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: f
                 else "."
             ),
             UserWarning,
-            stacklevel=2,
+            stacklevel=_user_stacklevel(),
         )
     return S, sigma
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ._feature_names import _user_stacklevel
 from ._labels import refuse_nul_labels
 from ._validation import (
     check_array,
@@ -112,7 +113,7 @@ def kernel_kmeans(
             f"kernel_kmeans stopped at max_iter={max_iter} before its best restart converged "
             "(its last iteration still moved samples between clusters). Increase max_iter.",
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=_user_stacklevel(),
         )
     found = np.unique(best).size
     if found < k:  # as scikit-learn's KMeans warns
@@ -126,7 +127,7 @@ def kernel_kmeans(
         warnings.warn(
             f"kernel_kmeans found {found} distinct clusters, fewer than n_clusters={k}: {why}.",
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=_user_stacklevel(),
         )
     return best
 

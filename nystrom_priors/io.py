@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ._feature_names import _user_stacklevel
 from ._validation import check_is_fitted, is_sparse
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
@@ -204,7 +205,7 @@ def save(model: Any, path: str | os.PathLike) -> None:
                 f"Parameter kernel={value!r} cannot be stored without pickle; it is saved as "
                 f"its name {value.name!r} (the fitted state is saved exactly).",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=_user_stacklevel(),
             )
             params[key] = value.name
             continue
@@ -215,7 +216,7 @@ def save(model: Any, path: str | os.PathLike) -> None:
                 f"Parameter {key}={value!r} cannot be stored without pickle; it is saved as "
                 "None (the fitted state is saved exactly).",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=_user_stacklevel(),
             )
             params[key] = None
     attrs: dict[str, Any] = {}

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ._feature_names import _user_stacklevel
 from ._threads import blas_for_work
 from ._validation import check_array, check_random_state, check_scalar, float_target
 
@@ -52,7 +53,7 @@ def _check_n_landmarks(n_landmarks: Any, n_samples: int) -> int:
             f"n_landmarks={m} is larger than the number of samples ({n_samples}); using "
             f"n_landmarks={n_samples}.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
         m = n_samples
     return m

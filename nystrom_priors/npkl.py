@@ -47,6 +47,7 @@ import numpy as np
 
 from ._base import BaseEstimator, FactorTransformMixin, side_info_fit
 from ._boundary import _BoundarySystem, _warn_quadratic, boundary_kernel
+from ._feature_names import _user_stacklevel
 from ._graph import (
     _WEIGHTS,
     _as_float,
@@ -344,7 +345,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
                     f"rank={r} exceeds the {L.size} constrained samples, the largest rank the "
                     f"learned kernel can have; rank {L.size} is used.",
                     UserWarning,
-                    stacklevel=4,  # past fit's two wrappers (_base) to the caller
+                    stacklevel=_user_stacklevel(),
                 )
             r = int(L.size)
         origin = "given" if self.rank is not None else f"from the {P.shape[0]} pairs"
@@ -407,8 +408,6 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         most 1) vanish next to ``1 + delta`` in float64 (at 1e300 the learned kernel is zero)."""
         if delta * np.finfo(np.float64).eps < 1.0:
             return
-        from ._feature_names import _user_stacklevel
-
         which = "delta = C / 2" if self.delta is None else "delta"
         fix = (
             "a smaller C (the default delta is C / 2)" if self.delta is None else "a smaller delta"
@@ -438,7 +437,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
                     f"constrained sample ({int((~have[lab]).sum())} samples): their rows of the "
                     "learned factor are 0. Use more neighbours (n_neighbors) or constraints.",
                     UserWarning,
-                    stacklevel=3,
+                    stacklevel=_user_stacklevel(),
                 )
 
     @property

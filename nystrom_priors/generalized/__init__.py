@@ -125,7 +125,7 @@ def _floored(lam: float, scale: float) -> float:
             f"within float64 round-off of M's eigenvalues: every smaller lam is the same "
             f"problem. Solving at lam={_LAM_RANGE * scale:.3g} (lam_).",
             UserWarning,
-            stacklevel=5,
+            stacklevel=_user_stacklevel(),
         )
         return _LAM_RANGE * scale
     return lam
