@@ -33,6 +33,8 @@ def _pyplot():
 
 def _axes(ax: Any) -> Any:
     if ax is not None:
+        if not hasattr(ax, "plot"):
+            raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}.")
         return ax
     _, ax = _pyplot().subplots(figsize=(5.0, 3.6))
     return ax
@@ -78,6 +80,9 @@ def plot_lambda_path(
     >>> len(plot_lambda_path(gn).lines[0].get_xdata()) == gn.lam_path_.size
     True
     """
+    from ._validation import check_is_fitted
+
+    check_is_fitted(model)
     lams = np.asarray(getattr(model, "lam_path_", np.array([])), dtype=np.float64)
     if lams.size == 0:
         raise ValueError(
@@ -91,11 +96,17 @@ def plot_lambda_path(
     x = np.log10(lams[finite] / scale)
     ax = _axes(ax)
     is_cv = model.lam == "auto"
-    label = "CV margin ramp loss on the labeled samples" if is_cv else "eq. 12 criterion (NKA)"
+    pairs_only = np.size(getattr(model, "classes_", [])) == 0  # no labels: scored on pairs
+    if not is_cv:
+        label, ylabel = "eq. 12 criterion (NKA)", "alignment criterion"
+    elif pairs_only:
+        label, ylabel = "CV squared cosine error on held-out pairs", "held-out loss per pair"
+    else:
+        label, ylabel = "CV margin ramp loss on the labeled samples", "held-out loss per sample"
     ax.plot(x, crit, "o-", color="C0", label=label)
     if not finite.all():
         ax.axhline(float(crit_all[~finite][0]), color="C0", ls=":", label="prior (lam = inf)")
-    ax.set_ylabel("held-out loss per sample" if is_cv else "alignment criterion")
+    ax.set_ylabel(ylabel)
     if np.isfinite(model.lam_):
         ax.axvline(
             np.log10(model.lam_ / scale), color="C3", ls="--", label=f"chosen lam={model.lam_:.3g}"
@@ -103,7 +114,12 @@ def plot_lambda_path(
     ax.set_xlabel("log10(lam / mu_max^2)")
     handles, labels = ax.get_legend_handles_labels()
     if errors is not None:
-        err = np.asarray(errors, dtype=np.float64)
+        try:
+            err = np.asarray(errors, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"errors must be numbers, one per lambda of lam_path_; could not read them: {exc}"
+            ) from None
         if err.shape == lams.shape:
             err = err[finite]
         if err.shape != x.shape:

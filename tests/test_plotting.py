@@ -16,8 +16,10 @@ from nystrom_priors import (  # noqa: E402
     BCDNPKL,
     GeneralizedNystrom,
     LogDetKernelLearner,
+    NotFittedError,
     Nystrom,
     VonNeumannKernelLearner,
+    labels_to_pairs,
 )
 from nystrom_priors.plotting import (  # noqa: E402
     plot_kernel_heatmap,
@@ -81,6 +83,29 @@ def test_lambda_path_refuses_a_fixed_lambda_and_bad_errors(data):
     gn = GeneralizedNystrom(n_landmarks=20, lam="nka", random_state=0).fit(X, y_partial)
     with pytest.raises(ValueError, match=r"errors must have shape \(\d+,\)"):
         plot_lambda_path(gn, errors=[0.1, 0.2])
+    # numpy's bare "could not convert string to float", matplotlib's "'str' object has no
+    # attribute 'plot'", and "has no lam_path_" for a model never fitted
+    with pytest.raises(ValueError, match="errors must be numbers, one per lambda"):
+        plot_lambda_path(gn, errors=["a"] * gn.lam_path_.size)
+    with pytest.raises(TypeError, match="ax must be a matplotlib Axes or None, got str"):
+        plot_lambda_path(gn, ax="foo")
+    with pytest.raises(NotFittedError):
+        plot_lambda_path(GeneralizedNystrom(n_landmarks=20))
+
+
+def test_lambda_path_of_pairs_says_it_scores_pairs(data):
+    """Without labels the criterion is the held-out pairs' squared cosine error; the figure
+    called it a loss on labeled samples."""
+    X, _, y_partial = data
+    pairs = labels_to_pairs(y_partial, 60, random_state=0)
+    gn = GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, pairs=pairs)
+    ax = plot_lambda_path(gn)
+    assert ax.lines[0].get_label() == "CV squared cosine error on held-out pairs"
+    assert ax.get_ylabel() == "held-out loss per pair"
+    labelled = plot_lambda_path(
+        GeneralizedNystrom(n_landmarks=20, random_state=0).fit(X, y_partial)
+    )
+    assert labelled.get_ylabel() == "held-out loss per sample"
 
 
 @pytest.mark.parametrize(
