@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import write_lines  # noqa: E402
+from _report import count, write_lines  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 METHODS = ("sklearn", "npr-uniform", "npr-kmeans")
@@ -98,12 +98,23 @@ def run_one(method: str, n: int, d: int, density: float, m: int) -> dict:
     }
 
 
+def _density(text: str) -> float:
+    """An argparse ``type``: a fraction of stored entries in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
+    return value
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--d", type=int, default=50_000)
-    ap.add_argument("--density", type=float, default=1e-3)
-    ap.add_argument("--m", type=int, default=300)
+    ap.add_argument("--n", type=count(2), default=100_000)
+    ap.add_argument("--d", type=count(1), default=50_000)
+    ap.add_argument("--density", type=_density, default=1e-3)
+    ap.add_argument("--m", type=count(1), default=300)
     ap.add_argument("--quick", action="store_true", help="5,000 x 5,000 at density 2e-3")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=os.path.join(HERE, "..", "results", "bench_sparse.md"))
