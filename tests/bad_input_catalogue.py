@@ -321,6 +321,25 @@ for _name in ("LogDetKernelLearner", "VonNeumannKernelLearner"):
         lambda _n=_name: fit(_n, max_iter=1.0).transform(X)
     )
 
+
+# with a finite but huge slack the infeasibility warning spoke of "hard constraints"
+def _infeasible_large_gamma():
+    rng = np.random.default_rng(0)
+    Xg = rng.normal(size=(200, 5))
+    yg = np.where(np.arange(200) % 5 == 0, (Xg[:, 0] > 0).astype(int), -1)
+    P = _fns().labels_to_pairs(yg, 40, random_state=0)
+    model = make("LogDetKernelLearner", m=4, n_landmarks=30, gamma=1e6)
+    return model.fit(Xg, pairs=P, bounds=np.where(P[:, 2] == 1, 0.01, 10.0)).transform(Xg)
+
+
+case(
+    "LogDetKernelLearner.infeasible-large-gamma",
+    WARN(
+        "InfeasibleConstraintsWarning",
+        r"the constraints look infeasible .*Use a smaller gamma \(gamma=1e\+06 lets the bounds",
+    ),
+)(_infeasible_large_gamma)
+
 # (learner, parameter, bad value, message)
 _BAD_SCALARS = [
     ("GeneralizedNystrom", "lam", -1.0, r"lam must be in \(0, inf\), got -1.0"),

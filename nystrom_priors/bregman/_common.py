@@ -442,7 +442,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             w = self.infeasible_window
             old = max(n_sweeps - 1 - w, 0)
             warnings.warn(
-                f"{name}: the hard constraints look infeasible at rank {self.n_components_}: "
+                f"{name}: the constraints look infeasible at rank {self.n_components_}: "
                 f"after {n_sweeps} sweeps the returned kernel's largest relative violation is "
                 f"{self.max_violation_:.3g} (within the last sweep {viol[n_sweeps - 1]:.3g}, "
                 f"{n_sweeps - 1 - old} sweeps earlier {viol[old]:.3g}) while ||dual|| grew from "

@@ -239,7 +239,9 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         self.dual_ = lam
         hard = math.isinf(gamma)
         remedy = self._remedy(
-            "Use a finite slack (e.g. gamma=1.0)" if hard else "Use a smaller gamma"
+            "Use a finite slack (e.g. gamma=1.0)"
+            if hard
+            else f"Use a smaller gamma (gamma={gamma:g} lets the bounds move too little)"
         )
         if c["similarity_pairs"].shape[0]:
             remedy += " Similarity constraints are always hard: check similarity_bounds."
