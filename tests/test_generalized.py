@@ -885,6 +885,23 @@ def test_lam_far_outside_the_data_scale(rng, solver):
     GeneralizedNystrom(lam_grid=np.linspace(-5, 5, 100), max_iter=50, **kw)._check_params()
 
 
+@pytest.mark.parametrize("lam", ["auto", "nka"])
+def test_a_repeated_grid_exponent_counts_once(lam):
+    """lam_grid is a set of candidates: [-1, -1, -3] is the grid [-1, -3] (it was searched
+    with the repeat, and "nka" on [-1, -1] called its criterion flat over the grid)."""
+    X = np.random.default_rng(0).normal(size=(120, 3))
+    y = np.where(np.arange(120) % 3 == 0, (X[:, 0] > 0).astype(int), -1)
+    kw = dict(n_landmarks=12, lam=lam, random_state=0)
+    twice = GeneralizedNystrom(lam_grid=[-1, -1, -3], **kw).fit(X, y)
+    once = GeneralizedNystrom(lam_grid=[-3, -1], **kw).fit(X, y)
+    np.testing.assert_array_equal(twice.lam_path_, once.lam_path_)
+    np.testing.assert_array_equal(twice.S_, once.S_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one candidate: nothing flat to warn about
+        single = GeneralizedNystrom(lam_grid=[-1, -1], **kw).fit(X, y)
+    assert np.isfinite(single.lam_path_).sum() == 1
+
+
 def test_gradient_matches_finite_differences(rng):
     for pairs in (False, True):
         prob, S0, *_ = _small_problem(rng, m=8, l=10, pairs=pairs)

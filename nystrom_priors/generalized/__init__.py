@@ -152,9 +152,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         certificate meets ``tol``.
     lam_grid : array-like of float, optional
         Exponents e of the grid ``mu_max^2 * 10^e`` searched by "auto" and "nka" (a number
-        lam ignores it); default ``-10, -8, ..., 0``. Within ``|e| <= -log10(eps) = 15.65``,
-        at most ``_MAX_GRID`` (100): each costs a solve per cross-validation round and a
-        held-out loss per labeled sample.
+        lam ignores it; a repeated e counts once); default ``-10, -8, ..., 0``. Within ``|e|
+        <= -log10(eps) = 15.65``, at most ``_MAX_GRID`` (100): each costs a solve per
+        cross-validation round and a held-out loss per labeled sample.
     solver : {"auto", "onestep", "newton", "apg", "pgd"}, default="auto"
         ``"onestep"``: the closed-form one-step model (labels or pairs, not both; lam "auto"
         or a number); the others solve J exactly: the dual semismooth Newton-CG, the
@@ -320,9 +320,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                 f"within a factor 1 / eps of the data term's scale; beyond it J is numerically "
                 f"its lam -> 0 or lam -> inf limit), got {grid.min():g} to {grid.max():g}."
             )
-        return dict(
-            solver=solver, fixed=fixed, grid=np.sort(grid)[::-1], tol=tol, max_iter=max_iter, cv=cv
-        )
+        grid = np.unique(grid)[::-1]  # the candidates, largest lam first
+        return dict(solver=solver, fixed=fixed, grid=grid, tol=tol, max_iter=max_iter, cv=cv)
 
     # ----- fitting ---------------------------------------------------------------------------
     @side_info_fit
