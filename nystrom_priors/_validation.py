@@ -24,6 +24,23 @@ def _describe(x: Any) -> str:
     return f"{type(x).__name__} {x!r}"[:200]
 
 
+def _first_text_column(arr: np.ndarray, X: Any) -> str:
+    """Where an object array that is not numbers holds its first non-number: the column (by
+    its DataFrame name when there is one) and what to do, for the refusal's message."""
+    if arr.ndim != 2:
+        return "."
+    for j in range(arr.shape[1]):
+        bad = next((v for v in arr[:, j] if not _real(v)), None)
+        if bad is not None:
+            columns = getattr(X, "columns", None)
+            col = f"column {columns[j]!r} (index {j})" if columns is not None else f"column {j}"
+            return (
+                f". Its {col} holds values that are not numbers (e.g. {bad!r}): encode "
+                "categorical features as numbers first (e.g. one-hot), or drop them."
+            )
+    return "."
+
+
 def check_array(
     X: Any,
     *,
@@ -127,6 +144,7 @@ def check_array(
                 ) from None
             raise TypeError(
                 f"{name} has dtype object and could not be converted to float64: {exc}"
+                + _first_text_column(arr, X)
             ) from None
         kind = "f"
     if kind == "c":

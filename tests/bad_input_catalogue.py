@@ -322,6 +322,21 @@ for _name in ("LogDetKernelLearner", "VonNeumannKernelLearner"):
     )
 
 
+# a DataFrame with a categorical column: numpy's "could not convert string to float: 'p'"
+# named neither the column nor what to do
+def _categorical_column():
+    import pandas as pd
+
+    df = pd.DataFrame({"a": X[:, 0], "b": pd.Categorical(np.where(X[:, 1] > 0, "p", "q"))})
+    return fit("Nystrom", X_=df)
+
+
+case(
+    "Nystrom.categorical-column",
+    (TypeError, r"Its column 'b' \(index 1\) holds values that are not numbers .*encode"),
+)(_categorical_column)
+
+
 # with a finite but huge slack the infeasibility warning spoke of "hard constraints"
 def _infeasible_large_gamma():
     rng = np.random.default_rng(0)
