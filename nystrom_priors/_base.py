@@ -273,7 +273,7 @@ class FactorTransformMixin:
 
         self._check_fitted_for_transform()
         if names:
-            check_feature_names(self, X)
+            check_feature_names(self, X, name)
         X = check_array(X, name=name, accept_sparse=True)
         check_n_features(X, self.n_features_in_, name=name, estimator=type(self).__name__)
         return X

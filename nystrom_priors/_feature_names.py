@@ -66,8 +66,9 @@ def record_feature_names(estimator: Any, X: Any) -> None:
         del estimator.feature_names_in_
 
 
-def check_feature_names(estimator: Any, X: Any) -> None:
-    """Compare X's column names with those seen in ``fit`` (see the module docstring)."""
+def check_feature_names(estimator: Any, X: Any, name: str = "X") -> None:
+    """Compare X's column names with those seen in ``fit`` (see the module docstring);
+    ``name``: the argument X was given as (``kernel``'s A and B)."""
     fitted = getattr(estimator, "feature_names_in_", None)
     names = feature_names(X)
     owner = type(estimator).__name__
@@ -75,14 +76,14 @@ def check_feature_names(estimator: Any, X: Any) -> None:
         return
     if fitted is None:
         warnings.warn(
-            f"X has feature names, but {owner} was fitted without feature names.",
+            f"{name} has feature names, but {owner} was fitted without feature names.",
             UserWarning,
             stacklevel=_user_stacklevel(),
         )
         return
     if names is None:
         warnings.warn(
-            f"X does not have valid feature names, but {owner} was fitted with feature names.",
+            f"{name} does not have valid feature names, but {owner} was fitted with feature names.",
             UserWarning,
             stacklevel=_user_stacklevel(),
         )

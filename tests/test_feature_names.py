@@ -140,6 +140,17 @@ def test_the_warning_points_at_the_callers_line(output):
     assert record[0].filename == __file__
 
 
+def test_kernel_names_the_argument_without_feature_names():
+    """kernel(A, B) of a model fitted on a DataFrame, given two arrays, warned twice with the
+    same "X does not have valid feature names"; each warning names its argument."""
+    model = npr.Nystrom(n_landmarks=6, random_state=0).fit(frame(list("abcd")))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.kernel(X[:3], X[:4])
+    said = sorted(str(w.message).split(" ")[0] for w in caught)
+    assert said == ["A", "B"] and {w.filename for w in caught} == {__file__}
+
+
 def test_names_survive_save_and_load(tmp_path):
     model = npr.GeneralizedNystrom(n_landmarks=6, random_state=0).fit(frame(list("abcd")), Y)
     path = tmp_path / "m.npz"
