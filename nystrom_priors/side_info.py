@@ -273,8 +273,8 @@ def _labels_to_pairs(
                 f"y has {l} labeled samples: all {total} pairs would take "
                 f"{24 * total / 2**30:.1f} GiB; pass n_constraints to draw a number of them."
             )
-        # filled row by row in triu_indices' order: the output is the peak (index arrays of
-        # all pairs and their stacked copy took 2.7 times it)
+        # filled row by row in triu_indices' order, so that the output is the peak: index
+        # arrays of all pairs and their stacked copy would take 2.7 times it
         out = np.empty((total, 3), dtype=np.int64)
         codes, start = labels.codes, 0
         for i in range(l - 1):

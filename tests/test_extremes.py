@@ -330,6 +330,22 @@ def test_bregman_sweeps_stop_at_a_stall_below_round_off(cls, tol):
         np.testing.assert_allclose(ref.transform(X), G, rtol=0, atol=1e-12 * np.abs(G).max())
 
 
+def test_the_round_off_stall_rule_spares_runs_still_converging():
+    """Dual changes below the round-off level, falling 2% a sweep toward tol = 1e-12 (400
+    constraints: the level is 4.4e-12), are progress, not a stall; so is any run whose tol
+    lies above the level. Stationary changes below a smaller tol are a stall."""
+    from nystrom_priors.bregman._sweeps import at_round_off
+
+    before = 4e-12 * 0.98 ** np.arange(25)
+    falling = before[-1] * 0.98 ** np.arange(1, 26)
+    quiet = np.full(25, 1e-13)
+    assert not at_round_off(falling, quiet, 400, before.min(), 1e-12)
+    flat = np.full(25, before.min())
+    assert at_round_off(flat, quiet, 400, before.min(), 1e-12)
+    assert not at_round_off(flat, quiet, 400, before.min(), 1e-9)  # tol above round-off
+    assert at_round_off(np.zeros(25), np.zeros(25), 5, 0.0, 0.0)  # an exact fixed point
+
+
 @pytest.mark.parametrize("loss", ["square", "squared_hinge"])
 def test_bcdnpkl_with_a_huge_C_certifies_its_gap_without_overflow(loss):
     # mu ~ C: sum(mu^2) / (4 C) overflowed (RuntimeWarning, an infinite q, no certificate)

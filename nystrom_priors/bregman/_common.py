@@ -412,7 +412,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         """``_sweeps.run_sweeps`` with this learner's window, verbosity and name."""
         name = f"{type(self).__name__} sweeps"
         window = int(self.infeasible_window)
-        return run_sweeps(step, lam, cert, max_iter, window, self.verbose, name)
+        tol = float(self.tol)  # validated by _check_fit_params
+        return run_sweeps(step, lam, cert, max_iter, tol, window, self.verbose, name)
 
     # -- reporting -----------------------------------------------------------------------
     def _finish(

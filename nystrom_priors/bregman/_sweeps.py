@@ -24,25 +24,35 @@ _ROUND_OFF = 1e3 * float(np.finfo(np.float64).eps)
 OUTCOMES = ("converged", "max_iter reached", "looks infeasible", "stalled at round-off")
 
 
-def at_round_off(conv: np.ndarray, viol: np.ndarray, nc: int, before: float) -> bool:
+def at_round_off(conv: np.ndarray, viol: np.ndarray, nc: int, before: float, tol: float) -> bool:
     """True when a chunk of two sweeps or more (``conv``, ``viol``: its relative dual changes
-    and violations) is stationary at round-off: every change and violation at round-off level
-    and the smallest change not halved from ``before`` (the smallest of the chunks before).
-    A tol below that level is unreachable (tol = 0 always is), and the sweeps would otherwise
-    run to max_iter, which may be huge."""
+    and violations) is stationary at round-off while ``tol`` asks for less: every change and
+    violation at round-off level, ``tol`` below that level, and no change smaller than
+    ``before`` (the smallest of the chunks before: a run still converging, however slowly,
+    keeps setting new lows). Such a tol is unreachable (tol = 0 always is), and the sweeps
+    would otherwise run to max_iter, which may be huge."""
     if conv.size < 2 or not np.isfinite(before):
         return False
-    small = conv.max() <= _ROUND_OFF * np.sqrt(max(nc, 1)) and viol.max() <= _ROUND_OFF
-    return bool(small and conv.min() >= 0.5 * before)
+    floor = _ROUND_OFF * np.sqrt(max(nc, 1))
+    small = conv.max() <= floor and viol.max() <= _ROUND_OFF
+    return bool(small and tol < floor and conv.min() >= before)
 
 
 def run_sweeps(
-    step: Callable, lam: np.ndarray, cert: dict, max_iter: int, window: int, verbose: Any, name: str
+    step: Callable,
+    lam: np.ndarray,
+    cert: dict,
+    max_iter: int,
+    tol: float,
+    window: int,
+    verbose: Any,
+    name: str,
 ) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
     """Call ``step(start, n, conv, viol, lamnorm) -> (sweeps, status)`` in chunks of
     ``window`` sweeps (``_PATH_CHUNK`` for 0), ``lam`` being the duals ``step`` updates in
     place; between chunks test the window's dual increment as an (approximate) Farkas
-    certificate of infeasibility (``cert``) and the chunk for a stall at round-off.
+    certificate of infeasibility (``cert``) and the chunk for a stall at round-off below
+    ``tol``.
 
     Returns ``(sweeps done, status, conv, viol, lamnorm)``: the per-sweep relative dual
     changes, largest relative violations and dual norms (the first ``sweeps`` entries)."""
@@ -69,7 +79,8 @@ def run_sweeps(
             progress.update(k, violation=viol[done - 1], dual_change=conv[done - 1])
             if status != 1:
                 break
-            if at_round_off(conv[done - k : done], viol[done - k : done], lam.size, best):
+            chunk = slice(done - k, done)
+            if at_round_off(conv[chunk], viol[chunk], lam.size, best, tol):
                 status = 3
                 break
             best = min(best, float(conv[done - k : done].min(initial=np.inf)))

@@ -465,8 +465,8 @@ def certify(coords, V: np.ndarray, eig, null, tol: float) -> tuple[float, np.nda
     one with the smaller J (the smaller gap ``J - d(R)``: both share d) is returned, with its
     relative gap ``(J - d(R)) / J``: S's round-off enters R through ``A(S)`` and is amplified
     by ``1 / lam`` in ``X(R)``, while S(R) is consistent with R, as the dual Newton's iterates
-    are. Comparing the relative gaps instead picked, far from the optimum (d < 0), an S(R)
-    with a J 1e9 times the iterate's. ``J(S) = lam ||S - S0||^2 + ||R||^2`` (plus the labels'
+    are. Not the smaller relative gap: far from the optimum d < 0, and there a huge J makes
+    ``(J - d) / J`` small. ``J(S) = lam ||S - S0||^2 + ||R||^2`` (plus the labels'
     compression constant) reuses ``A(S)``.
     """
     if coords.prob.separable:
@@ -477,6 +477,7 @@ def certify(coords, V: np.ndarray, eig, null, tol: float) -> tuple[float, np.nda
     R = dual_point(prob, lam, S, dual)
     st = dual.state(R)
     J = lam * float(np.sum((S - prob.S0) ** 2)) + prob.loss_shift + dual.dot(R, R)
+    # J >= 0, so min J >= 0 and no relative gap exceeds 1 (d < 0 far from the optimum)
     if st["J"] < J:
-        return max(st["J"] - st["d"], 0.0) / max(st["J"], 1e-300), coords.to_V(st["S"])
-    return max(J - st["d"], 0.0) / max(J, 1e-300), V
+        return min(max(st["J"] - st["d"], 0.0) / max(st["J"], 1e-300), 1.0), coords.to_V(st["S"])
+    return min(max(J - st["d"], 0.0) / max(J, 1e-300), 1.0), V

@@ -160,9 +160,9 @@ def _solve_lam(
     """Solve J at one lam; returns (S, n_iter, certificate, converged, dual R or None).
 
     A solve stopped by ``max_iter`` returns S0 instead of its last point where that point's J
-    is larger (far from the optimum a dual iterate's primal point can be: 1e4 times J(S0)),
-    with S0's own certified gap (``_prior_gap``): an unconverged fit is never worse than the
-    prior it started from. ``_solve_once`` has the rest."""
+    is larger (far from the optimum a dual iterate's primal point can be far worse than S0),
+    with S0's own certified gap (``_prior_gap``, at most 1 since J >= 0): an unconverged fit
+    is never worse than the prior it started from. ``_solve_once`` has the rest."""
     S, it, cert, ok, R = _solve_once(prob, lam, solver, tol, max_iter, S_warm, R_warm, out, S_guess)
     if ok or prob.objective(S, lam) <= prob.objective(prob.S0, lam):
         return S, it, cert, ok, R
@@ -170,7 +170,7 @@ def _solve_lam(
         out.pop("eig", None)
         if prob.S0_eig is not None:
             out["eig"] = prob.S0_eig
-    gap = _prior_gap(prob, lam)
+    gap = min(_prior_gap(prob, lam), 1.0)  # J >= 0: no relative gap exceeds 1
     return prob.S0, it, gap, gap <= tol, None
 
 
