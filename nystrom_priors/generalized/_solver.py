@@ -174,17 +174,7 @@ def _solve_lam(
     return prob.S0, it, gap, gap <= tol, None
 
 
-def _solve_once(
-    prob: _Problem,
-    lam: float,
-    solver: str,
-    tol: float,
-    max_iter: int,
-    S_warm=None,
-    R_warm=None,
-    out: dict | None = None,
-    S_guess=None,
-):
+def _solve_once(prob, lam, solver, tol, max_iter, S_warm, R_warm, out, S_guess):
     """``_solve_lam`` without its comparison with S0.
 
     ``S_guess`` (``"newton"`` only): a primal point near the solution, such as the one-step
