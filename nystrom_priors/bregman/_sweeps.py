@@ -83,7 +83,7 @@ def run_sweeps(
             if at_round_off(conv[chunk], viol[chunk], lam.size, best, tol):
                 status = 3
                 break
-            best = min(best, float(conv[done - k : done].min(initial=np.inf)))
+            best = min(best, float(conv[chunk].min(initial=np.inf)))
             if W > 0 and done >= 2 * W and done < max_iter:
                 stalled = viol[done - 1] > 0.5 * viol[done - 1 - W]
                 if stalled and _farkas_certificate(lam - snap, cert):
