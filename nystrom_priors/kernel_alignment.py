@@ -125,19 +125,43 @@ def _check_centered(centered: Any) -> None:
         raise TypeError(f"centered must be True or False, got {centered!r}.")
 
 
+def _check_symmetric(A: np.ndarray, name: str, dtype: np.dtype) -> None:
+    """Refuse a matrix whose asymmetry exceeds the round-off of the dtype it came in:
+    ``max |A - A^T| <= sqrt(eps) max |A|`` (eps of that dtype if floating, else float64's),
+    which a kernel computed in float32 or float64 meets with room to spare."""
+    eps = np.finfo(dtype).eps if np.issubdtype(dtype, np.floating) else np.finfo(np.float64).eps
+    with np.errstate(all="ignore"):
+        gap = float(np.abs(A - A.T).max(initial=0.0))
+        scale = float(np.abs(A).max(initial=0.0))
+    if gap > np.sqrt(eps) * scale:
+        raise ValueError(
+            f"{name} must be a symmetric kernel matrix, got one with max |{name} - {name}^T| = "
+            f"{gap:.3g} against max |{name}| = {scale:.3g}. For a cross-kernel k(X, Y) or "
+            "kernels given as factors, use factored_alignment(G1, G2)."
+        )
+
+
 def alignment(K1: Any, K2: Any, *, centered: bool = True) -> float:
     """Normalised (centred) alignment of two kernel matrices.
 
     Parameters
     ----------
     K1, K2 : array-like of shape (n, n)
-        Kernel matrices on the same samples.
+        Kernel matrices on the same samples: symmetric, up to the round-off of the dtype
+        they were computed in.
     centered : bool, default=True
         Centre both kernels in feature space first (``H K H``).
 
     Returns
     -------
     float in [-1, 1]
+
+    Raises
+    ------
+    ValueError
+        If a matrix is not square, the shapes differ, or a matrix is not symmetric: the
+        alignment is an inner product of kernels, and a non-symmetric matrix (a cross-kernel
+        ``k(X, Y)``, a transposed factor product) is not one.
 
     Examples
     --------
@@ -149,12 +173,14 @@ def alignment(K1: Any, K2: Any, *, centered: bool = True) -> float:
     1.0
     """
     _check_centered(centered)
-    A = check_array(K1, name="K1").astype(np.float64, copy=False)
-    B = check_array(K2, name="K2").astype(np.float64, copy=False)
+    A0, B0 = check_array(K1, name="K1"), check_array(K2, name="K2")
+    A, B = A0.astype(np.float64, copy=False), B0.astype(np.float64, copy=False)
     if A.shape[0] != A.shape[1] or A.shape != B.shape:
         raise ValueError(
             f"K1 and K2 must be square matrices of the same shape, got {A.shape} and {B.shape}."
         )
+    _check_symmetric(A, "K1", A0.dtype)
+    _check_symmetric(B, "K2", B0.dtype)
     return _dense(_unit_scale(A), _unit_scale(B), centered)
 
 

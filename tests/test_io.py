@@ -303,12 +303,25 @@ SCHEMA_CASES = {
     "ny-S0-edited": (
         "Nystrom",
         lambda e: {"attr:S0_": e["attr:S0_"] + 1e-3 * np.abs(e["attr:S0_"]).max()},
-        ["projection_", "S0_"],
+        ["'S0_'", "eigenvalues_"],
     ),
     "ny-eigenvalues-edited": (
         "Nystrom",
         lambda e: {"attr:eigenvalues_": e["attr:eigenvalues_"] * 2.0},
-        ["projection_", "eigenvalues_"],
+        ["'S0_'", "eigenvalues_"],
+    ),
+    # eigenvalues_ of the learners is tied to S0_ only (transform does not read it)
+    "gn-eigenvalues-edited": (
+        "GeneralizedNystrom",
+        lambda e: {"attr:eigenvalues_": e["attr:eigenvalues_"] * 1.01},
+        ["'S0_'", "eigenvalues_"],
+    ),
+    "logdet-eigenvalues-edited": (
+        "LogDetKernelLearner",
+        lambda e: {
+            "attr:eigenvalues_": e["attr:eigenvalues_"][::-1] * 0 + e["attr:eigenvalues_"][0]
+        },
+        ["'S0_'", "eigenvalues_"],
     ),
     "gn-S-edited": (
         "GeneralizedNystrom",
