@@ -118,6 +118,34 @@ def _rows_equal(
     return (np.diff(D.indptr) == 0).reshape(shape)
 
 
+# centre dense data whose mean's squared norm exceeds this many times their mean squared
+# deviation: the expansion then loses more than 4 of float64's 52 bits to cancellation
+_FAR = 16.0
+
+
+def _centred_if_far(X: Any, Y: Any, dtype: Any) -> tuple[Any, Any] | None:
+    """``(X - c, Y - c)`` in ``dtype``, c = X's mean, for dense X and Y (None: no queries)
+    far from the origin; else None.
+
+    Distances do not change under a shift, but ``||x||^2 + ||y||^2 - 2 x.y`` loses them to
+    cancellation when the data sit far from the origin (timestamps, map coordinates): its
+    round-off is eps times the squared norms, not the squared spread. Centring, in float64
+    before any float32 cast, leaves only the spread. Data near the origin, and CSR data
+    (which centring would densify), are left as they are, so that dense and CSR copies of
+    the same data keep identical distances and break ties alike."""
+    if is_sparse(X) or (Y is not None and is_sparse(Y)):
+        return None
+    X64 = np.asarray(X, dtype=np.float64)
+    centre = X64.mean(axis=0)
+    with np.errstate(over="ignore"):
+        offset = float(centre @ centre)
+        spread = float(np.mean(np.sum((X64 - centre) ** 2, axis=1)))
+    if not offset > _FAR * spread:
+        return None
+    X = _as_float(X64 - centre, dtype)
+    return X, None if Y is None else _as_float(np.asarray(Y, dtype=np.float64) - centre, dtype)
+
+
 def _knn_scaled(
     X: np.ndarray,
     Y: np.ndarray | None,
@@ -126,15 +154,17 @@ def _knn_scaled(
     dtype: Any = np.float64,
 ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """:func:`knn_search` in units of ``2^e``: (indices, distances / 2^e, e, squared norms of
-    the queries / 4^e). ``dtype`` is that of the cross products (float32 halves their cost;
-    norms and distances stay float64; two CSR operands are summed in float64 anyway). X and
-    Y: dense or canonical CSR."""
+    the queries / 4^e, centred with X where the data are far from the origin:
+    ``_centred_if_far``). ``dtype`` is that of the cross products (float32 halves their
+    cost; norms and distances stay float64; two CSR operands are summed in float64 anyway).
+    X and Y: dense or canonical CSR."""
     from ._numba._knn import knn_select, knn_tiles
     from ._threads import BLAS_ONE_THREAD as _BLAS
     from ._threads import numba_threads
 
-    X = _as_float(X, dtype)
     self_search = Y is None
+    X0, Y0 = X, Y
+    X = _as_float(X, dtype)
     Yq = X if self_search else _as_float(Y, dtype)
     limit = X.shape[0] - (1 if self_search else 0)
     if k < 1 or k > limit:
@@ -147,6 +177,9 @@ def _knn_scaled(
             f"Y has {Yq.shape[1]} features but X has {X.shape[1]}: the queries must have the "
             "samples' features."
         )
+    far = _centred_if_far(X0, Y0, dtype)
+    if far is not None:
+        X, Yq = far[0], far[0] if self_search else far[1]
     e = _exponent(X, Yq)
     if e:
         X = _as_float(X, dtype, e)
