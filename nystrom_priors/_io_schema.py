@@ -231,6 +231,9 @@ def _bcdnpkl(f: _Fields) -> None:
     n = X.shape[0]
     if n < 2:
         raise f.fail("X_fit_", f"{n} training sample(s), a graph needs at least 2")
+    emb = f.attrs.get("embedding_")  # before n_neighbors_, whose range is read off n
+    if isinstance(emb, np.ndarray) and emb.ndim == 2 and emb.shape[0] != n:
+        raise f.fail("X_fit_", f"{n} rows, but embedding_ has {emb.shape[0]}: they disagree")
     if not {"graph_type_", "n_neighbors_", "weights_"} & set(f.attrs):
         # an older file: the graph's settings were the parameters' at save time
         f.attrs.update(

@@ -55,8 +55,10 @@ def _psd_eig(W: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray, np.nd
     top = lam[0] if lam.size else 0.0
     if not top > 0.0:
         raise ValueError(
-            "The landmark kernel matrix W has no positive eigenvalue (the kernel is zero on "
-            "the landmarks); choose another kernel or landmarks."
+            "The landmark kernel matrix W has no positive eigenvalue: the kernel is zero on "
+            "the landmarks, or its values underflow float64 to zero (a polynomial kernel of "
+            "small gamma * x.z + coef0 raised to a high degree). Choose another kernel or "
+            "landmarks, or rescale X or the kernel (width, gamma, coef0)."
         )
     # W^+ = U diag(1 / lam) U^T must be finite: its entries reach sum 1 / lam <= m / lam_min
     floor = W.shape[0] / np.finfo(np.float64).max

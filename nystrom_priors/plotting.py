@@ -85,9 +85,15 @@ def plot_lambda_path(
     check_is_fitted(model)
     lams = np.asarray(getattr(model, "lam_path_", np.array([])), dtype=np.float64)
     if lams.size == 0:
+        searched = isinstance(getattr(model, "lam", None), str)
         raise ValueError(
-            "plot_lambda_path needs a GeneralizedNystrom fitted with lam='auto' or lam='nka' "
-            "(a searched lambda path); this model has no lam_path_."
+            "plot_lambda_path needs a searched lambda path; this model has none: "
+            + (
+                f"its lam={model.lam!r} fit searched nothing (no side information to score "
+                "lambda on)."
+                if searched
+                else "fit a GeneralizedNystrom with lam='auto' or lam='nka'."
+            )
         )
     crit_all = np.asarray(model.criterion_path_, dtype=np.float64)
     finite = np.isfinite(lams)  # lam="auto" on labels ends with lam = inf, the prior
@@ -257,6 +263,8 @@ def _label_groups(y: Any, n_samples: int) -> tuple[np.ndarray, list[str]]:
     """
     from ._labels import _as_label_array, all_unlabeled, check_labels
 
+    if y is None:
+        raise ValueError(f"y is required: one label per row of X ({n_samples},), got None.")
     arr = _as_label_array(y)
     if arr.shape != (n_samples,):
         raise ValueError(f"y must have shape ({n_samples},) like X's rows, got {arr.shape}.")

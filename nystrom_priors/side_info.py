@@ -44,6 +44,10 @@ __all__ = [
 ]
 
 
+# worded as scikit-learn's estimator checks expect of a one-sample fit ("one sample")
+_ONE_LABELED = "y labels only one sample; no pair can be formed (label at least two)."
+
+
 def _pair_rows(
     pairs: Any, n_samples: int, *, name: str, empty: str, allow_self: bool, signs: str
 ) -> np.ndarray:
@@ -265,7 +269,7 @@ def _labels_to_pairs(
     idx = labels.index
     l = idx.size
     if l < 2:
-        raise ValueError("y has a single labeled sample; no pair can be formed.")
+        raise ValueError(_ONE_LABELED)
     total = l * (l - 1) // 2
     if n_constraints is None:
         if total > _MAX_ALL_PAIRS:
@@ -332,6 +336,9 @@ def pairs_from_labels(
 
 def _derived_pairs(labels: Labels, n_constraints: int | None, random_state: Any) -> np.ndarray:
     """``pairs_from_labels`` of validated labels (``check_labels``)."""
+    total = labels.index.size * (labels.index.size - 1) // 2
+    if total == 0:
+        raise ValueError(_ONE_LABELED)
     if labels.n_classes < 2:
         from ._feature_names import _user_stacklevel
 
@@ -341,9 +348,6 @@ def _derived_pairs(labels: Labels, n_constraints: int | None, random_state: Any)
             UserWarning,
             stacklevel=_user_stacklevel(),
         )
-    total = labels.index.size * (labels.index.size - 1) // 2
-    if total == 0:
-        raise ValueError("y has a single labeled sample; no pair can be formed.")
     if n_constraints is None:
         k = min(total, 20 * labels.n_classes**2, MAX_DEFAULT_CONSTRAINTS)
     else:

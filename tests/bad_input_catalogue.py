@@ -774,7 +774,7 @@ case(
 )(lambda: _fns().pair_accuracy(Y, Y, pairs=np.array([[0, 99, 1]])))
 case(
     "labels_to_pairs.single-labeled-sample",
-    (ValueError, r"y has a single labeled sample; no pair can be formed"),
+    (ValueError, r"y labels only one sample; no pair can be formed"),
 )(lambda: _fns().labels_to_pairs(np.array([0, -1, -1])))
 case("alignment.shape-mismatch", (ValueError, r"same shape.*\(40, 40\).*\(39, 39\)|40.*39"))(
     lambda: _fns().alignment(X @ X.T, X[:39] @ X[:39].T)
@@ -786,7 +786,15 @@ case("factored_alignment.rows-mismatch", (ValueError, r"40.*39"))(
 case("knn_graph.n_neighbors-too-many", (ValueError, r"n_neighbors=40 must be < n_samples=40"))(
     lambda: _fns().knn_graph(X, n_neighbors=40)
 )
-case("distance_bounds.unknown-rule", (ValueError, r"must be one of .*got 'median'"))(
+# the values underflow rather than vanish; the message said only "the kernel is zero"
+case("Nystrom.poly-kernel-underflows", (ValueError, r"or its values underflow float64 to zero"))(
+    lambda: _fns().Nystrom(5, kernel="poly", gamma=1e-10, coef0=0.0, degree=64).fit(X)
+)
+case(
+    "distance_bounds.zero_length-huge",
+    (ValueError, r"every pair is closer than zero_length=1000000.0 .* lower zero_length"),
+)(lambda: _fns().distance_bounds(X, PAIRS, zero_length=1e6))
+case("distance_bounds.unknown-rule", (ValueError, r"^rule must be one of .*got 'median'"))(
     lambda: _fns().distance_bounds(X @ X.T, PAIRS, rule="median")
 )
 # distance_bounds used to index with whatever it was given (an IndexError for labels passed

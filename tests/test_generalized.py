@@ -1109,7 +1109,12 @@ def test_convergence_warning_names_max_iter(rng):
         ({}, {"pairs": [[1, 2, 0]]}, ValueError, "sign 0"),
         ({}, {"pairs": [[1, 2]]}, ValueError, r"shape \(k, 3\)"),
         ({"lam": -1.0}, {"y": None}, ValueError, r"lam must be in \(0"),
-        ({"lam": "best"}, {"y": None}, ValueError, "lam must be one of"),
+        (
+            {"lam": "best"},
+            {"y": None},
+            ValueError,
+            "lam must be .auto., .nka. or a number in \\(0, inf\\], got .best.",
+        ),
         ({"solver": "bfgs"}, {"y": None}, ValueError, "solver must be one of"),
         (
             {"solver": "onestep"},

@@ -78,8 +78,14 @@ def test_lambda_path_draws_the_criterion_and_errors(tmp_path, data, lam):
 def test_lambda_path_refuses_a_fixed_lambda_and_bad_errors(data):
     X, _, y_partial = data
     fixed = GeneralizedNystrom(n_landmarks=20, lam=1.0, random_state=0).fit(X, y_partial)
-    with pytest.raises(ValueError, match="lam='auto' or lam='nka'.*no lam_path_"):
+    with pytest.raises(ValueError, match="has none: fit a GeneralizedNystrom with lam='auto'"):
         plot_lambda_path(fixed)
+    # lam="auto" with one class searches nothing; the message said to fit with lam="auto"
+    one_class = GeneralizedNystrom(n_landmarks=20, random_state=0)
+    with pytest.warns(UserWarning):
+        one_class.fit(X, np.where(y_partial >= 0, 0, -1))
+    with pytest.raises(ValueError, match="its lam='auto' fit searched nothing"):
+        plot_lambda_path(one_class)
     gn = GeneralizedNystrom(n_landmarks=20, lam="nka", random_state=0).fit(X, y_partial)
     with pytest.raises(ValueError, match=r"errors must have shape \(\d+,\)"):
         plot_lambda_path(gn, errors=[0.1, 0.2])
@@ -164,6 +170,8 @@ def test_heatmap_is_the_kernel_in_class_order(tmp_path, data):
     assert sub.images[0].get_array().shape == (60, 60)
     with pytest.raises(ValueError, match=r"y must have shape \(150,\)"):
         plot_kernel_heatmap(model, X, y[:10])
+    with pytest.raises(ValueError, match=r"y is required: one label per row of X \(150,\)"):
+        plot_kernel_heatmap(model, X, None)  # was "got shape ()"
 
 
 def test_figures_of_a_model_with_pandas_output(data):

@@ -14,6 +14,9 @@ LEARNERS = [
     npr.GeneralizedNystrom(n_landmarks=5, random_state=0),
     npr.LogDetKernelLearner(n_landmarks=5, gamma=1.0, random_state=0),
     npr.VonNeumannKernelLearner(n_landmarks=5, random_state=0),
+    # the metric-learn (kernelised ITML) switch: no landmarks, fits on one sample's message
+    npr.LogDetKernelLearner(init="linear", gamma=1.0, random_state=0),
+    npr.VonNeumannKernelLearner(init="linear", random_state=0),
     npr.BCDNPKL(random_state=0),
     npr.BCDNPKL(graph="dense", loss="hinge", random_state=0),
 ]

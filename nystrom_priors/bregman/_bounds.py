@@ -241,7 +241,7 @@ def distance_bounds(
     -------
     bounds : ndarray of shape (k,), float64, all > 0 for pairs of distinct rows
     """
-    rule = check_option(rule, "bound_rule", _BOUND_RULES)
+    rule = check_option(rule, "rule", _BOUND_RULES)
     # both rules' settings are checked whichever applies: a bad one never passes unnoticed
     eps = check_scalar(epsilon, "epsilon", lo=0.0, hi=1.0, hi_closed=False)
     pct = _check_percentiles(percentiles)
@@ -282,6 +282,9 @@ def distance_bounds(
             + (
                 "Their rows differ, but the squared distances underflow float64: rescale X or "
                 "the kernel, or pass bounds explicitly."
+                if differ and zero_length is None
+                else f"Their rows differ, but every pair is closer than zero_length={zero_tol!r} "
+                "times its rows' norm and counts as coincident: lower zero_length."
                 if differ
                 else "Pass bounds explicitly or check for duplicated samples."
             )

@@ -187,7 +187,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     S_ : ndarray of shape (m, m)
         The learned inverse dictionary kernel (PSD).
     lam_ : float
-        The lam used (``np.inf`` when S = S0).
+        The lam used: ``np.inf`` where lam="auto" keeps the prior (S = S0) or lam=np.inf.
     lam_path_ : ndarray of shape (g,) or (g + 1,)
         lam values searched (empty when lam is fixed); with ``lam="auto"`` the last
         candidate is ``inf``, the prior.
@@ -201,8 +201,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         ``lam="auto"``: mean held-out 0/1 error rate of the same classifiers (pairs only: of
         the scored held-out pairs classified by cosine > 1/2); empty otherwise.
     lam_scale_ : float
-        ``mu_max^2``, the scale of the data term the lambda grid is relative to (NaN when no
-        side information was given).
+        ``mu_max^2``, the scale of the data term the lambda grid is relative to (NaN with no
+        side information or lam=np.inf: no data term).
     n_iter_ : int
         Solver iterations for the final fit: 1 for the one-step model, also when its
         cross-validation keeps the prior (the selection is the fit's step); 0 when the prior
@@ -211,8 +211,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     converged_ : bool
         Whether the final fit met ``tol``.
     certificate_ : float
-        NaN for the one-step model (a closed form, not an iterative solution of J; its
-        ``n_iter_`` is 1, the one projection).
+        NaN for the one-step model at a finite lam (a closed form, not a solution of J;
+        ``n_iter_`` 1); 0 where S = S0 at lam_ = inf, J's exact optimum there.
         Otherwise the final optimality measure, <= ``tol`` when converged: an upper bound on
         ``(J(S_) - min J) / J(S_)``, a duality gap. With pairs the primal solvers (``"apg"``,
         ``"pgd"``) take the dual point ``A(S) - t``; where ``W`` is nearly singular (1-d
@@ -286,7 +286,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         cv = None if self.cv is None else int(check_scalar(self.cv, "cv", kind="int", lo=2))
         lam = self.lam
         if isinstance(lam, str):
-            check_option(lam, "lam", ("auto", "nka"))
+            if lam not in ("auto", "nka"):  # np.inf: the prior
+                raise ValueError(f"lam must be 'auto', 'nka' or a number in (0, inf], got {lam!r}.")
             if solver == "onestep" and lam == "nka":  # eq. (12) scores exact solutions
                 raise ValueError("solver='onestep' takes lam='auto' or a number, not 'nka'.")
             fixed = None
