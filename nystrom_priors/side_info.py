@@ -144,9 +144,11 @@ def check_pairs(
     canon = canonical_pairs(pairs, n_samples, name)
     uniq, first = np.unique(canon, axis=0, return_index=True)
     if uniq.shape[0] < canon.shape[0]:
+        dup = int(np.setdiff1d(np.arange(canon.shape[0]), first)[0])  # first repeat, by row
+        a, b, sign = (int(v) for v in canon[dup])
         warnings.warn(
             f"{name} holds {canon.shape[0] - uniq.shape[0]} duplicated constraint(s); they are "
-            "counted once.",
+            f"counted once (the first: row {dup}, ({a}, {b}, {sign:+d})).",
             UserWarning,
             stacklevel=_user_stacklevel(),
         )

@@ -231,9 +231,9 @@ def test_infeasible_hard_constraints_warn_and_stay_finite(cls):
 @pytest.mark.parametrize(
     "rank, m, advice",
     [
-        (None, 4, "constraints, or more landmarks."),
-        (2, 4, "constraints, or a larger rank or more landmarks."),
-        (None, 6, "fewer or looser constraints. The"),  # every sample is a landmark
+        (None, 4, "own bounds), or more landmarks."),
+        (2, 4, "own bounds), or a larger rank or more landmarks."),
+        (None, 6, "or your own bounds). The"),  # every sample is a landmark
     ],
 )
 def test_infeasibility_advice_names_the_room_the_kernel_has(rank, m, advice):
@@ -243,9 +243,12 @@ def test_infeasibility_advice_names_the_room_the_kernel_has(rank, m, advice):
     pairs = np.array([[0, 1, 1], [1, 2, 1], [0, 2, -1]])
     bounds = np.array([1e-4, 1e-4, 10.0])  # no kernel: sqrt(1e-4) + sqrt(1e-4) < sqrt(10)
     model = LogDetKernelLearner(n_landmarks=m, rank=rank, random_state=0, max_iter=5000)
-    with pytest.warns(InfeasibleConstraintsWarning, match=re.escape(advice)):
+    with pytest.warns(InfeasibleConstraintsWarning, match=re.escape(advice)) as record:
         model.fit(X, pairs=pairs, bounds=bounds)
     assert model.infeasible_
+    # the settings to change are named, not just "fewer or looser constraints"
+    message = str(next(w.message for w in record if w.category is InfeasibleConstraintsWarning))
+    assert "n_constraints" in message and "epsilon" in message and "percentiles" in message
 
 
 def test_a_feasible_set_that_converges_slowly_is_not_called_infeasible():

@@ -437,3 +437,14 @@ def test_integer_label_beyond_int64_is_refused_by_value():
         r"outside the int64 range",
     ):
         _LEARNERS["GeneralizedNystrom"]().fit(_X, y)
+
+
+def test_duplicated_pairs_warning_names_the_first_repeat():
+    """The warning gave only a count; duplicates can come from duplicated data rows (through
+    metric-learn's point pairs), so the user needs to find them."""
+    from nystrom_priors.side_info import check_pairs
+
+    pairs = np.array([[0, 1, 1], [2, 3, -1], [1, 0, 1], [2, 3, -1]])
+    with pytest.warns(UserWarning, match=r"2 duplicated constraint\(s\).*row 2, \(0, 1, \+1\)"):
+        kept = check_pairs(pairs, 5)
+    np.testing.assert_array_equal(kept, [[0, 1, 1], [2, 3, -1]])

@@ -292,7 +292,12 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         the kernel where there is any (a larger rank below the initial kernel's, more
         landmarks with ``init="nystrom"``; a full-rank linear kernel has none)."""
         room = getattr(self, "_room", "")
-        return f"{first}, fewer or looser constraints" + (f", or {room}." if room else ".")
+        fewer = (
+            "fewer constraints (n_constraints, or fewer pairs) or looser derived bounds (a larger "
+            "epsilon with bound_rule='relative', wider percentiles with 'percentile', or your "
+            "own bounds)"
+        )
+        return f"{first}, {fewer}" + (f", or {room}." if room else ".")
 
     # -- constraints ---------------------------------------------------------------------
     def _constraints(
