@@ -13,6 +13,10 @@ sparse kernel of ``_numba/_sparse.py`` (the landmark side being all samples, sto
 feature), into a dense block of at most ``2^24`` float64 values. The selection is then the
 dense path's own (ties to the smaller index); the cross products are summed in another order,
 so on data without exact ties (distances equal to the last bit) the neighbours are the same.
+
+Distances do not change either when all samples are shifted, but the expansion
+``||x||^2 + ||y||^2 - 2 x.y`` loses them to cancellation far from the origin. Dense data whose
+mean is large against their spread are centred first (``_centred_if_far``); CSR data are not.
 """
 
 from __future__ import annotations
@@ -130,20 +134,35 @@ def _centred_if_far(X: Any, Y: Any, dtype: Any) -> tuple[Any, Any] | None:
     Distances do not change under a shift, but ``||x||^2 + ||y||^2 - 2 x.y`` loses them to
     cancellation when the data sit far from the origin (timestamps, map coordinates): its
     round-off is eps times the squared norms, not the squared spread. Centring, in float64
-    before any float32 cast, leaves only the spread. Data near the origin, and CSR data
-    (which centring would densify), are left as they are, so that dense and CSR copies of
-    the same data keep identical distances and break ties alike."""
+    before any float32 cast, leaves only the spread. The test runs in units of ``2^e ~ max
+    |x|`` (exact), so it neither overflows nor underflows and answers alike at every scale;
+    its memory is a block of rows. Data near the origin are left as they are (bit for bit
+    the uncentred formulas). CSR data are never centred (it would densify them): far from
+    the origin, their distances keep the expansion's round-off."""
     if is_sparse(X) or (Y is not None and is_sparse(Y)):
         return None
-    X64 = np.asarray(X, dtype=np.float64)
-    centre = X64.mean(axis=0)
-    with np.errstate(over="ignore"):
-        offset = float(centre @ centre)
-        spread = float(np.mean(np.sum((X64 - centre) ** 2, axis=1)))
-    if not offset > _FAR * spread:
+    e = _exponent(X)
+    n = X.shape[0]
+    step = max(1, (1 << 16) // max(1, X.shape[1]))
+    centre = (
+        sum(
+            np.ldexp(np.asarray(X[s : s + step], dtype=np.float64), -e).sum(axis=0)
+            for s in range(0, n, step)
+        )
+        / n
+    )
+    spread = 0.0
+    for s in range(0, n, step):
+        block = np.ldexp(np.asarray(X[s : s + step], dtype=np.float64), -e) - centre
+        spread += float(np.einsum("ij,ij->", block, block))
+    if not float(centre @ centre) > _FAR * spread / n:
         return None
-    X = _as_float(X64 - centre, dtype)
-    return X, None if Y is None else _as_float(np.asarray(Y, dtype=np.float64) - centre, dtype)
+    centre = np.ldexp(centre, e)  # exact: back to X's units
+
+    def centred(A: Any) -> Any:
+        return _as_float(np.asarray(A, dtype=np.float64) - centre, dtype)
+
+    return centred(X), None if Y is None else centred(Y)
 
 
 def _knn_scaled(

@@ -157,9 +157,12 @@ def _agrees(
     f: _Fields, name: str, got: np.ndarray, want: np.ndarray, what: str, how: str = _PROBED
 ) -> None:
     """Refuse ``name`` unless ``got`` equals ``want`` to ``_AGREE`` (relative Frobenius): both
-    are the same linear map applied to random probes (O(m^2), not an m^3 product), or, ``how``
-    empty, the same invariants (trace, norm) of a matrix and of its spectrum."""
+    are the same linear map applied to random probes (O(m^2), not an m^3 product), or the same
+    invariants of a matrix and of its spectrum (``how`` says which)."""
     with np.errstate(all="ignore"):
+        top = max(float(np.abs(got).max(initial=0.0)), float(np.abs(want).max(initial=0.0)))
+        if 0.0 < top < math.inf:  # in units of the largest entry: no norm over- or underflows
+            got, want = got / top, want / top
         scale = max(float(np.linalg.norm(got)), float(np.linalg.norm(want)))
         diff = float(np.linalg.norm(got - want))
     if not diff <= _AGREE * scale:  # NaN (overflow) is refused too

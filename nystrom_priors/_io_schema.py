@@ -12,7 +12,8 @@ A model file is untrusted input. Before a model is returned, every part of it is
   pair, bound and dual counts, per-sweep paths of length ``n_iter_``); values are finite where
   transform or a kernel computes with them, in range where the math needs it (positive
   eigenvalues, degrees and widths, sample indices inside the training set), and factors
-  agree with the matrices they factor (``projection_`` with ``S0_``, ``S_`` or ``B_``).
+  agree with the matrices they factor (``projection_`` with ``S0_``, ``S_`` or ``B_``, and
+  ``S0_`` with ``eigenvalues_``).
 
 A CSR fitted attribute (BCDNPKL's ``X_fit_`` after a sparse fit) is stored as its arrays and
 checked to be a canonical CSR matrix with finite values (:mod:`nystrom_priors._io_sparse`)
@@ -94,11 +95,15 @@ def _landmark_part(f: _Fields, d: int) -> tuple[int, int]:
             "eigenvalues_",
             f"expected 1 to m = {m} descending eigenvalues (m = landmarks_ rows), got {ev.size}",
         )
+    if not ev[-1] > m / np.finfo(np.float64).max:  # the fit keeps none this small
+        raise f.fail("eigenvalues_", f"{ev[-1]!r} is below m / float64 max: 1 / it overflows")
     S0 = f.array("S0_", (m, m), "m = landmarks_ rows")
-    # S0_ = U diag(1 / ev) U^T, U orthonormal: its trace and Frobenius norm are 1 / ev's
-    inv = 1.0 / ev
-    got = np.array([np.trace(S0), np.linalg.norm(S0)])
-    _agrees(f, "S0_", got, np.array([inv.sum(), np.linalg.norm(inv)]), "eigenvalues_", "")
+    # S0_ = U diag(1 / ev) U^T, U orthonormal: its trace and Frobenius norm are 1 / ev's, in
+    # units of 1 / ev_min so that neither norm overflows nor underflows at extreme scales
+    inv = ev[-1] / ev
+    got = np.array([np.trace(S0) * ev[-1], np.linalg.norm(S0 * ev[-1])])
+    want = np.array([inv.sum(), np.linalg.norm(inv)])
+    _agrees(f, "S0_", got, want, "eigenvalues_", " in trace and Frobenius norm")
     user = p.get("landmarks")
     if isinstance(user, np.ndarray) and (user.ndim != 2 or user.shape[1] != d):
         raise f.fail(

@@ -475,8 +475,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         graph (all of them when there are at most ``n_neighbors``). Equality is
         exact in the coarser of the two dtypes, so float64 rows whose float32 rounding the
         model was fitted on count as equal. Distances are taken in units of ``2^e ~ max |x|``
-        (exact; any finite scale works) and, for the dense graph, a block of query rows at a
-        time (memory O(block x n), not O(n_query x n))."""
+        (exact; any finite scale works), with the kNN graph from dense data far from the
+        origin centred first (any shift works), and, for the dense graph, a block of query
+        rows at a time (memory O(block x n), not O(n_query x n))."""
         if out is None:
             out = np.empty((X.shape[0], self.embedding_.shape[1]), dtype=X.dtype)
         # the dense graph weighs every training sample: a block of 2^22 / n query rows at once
@@ -515,8 +516,15 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             dx = s.sum(axis=1, keepdims=True)
             w = s / np.sqrt(np.maximum(dx, 1e-300) * self.degrees_[idx])
             G = np.einsum("ik,ikr->ir", w, self.embedding_[idx]) / (1.0 + self.delta_)
-            # a training sample is among its own k nearest (its copies too, up to k of them)
-            near = dist**2 <= (8 * (X.shape[1] + 2) * _eps(X) + rounding) * q[:, None]
+            # a training sample is among its own k nearest (its copies too, up to k of them).
+            # The expansion's round-off scales with the norms it used (q: centred where the
+            # data are far from the origin); a row's rounding to the other dtype with its own
+            # norm. The exact comparison below drops any extra candidate.
+            with np.errstate(over="ignore"):
+                raw = _sq_norms(_as_float(X, np.float64, e))
+            near = (
+                dist**2 <= (8 * (X.shape[1] + 2) * _eps(X)) * q[:, None] + rounding * raw[:, None]
+            )
             qi, tj = np.nonzero(near)
             tj = idx[qi, tj]
         match = _rows_equal(Xf, tj, X, qi, dtype=coarse)  # exact equality

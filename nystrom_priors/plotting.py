@@ -85,15 +85,10 @@ def plot_lambda_path(
     check_is_fitted(model)
     lams = np.asarray(getattr(model, "lam_path_", np.array([])), dtype=np.float64)
     if lams.size == 0:
-        searched = isinstance(getattr(model, "lam", None), str)
         raise ValueError(
-            "plot_lambda_path needs a searched lambda path; this model has none: "
-            + (
-                f"its lam={model.lam!r} fit searched nothing (no side information to score "
-                "lambda on)."
-                if searched
-                else "fit a GeneralizedNystrom with lam='auto' or lam='nka'."
-            )
+            "plot_lambda_path needs a searched lambda path; this model has none: fit a "
+            "GeneralizedNystrom with lam='auto' or lam='nka' on side information it can score "
+            "(labels of two classes or more, or pairs); a fixed lam searches nothing."
         )
     crit_all = np.asarray(model.criterion_path_, dtype=np.float64)
     finite = np.isfinite(lams)  # lam="auto" on labels ends with lam = inf, the prior

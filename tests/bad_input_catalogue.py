@@ -750,9 +750,10 @@ case("BCDNPKL.sigma-with-binary-weights", (ValueError, r"sigma applies to Gaussi
 case("alignment.centered-string", (TypeError, r"centered must be True or False, got 'no'"))(
     lambda: _fns().alignment(np.eye(3), np.eye(3), centered="no")
 )
-case("alignment.cross-kernel", (ValueError, r"K2 must be a symmetric kernel matrix, got one"))(
-    lambda: _fns().alignment(_G, _G + np.triu(np.ones_like(_G), 1))
-)
+case(
+    "alignment.cross-kernel",
+    (ValueError, r"K2 must be a symmetric kernel matrix k\(X, X\), got one"),
+)(lambda: _fns().alignment(_G, _G + np.triu(np.ones_like(_G), 1)))
 case("save.empty-path", (ValueError, r"the path is empty"))(lambda: _fns().save(fit("Nystrom"), ""))
 case("select_landmarks.method-unknown", (ValueError, r"method must be one of .*got 'best'"))(
     lambda: _fns().select_landmarks(X, 5, method="best")

@@ -160,6 +160,11 @@ def _drop(section, key):
 
 # (model, mutation, words the message must contain); each of these loads on 48d5a79 and then
 # fails later, inside transform, or silently gives a different model
+def _rotation(P):  # a fixed orthogonal matrix of P's column count
+    k = P.shape[1]
+    return np.linalg.qr(np.random.default_rng(0).normal(size=(k, k)))[0]
+
+
 SCHEMA_CASES = {
     "landmarks-width": (
         "Nystrom",
@@ -319,7 +324,7 @@ SCHEMA_CASES = {
     "logdet-eigenvalues-edited": (
         "LogDetKernelLearner",
         lambda e: {
-            "attr:eigenvalues_": e["attr:eigenvalues_"][::-1] * 0 + e["attr:eigenvalues_"][0]
+            "attr:eigenvalues_": np.full_like(e["attr:eigenvalues_"], e["attr:eigenvalues_"][0])
         },
         ["'S0_'", "eigenvalues_"],
     ),
@@ -337,6 +342,18 @@ SCHEMA_CASES = {
         "VonNeumannKernelLearner",
         lambda e: {"attr:spectrum_": e["attr:spectrum_"] * 2.0},
         ["projection_", "spectrum_"],
+    ),
+    # P Q (Q orthogonal) still factors S0_, but its columns are no longer W's eigenvectors
+    "ny-projection-rotated": (
+        "Nystrom",
+        lambda e: {"attr:projection_": e["attr:projection_"] @ _rotation(e["attr:projection_"])},
+        ["projection_", "P^T P = diag(1 / ev)"],
+    ),
+    # a training set of other rows: the error named n_neighbors_, whose range n sets
+    "bcd-X_fit-rows": (
+        "BCDNPKL",
+        lambda e: {"attr:X_fit_": e["attr:X_fit_"][:3]},
+        ["'X_fit_'", "embedding_"],
     ),
     "bcd-V-edited": ("BCDNPKL", lambda e: {"attr:V_": e["attr:V_"] + 0.1}, ["V_", "embedding_"]),
 }
@@ -644,3 +661,16 @@ def test_feature_names_of_another_dtype_are_refused_as_not_strings(tmp_path):
     bad = mf.rewrite(raw, **{"attr:feature_names_in_": np.arange(4)})
     message = _refused(tmp_path, bad, "feature_names_in_", "dtype int64, expected strings")
     assert "not numeric" not in message
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e-80, 1e80, 1e150])
+def test_models_of_data_at_extreme_scales_save_and_load(tmp_path, scale):
+    """W's eigenvalues follow the data's scale (squared, for the linear kernel): 1 / them
+    reaches 1e300. The check that ties S0_ to eigenvalues_ once took their Frobenius norms
+    unscaled, which overflow (or fall to subnormals) there, and refused these models on
+    save and on load alike."""
+    X = np.random.default_rng(0).normal(size=(40, 3)) * scale
+    model = Nystrom(6, kernel="linear", random_state=0).fit(X)
+    path = tmp_path / "extreme.npz"
+    save(model, path)
+    np.testing.assert_array_equal(load(path).transform(X), model.transform(X))

@@ -80,23 +80,35 @@ def test_knn_search_and_bcdnpkl_do_not_move_when_the_data_are_shifted(offset, dt
         i, d, e, _ = _knn_scaled(A, B, k, dtype=dtype)
         return i, np.ldexp(d, e)
 
+    def same_neighbours(idx, ref_i, A, B, ref_d):  # float32: up to ties within its round-off
+        if dtype == np.float64:
+            np.testing.assert_array_equal(idx, ref_i)
+        else:
+            exact = np.linalg.norm(A[idx] - B[:, None], axis=2)
+            np.testing.assert_allclose(exact, ref_d, rtol=1e-5)
+
     rng = np.random.default_rng(0)
     shift = offset * np.array([1.0, -0.5, 2.0])
     X, Q = rng.normal(size=(60, 3)), rng.normal(size=(25, 3))
     Xs, Qs = X + shift, Q + shift
     ref_d, ref_i = cKDTree(Xs).query(Xs, 4)
     idx, dist = search(Xs, None, 3)
-    np.testing.assert_array_equal(idx, ref_i[:, 1:])
+    same_neighbours(idx, ref_i[:, 1:], Xs, Xs, ref_d[:, 1:])
     np.testing.assert_allclose(dist, ref_d[:, 1:], rtol=1e-5 if dtype == np.float32 else 1e-12)
     ref_d, ref_i = cKDTree(Xs).query(Qs, 3)
     idx, dist = search(Xs, Qs, 3)
-    np.testing.assert_array_equal(idx, ref_i)
+    same_neighbours(idx, ref_i, Xs, Qs, ref_d)
     np.testing.assert_allclose(dist, ref_d, rtol=1e-5 if dtype == np.float32 else 1e-12)
     if dtype == np.float32:
         return
     S0, _ = knn_graph(X, 2)
     S1, _ = knn_graph(Xs, 2)
     assert (S0 != S1).nnz == 0
+    for power in (600, -600):  # the centring test runs in units of max |x|: no overflow
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            S2, _ = knn_graph(np.ldexp(Xs, power), 2)
+        assert (S0 != S2).nnz == 0
     y = np.where(np.arange(60) % 3 == 0, (X[:, 0] > 0).astype(int), -1)
     pairs = labels_to_pairs(y, 40, random_state=0)
     near = BCDNPKL(random_state=0).fit(X, pairs=pairs)
@@ -496,13 +508,17 @@ def test_harmonic_extension_reproduces_unconstrained_training_rows():
 
 
 @pytest.mark.parametrize("graph", ["knn", "dense"])
-def test_training_rows_get_their_learned_rows_in_either_dtype_and_copies_their_mean(graph):
+@pytest.mark.parametrize("offset", [0.0, 1e4])
+def test_training_rows_get_their_learned_rows_in_either_dtype_and_copies_their_mean(graph, offset):
     """transform(X_train) is fit_transform(X_train) for rows that occur once; copies of a
     training row all get the mean of the copies' learned rows (transform is a function of the
     row); and a model fitted on float32 data recognises the float64 rows it was rounded from
-    (the old exact float64 comparison gave them the harmonic extension, rows up to 98% off)."""
+    (the old exact float64 comparison gave them the harmonic extension, rows up to 98% off),
+    also far from the origin, where the k-NN search centres the data but a row's rounding to
+    float32 still scales with its own norm."""
     rng = np.random.default_rng(5)
     X, y = two_moons(90, rng)
+    X = X + offset
     X = np.vstack([X, X[:3]])  # rows 90-92 copy rows 0-2
     y = np.concatenate([y, y[:3]])
     pairs = random_pairs(y[:90], 40, rng)

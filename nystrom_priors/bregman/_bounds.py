@@ -276,13 +276,16 @@ def distance_bounds(
     d = _percentile_pairs(G0[idx], rng, zero_tol)
     if d.size == 0:
         differ = np.ptp(G0[idx], axis=0).max() > 0.0
+        # what emptied the set: zero_length (the pairs have normal distances without it)
+        # or the distances' underflow
+        by_length = differ and _percentile_pairs(G0[idx], rng, 0.0).size > 0
         raise ValueError(
             "the constrained samples all coincide in the initial kernel: no positive distance "
             "to take percentiles of. "
             + (
                 "Their rows differ, but the squared distances underflow float64: rescale X or "
                 "the kernel, or pass bounds explicitly."
-                if differ and zero_length is None
+                if differ and not by_length
                 else f"Their rows differ, but every pair is closer than zero_length={zero_tol!r} "
                 "times its rows' norm and counts as coincident: lower zero_length."
                 if differ

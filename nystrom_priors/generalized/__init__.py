@@ -187,7 +187,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
     S_ : ndarray of shape (m, m)
         The learned inverse dictionary kernel (PSD).
     lam_ : float
-        The lam used: ``np.inf`` where lam="auto" keeps the prior (S = S0) or lam=np.inf.
+        The lam used; ``np.inf`` where S = S0 for want of a data term (lam=np.inf, no side
+        information, labels lam="auto" cannot score) or where lam="auto" keeps the prior.
     lam_path_ : ndarray of shape (g,) or (g + 1,)
         lam values searched (empty when lam is fixed); with ``lam="auto"`` the last
         candidate is ``inf``, the prior.
@@ -201,18 +202,17 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         ``lam="auto"``: mean held-out 0/1 error rate of the same classifiers (pairs only: of
         the scored held-out pairs classified by cosine > 1/2); empty otherwise.
     lam_scale_ : float
-        ``mu_max^2``, the scale of the data term the lambda grid is relative to (NaN with no
-        side information or lam=np.inf: no data term).
+        ``mu_max^2``, the scale of the data term the lambda grid is relative to (NaN where
+        ``lam_`` is inf for want of a data term).
     n_iter_ : int
-        Solver iterations for the final fit: 1 for the one-step model, also when its
-        cross-validation keeps the prior (the selection is the fit's step); 0 when the prior
-        is returned without any solve (no side information, or ``lam`` above
-        ``mu_max^2 / eps``).
+        Solver iterations for the final fit: 1 for the one-step model, also where its
+        cross-validation keeps the prior (the selection is the step); 0 where the prior is
+        returned without a solve (no data term, or ``lam`` above ``mu_max^2 / eps``).
     converged_ : bool
         Whether the final fit met ``tol``.
     certificate_ : float
-        NaN for the one-step model at a finite lam (a closed form, not a solution of J;
-        ``n_iter_`` 1); 0 where S = S0 at lam_ = inf, J's exact optimum there.
+        NaN for the one-step model (a closed form, not a solution of J; ``n_iter_`` 1); 0
+        where S_ = S0 is J's optimum to round-off (``n_iter_`` 0, or lam="auto" keeps it).
         Otherwise the final optimality measure, <= ``tol`` when converged: an upper bound on
         ``(J(S_) - min J) / J(S_)``, a duality gap. With pairs the primal solvers (``"apg"``,
         ``"pgd"``) take the dual point ``A(S) - t``; where ``W`` is nearly singular (1-d
@@ -286,7 +286,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         cv = None if self.cv is None else int(check_scalar(self.cv, "cv", kind="int", lo=2))
         lam = self.lam
         if isinstance(lam, str):
-            if lam not in ("auto", "nka"):  # np.inf: the prior
+            if lam not in ("auto", "nka"):
                 raise ValueError(f"lam must be 'auto', 'nka' or a number in (0, inf], got {lam!r}.")
             if solver == "onestep" and lam == "nka":  # eq. (12) scores exact solutions
                 raise ValueError("solver='onestep' takes lam='auto' or a number, not 'nka'.")
