@@ -212,7 +212,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         Whether the final fit met ``tol``.
     certificate_ : float
         NaN for the one-step model (a closed form, not a solution of J; ``n_iter_`` 1); 0
-        where S_ = S0 is J's optimum to round-off (``n_iter_`` 0, or lam="auto" keeps it).
+        where ``S_ = S0`` is J's optimum to round-off (``n_iter_`` 0, or lam="auto" keeps it).
         Otherwise the final optimality measure, <= ``tol`` when converged: an upper bound on
         ``(J(S_) - min J) / J(S_)``, a duality gap. With pairs the primal solvers (``"apg"``,
         ``"pgd"``) take the dual point ``A(S) - t``; where ``W`` is nearly singular (1-d
