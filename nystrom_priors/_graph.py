@@ -134,28 +134,18 @@ def _centred_if_far(X: Any, Y: Any, dtype: Any) -> tuple[Any, Any] | None:
     Distances do not change under a shift, but ``||x||^2 + ||y||^2 - 2 x.y`` loses them to
     cancellation when the data sit far from the origin (timestamps, map coordinates): its
     round-off is eps times the squared norms, not the squared spread. Centring, in float64
-    before any float32 cast, leaves only the spread. The test runs in units of ``2^e ~ max
-    |x|`` (exact), so it neither overflows nor underflows and answers alike at every scale;
-    its memory is a block of rows. Data near the origin are left as they are (bit for bit
-    the uncentred formulas). CSR data are never centred (it would densify them): far from
-    the origin, their distances keep the expansion's round-off."""
+    before any float32 cast, leaves only the spread. The test runs on the moments of
+    ``mean_squared_distance`` (``_width._dense_moments``: in units of ``2^e ~ max |x|``, a
+    block of rows at a time), so it neither overflows nor underflows and answers alike at
+    every scale. Data near the origin are left as they are (bit for bit the uncentred
+    formulas). CSR data are never centred (it would densify them): far from the origin,
+    their distances keep the expansion's round-off."""
     if is_sparse(X) or (Y is not None and is_sparse(Y)):
         return None
-    e = _exponent(X)
-    n = X.shape[0]
-    step = max(1, (1 << 16) // max(1, X.shape[1]))
-    centre = (
-        sum(
-            np.ldexp(np.asarray(X[s : s + step], dtype=np.float64), -e).sum(axis=0)
-            for s in range(0, n, step)
-        )
-        / n
-    )
-    spread = 0.0
-    for s in range(0, n, step):
-        block = np.ldexp(np.asarray(X[s : s + step], dtype=np.float64), -e) - centre
-        spread += float(np.einsum("ij,ij->", block, block))
-    if not float(centre @ centre) > _FAR * spread / n:
+    from ._width import _dense_moments
+
+    e, centre, total, _ = _dense_moments(X)
+    if not float(centre @ centre) > _FAR * max(total, 0.0) / X.shape[0]:
         return None
     centre = np.ldexp(centre, e)  # exact: back to X's units
 

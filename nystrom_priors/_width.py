@@ -48,10 +48,22 @@ def mean_squared_distance(X: Any) -> float:
     if is_sparse(X):
         return _mean_squared_distance_csr(X)
     n = X.shape[0]
+    e, _, total, blocks = _dense_moments(X)
+    if total <= _roundoff(n, X.shape[1]) and all((X[b] == X[0]).all() for b in blocks):
+        return 0.0  # identical rows: the rounding of their mean is no distance
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(2.0 * max(total, 0.0) / (n - 1), 2 * e))
+
+
+def _dense_moments(X: np.ndarray) -> tuple[int, np.ndarray, float, list[slice]]:
+    """``(e, mean, total, blocks)`` of dense X (n >= 1 rows) in units of ``2^e ~ max |x|``
+    (exact): the column means / 2^e and ``sum_i ||x_i - mean||^2 / 4^e``, a block of rows
+    (``blocks``) at a time, so memory stays O(block d). In those units the mean and the squares
+    cannot overflow on the way, and a result beyond float64 comes out as inf (after the
+    caller's ``ldexp``) without an overflow warning."""
+    n = X.shape[0]
     step = max(1, (1 << 20) // max(1, X.shape[1]))
     blocks = [slice(s, s + step) for s in range(0, n, step)]
-    # in units of 2^e ~ max |x| (exact): the mean and the squares cannot overflow on the way,
-    # and a width beyond float64 comes out as inf, without an overflow warning
     e = _binary_exponent(max(float(np.abs(X[b]).max()) for b in blocks))
     mean = sum(np.ldexp(X[b], -e).sum(axis=0, dtype=np.float64) for b in blocks) / n
     total = 0.0
@@ -63,10 +75,7 @@ def mean_squared_distance(X: Any) -> float:
     # corrected two-pass sum: sum (x - m)^2 = sum (x - m')^2 - (sum (x - m'))^2 / n for the
     # rounded mean m'; without it a common offset of 1e17 added ~20% (its rounding, squared)
     total -= float(drift @ drift) / n
-    if total <= _roundoff(n, X.shape[1]) and all((X[b] == X[0]).all() for b in blocks):
-        return 0.0  # identical rows: the rounding of their mean is no distance
-    with np.errstate(over="ignore"):
-        return float(np.ldexp(2.0 * max(total, 0.0) / (n - 1), 2 * e))
+    return e, mean, total, blocks
 
 
 def _mean_squared_distance_csr(X: Any) -> float:
