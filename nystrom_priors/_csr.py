@@ -18,7 +18,9 @@ import numpy as np
 from ._threads import numba_threads
 from ._unit_rows import cosine_limit, unit_landmarks
 
-__all__ = ["CsrPrepared", "compute_csr", "landmark_side"]
+__all__ = ["CsrPrepared", "compute_csr", "landmark_side", "warn_cancellation"]
+
+_EPS64 = float(np.finfo(np.float64).eps)
 
 
 class CsrPrepared:
@@ -115,6 +117,17 @@ def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
             ks.extrapolate_csr_zs(X.indptr, X.indices, X.data, *ZTp, *args)
     if spec.name == "cosine":
         _redo_extreme_rows(prep, X, out)
+    if spec.name in ("rbf", "laplacian") and spec.gamma > 0:
+        # rbf: ||x||^2 + ||z||^2 - 2 x.z; laplacian: ||x||_1 + ||z||_1 minus the shared
+        # features' correction. Either loses eps * (norms) to cancellation, against the width
+        if spec.name == "rbf":
+            rows = row_sq_norms(X)
+        else:  # per-row sums of |x|
+            row_of = np.repeat(np.arange(n), np.diff(X.indptr))
+            rows = np.bincount(row_of, weights=np.abs(X.data, dtype=np.float64), minlength=n)
+        size = float(rows.max(initial=0.0)) + float(np.max(zaux, initial=0.0))
+        what = f"k(X, Z) (the {spec.name!r} kernel)"
+        warn_cancellation(X, size, 1.0 / float(spec.gamma), out.dtype, what, "width")
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
             return
@@ -159,3 +172,36 @@ def row_sq_norms(X: Any) -> np.ndarray:
     out = np.empty(X.shape[0])
     ks.row_sq_norms(X.indptr, X.data, out, 4096)
     return out
+
+
+def warn_cancellation(X: Any, size: float, scale: float, dtype: Any, what: str, unit: str) -> None:
+    """Warn when ``what`` on CSR ``X`` loses more than half of ``dtype``'s digits.
+
+    Distances of sparse rows are expanded, ``||x||^2 + ||y||^2 - 2 x.y`` (or its L1
+    counterpart), with float64 sums, which lose about ``eps64 * size`` to cancellation, size
+    the largest such norms. Dense data are centred first, which leaves only their spread;
+    sparse data are not, since centring would densify them. Against ``scale`` (the kernel's
+    width, or the data's mean squared distance) this is harmless for data near the origin
+    (counts, frequencies, tf-idf) and ruinous for a column that carries a large offset (a
+    timestamp, a coordinate): the warning names the column with the largest mean. ``unit``
+    names ``scale`` in the message."""
+    if not (scale > 0 and np.isfinite(size)) or X.shape[0] == 0:
+        return
+    lost = _EPS64 * size / scale
+    if not lost > np.sqrt(np.finfo(dtype).eps):
+        return
+    import warnings
+
+    from ._feature_names import _user_stacklevel
+
+    means = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+    j = int(np.argmax(np.abs(means)))
+    warnings.warn(
+        f"{what} on sparse X far from the origin: distances expanded through the rows' "
+        f"norms (||x||^2 + ||z||^2 - 2 x.z), which reach {size / scale:.3g} times the {unit}, "
+        f"carry a round-off of about {lost:.1g} times the {unit}. Sparse data are not "
+        "centred, as that would densify them: subtract the offset of the columns far from 0 "
+        f"(column {j} has mean {means[j]:.6g}), or pass X as a dense array, which is centred.",
+        UserWarning,
+        stacklevel=_user_stacklevel(),
+    )

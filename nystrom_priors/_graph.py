@@ -16,7 +16,8 @@ so on data without exact ties (distances equal to the last bit) the neighbours a
 
 Distances do not change either when all samples are shifted, but the expansion
 ``||x||^2 + ||y||^2 - 2 x.y`` loses them to cancellation far from the origin. Dense data whose
-mean is large against their spread are centred first (``_centred_if_far``); CSR data are not.
+mean is large against their spread are centred first (``_centred_if_far``); CSR data are not,
+and a warning says when that costs more than half the digits (``_csr.warn_cancellation``).
 """
 
 from __future__ import annotations
@@ -139,8 +140,21 @@ def _centred_if_far(X: Any, Y: Any, dtype: Any) -> tuple[Any, Any] | None:
     block of rows at a time), so it neither overflows nor underflows and answers alike at
     every scale. Data near the origin are left as they are (bit for bit the uncentred
     formulas). CSR data are never centred (it would densify them): far from the origin,
-    their distances keep the expansion's round-off."""
+    their distances keep the expansion's round-off, and ``_csr.warn_cancellation`` warns
+    where it exceeds half the digits of ``dtype``."""
     if is_sparse(X) or (Y is not None and is_sparse(Y)):
+        if is_sparse(X) and X.shape[0] > 1:
+            from ._csr import warn_cancellation
+            from ._width import mean_squared_distance
+
+            size = float(_sq_norms(X).max(initial=0.0))
+            if Y is not None:  # CSR, or dense queries
+                Yd = Y if is_sparse(Y) else np.asarray(Y, dtype=np.float64)
+                sq = _sq_norms(Yd) if is_sparse(Y) else np.einsum("ij,ij->i", Yd, Yd)
+                size += float(np.max(sq, initial=0.0))
+            scale = mean_squared_distance(X)
+            unit = "mean squared distance between samples"
+            warn_cancellation(X, 2.0 * size if Y is None else size, scale, dtype, "k-NN", unit)
         return None
     from ._width import _dense_moments
 

@@ -281,6 +281,8 @@ def load(path: str | os.PathLike) -> Any:
     ------
     FileNotFoundError
         ``path`` does not exist.
+    IsADirectoryError
+        ``path`` is a directory.
     ValueError
         The file is not a nystrom_priors model (foreign, truncated or corrupted archive), its
         format version is newer than this library supports, its class is unknown, or any
@@ -294,6 +296,10 @@ def load(path: str | os.PathLike) -> Any:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"No such model file: {path!r}")
+    if os.path.isdir(path):  # as open() would: the error type says what the path is
+        raise IsADirectoryError(
+            errno.EISDIR, f"cannot load {path!r}: it is a directory; pass the model file's path"
+        )
     if not zipfile.is_zipfile(path):
         raise ValueError(
             f"{path!r} is not a readable nystrom_priors model file: not an .npz (zip) archive, "

@@ -97,6 +97,19 @@ def _eps(X: Any) -> float:
     return float(np.finfo(X.dtype).eps)
 
 
+def _refuse_one_point(X: Any) -> None:
+    """Refuse X whose samples are all one point: every neighbour is then a tie, so the graph
+    (hence the learned kernel) would be set by index order alone, not by the data."""
+    lo, hi = X.min(axis=0), X.max(axis=0)  # sparse: implicit zeros count, as they should
+    lo, hi = (np.asarray(v.todense() if hasattr(v, "todense") else v).ravel() for v in (lo, hi))
+    if X.shape[0] > 1 and np.array_equal(lo, hi):
+        raise ValueError(
+            f"BCDNPKL: all {X.shape[0]} samples of X are identical, so the neighbour graph "
+            "has no geometry to learn from (its edges would follow the samples' order); pass "
+            "samples that differ."
+        )
+
+
 def barvinok_pataki_rank(n_constraints: int) -> int:
     """Largest r with ``r (r + 1) / 2 <= n_constraints`` (at least 1)."""
     m = int(n_constraints)
@@ -185,6 +198,20 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     n_iter_ : int
     converged_ : bool
     n_components_ : int
+
+    Notes
+    -----
+    ``transform`` is the learned kernel on the training samples and its extension elsewhere.
+    A row equal to a training sample (exactly, in the coarser of the two dtypes) gets that
+    sample's row of ``embedding_``; any other row gets the harmonic extension over its
+    nearest training samples, ``phi(x) = sum_j w_j phi(x_j) / (1 + delta)``. The extension is
+    not continuous at the training samples: a new sample next to a training sample has that
+    sample among its neighbours (a training sample's own equation does not count itself), and
+    a constrained sample's learned row is pulled away from its neighbours' average by its
+    pairs. A new sample arbitrarily close to a training sample can thus get a row that
+    differs from the training sample's by as much as the row itself, most at constrained
+    samples. Read the training samples' rows from ``embedding_`` (or ``fit_transform``), not
+    from ``transform`` of perturbed copies (rounded or recomputed features).
 
     Examples
     --------
@@ -305,6 +332,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         delta, tol, max_iter = p["delta"], p["tol"], p["max_iter"]
         if k >= n:
             raise ValueError(f"n_neighbors={k} must be < n_samples={n}.")
+        _refuse_one_point(X)
         rng = check_random_state(self.random_state)
         P = self._pairs(n, y, pairs, rng)
 

@@ -38,10 +38,27 @@ def _timed(fn):
     return out, time.perf_counter() - t
 
 
+def figure_file(path: str) -> str:
+    """An argparse ``type``: ``new_file`` whose extension (if any) matplotlib can write, so
+    that a bad name fails before the draws, not after them."""
+    path = new_file(path)
+    ext = os.path.splitext(path)[1][1:].lower()
+    if ext:
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        formats = FigureCanvasBase.get_supported_filetypes()
+        if ext not in formats:
+            raise argparse.ArgumentTypeError(
+                f"{path!r}: matplotlib cannot write .{ext} figures; use one of "
+                + ", ".join(f".{f}" for f in sorted(formats))
+            )
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--out", type=new_file, default="nystrom_priors_demo.png", help="the figure (PNG)"
+        "--out", type=figure_file, default="nystrom_priors_demo.png", help="the figure (PNG)"
     )
     parser.add_argument("--seed", type=count(0), default=0, help="seed of the first draw")
     parser.add_argument("--labels", type=count(10), default=100, help="labelled digits (>= 10)")

@@ -570,6 +570,9 @@ def test_save_keeps_permissions_and_refuses_a_directory(tmp_path, models):
     with pytest.raises(OSError):
         save(models["Nystrom"], tmp_path / "dir.npz")
     assert _listing(tmp_path) == ["dir.npz", "model.npz"]
+    # and load names a directory for what it is, not as a corrupted archive
+    with pytest.raises(IsADirectoryError, match="dir.npz'.*is a directory"):
+        load(tmp_path / "dir.npz")
 
 
 def test_save_does_not_replace_a_file_it_may_not_write(tmp_path, models, monkeypatch):

@@ -304,6 +304,22 @@ def test_slack_makes_infeasible_constraints_converge():
     assert rel_violation(G, model.pairs_, model.slack_bounds_) < 1e-6
 
 
+@pytest.mark.parametrize("gamma", [np.inf, 1.0])
+def test_max_iter_warning_gives_the_slack_remedy_for_hard_constraints(gamma):
+    # hard constraints that rank 8 cannot meet, stopped by max_iter before the certificate
+    # flags them: "increase max_iter" alone would send the user to a longer run of the same
+    # violation; with a slack the problem is feasible, and only max_iter/tol are named
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = np.where(np.arange(40) % 2, np.repeat([0, 1, 2, 3], 10), -1)
+    model = LogDetKernelLearner(rank=8, n_landmarks=20, gamma=gamma, max_iter=20, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="increase max_iter or tol") as rec:
+        model.fit(X, y)
+    message = " ".join(str(w.message) for w in rec if w.category is ConvergenceWarning)
+    assert ("finite slack (e.g. gamma=1.0)" in message) == np.isinf(gamma)
+    assert ("rank 8" in message) == np.isinf(gamma)
+
+
 def test_default_bounds_rules():
     rng = np.random.default_rng(8)
     G0 = rng.normal(size=(30, 3))

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -573,6 +574,10 @@ def test_bad_input():
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN|finite"):
         BCDNPKL().fit(Xn, pairs=[[0, 1, 1]])
+    # one point repeated: its neighbour graph would follow the samples' order, not the data
+    for same in (np.ones((30, 2)), sp.csr_matrix(np.ones((30, 2))), sp.csr_matrix((30, 2))):
+        with pytest.raises(ValueError, match="all 30 samples of X are identical"):
+            BCDNPKL(random_state=0).fit(same, pairs=[[0, 1, 1], [2, 3, -1]])
     # two far-apart clusters, constraints only in one: a warning, and zero rows elsewhere
     X2 = np.vstack([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 100])
     with pytest.warns(UserWarning, match="connected components"):

@@ -65,6 +65,7 @@ def test_keel_raw_files(name, shape, n_classes):
         (["demo", "--dpi", "3000"], "argument --dpi: must be at most 1200, got 3000"),
         (["demo", "--labels", "5000"], "argument --labels: at most 1796"),
         (["demo", "--out", "/nonexistent-folder/x.png"], "does not exist"),
+        (["demo", "--out", "figure.txt"], "matplotlib cannot write .txt figures"),
         (["reproduce", "kulis2006", "--", "--trials", "0"], "--trials: must be at least 1"),
         (["reproduce", "zhang2012", "--", "--repeats", "x"], "expected an integer, got 'x'"),
     ],

@@ -119,6 +119,30 @@ def test_width_of_offset_columns_equals_dense(rng, offset):
         assert dense == pytest.approx(D2.sum() / (40 * 39), rel=1e-6)
 
 
+@pytest.mark.parametrize("offset", [0.0, 1e3, 1e8])
+def test_sparse_data_far_from_the_origin_warn_where_distances_lose_half_their_digits(rng, offset):
+    """The sparse kernel and k-NN search expand distances without centring (it would densify
+    X): at an offset of 1e8 on unit spread the round-off is the width itself. They warn
+    there, naming the offset column, and stay silent where the dense path agrees."""
+    X = rng.normal(size=(60, 3))
+    X[:, 1] += offset
+    Z = X[:10] + 0.1  # the same landmarks for both paths
+    dense = npr.extrapolate(X, Z)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        sparse = npr.extrapolate(sp.csr_matrix(X), Z)
+        graph = npr.knn_graph(sp.csr_matrix(X), 5)[0]
+    far = [str(w.message) for w in rec if "far from the origin" in str(w.message)]
+    err = np.abs(sparse - dense).max()
+    if offset < 1e4:
+        assert far == [] and err < 1e-8
+        assert (graph != npr.knn_graph(X, 5)[0]).nnz == 0
+    else:  # the warned case is a wrong result: k(X, Z) off by O(1), both say where to look
+        assert err > 1e-2
+        assert len(far) == 2 and all("column 1 has mean 1e+08" in m for m in far)
+        assert far[0].startswith("k(X, Z) (the 'rbf' kernel)") and far[1].startswith("k-NN")
+
+
 def test_sparse_input_is_never_densified(rng, monkeypatch):
     from nystrom_priors import landmarks
 

@@ -422,8 +422,19 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
 
     # -- reporting -----------------------------------------------------------------------
     def _finish(
-        self, n_sweeps: int, status: int, conv, viol, lamnorm, remedy: str, stretch=None
+        self,
+        n_sweeps: int,
+        status: int,
+        conv,
+        viol,
+        lamnorm,
+        remedy: str,
+        stretch=None,
+        hard: bool = True,
     ) -> None:
+        """Store the sweeps' record and warn on infeasibility (status 2), a round-off stall
+        (3) or max_iter (1); ``hard``: the constraints have no slack, so max_iter's warning
+        also gives the infeasibility ``remedy``."""
         if not np.isfinite(self.projection_).all():
             # the projections multiply squared distances together: with a kernel of extreme
             # scale (poly of high degree: distances ~1e88) they overflow
@@ -474,7 +485,16 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 f"{name} did not converge in max_iter={n_sweeps} sweeps (relative dual "
                 f"change {conv[n_sweeps - 1]:.3g}, the returned kernel's largest relative "
                 f"violation {self.max_violation_:.3g}, tol={self.tol}); increase max_iter or "
-                "tol." + (_stretch_hint(*stretch) if stretch is not None else ""),
+                "tol."
+                + (
+                    # hard constraints beyond what rank r can meet are not always caught by
+                    # the certificate within max_iter: their violation then stays large
+                    " If the violation stays large with more sweeps, the hard constraints may "
+                    f"not be satisfiable at rank {self.n_components_}. {remedy}"
+                    if hard
+                    else ""
+                )
+                + (_stretch_hint(*stretch) if stretch is not None else ""),
                 ConvergenceWarning,
                 stacklevel=_user_stacklevel(),
             )

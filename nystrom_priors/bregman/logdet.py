@@ -250,5 +250,5 @@ class LogDetKernelLearner(_BregmanKernelLearner):
         self.max_violation_ = float(
             burg_violation(Gc, c["I1"], c["I2"], c["kind"], c["delta"], c["b"], bhat, Bt, 0, nc)
         )
-        self._finish(n_sweeps, status, conv, viol, lamnorm, remedy, stretch)
+        self._finish(n_sweeps, status, conv, viol, lamnorm, remedy, stretch, hard=hard)
         return self
