@@ -1018,6 +1018,22 @@ def test_nka_says_when_its_criterion_cannot_choose(rng):
         GeneralizedNystrom(n_landmarks=20, lam="nka", random_state=0).fit(X, y)
 
 
+def test_nka_keeps_the_largest_lam_where_its_criterion_is_flat_to_round_off():
+    """A criterion equal along the path but for its last bits (the alignments of a kernel
+    the side information barely moves) used to be argmax'ed: the warning said the largest lam
+    was kept while round-off chose another. Either grid order keeps the largest."""
+    from nystrom_priors.generalized import _lam
+
+    crit = 0.00685285 + np.array([0.0, 2e-18, 7e-18, -1e-18])
+    for lams in (np.array([1e-4, 1e-2, 1.0, 1e2]), np.array([1e2, 1.0, 1e-2, 1e-4])):
+        with pytest.warns(UserWarning, match="the largest was kept"):
+            assert lams[_lam.nka_best(crit, lams)] == 1e2
+    varied = crit + np.array([0.0, 0.0, 1e-3, 0.0])  # a real maximum: no warning, its lam
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _lam.nka_best(varied, np.array([1e-4, 1e-2, 1.0, 1e2])) == 2
+
+
 def test_pairs_only_fit_and_mixed(rng, monkeypatch):
     X, y, y_true = _toy(rng, n=100, n_labels=20)
     pairs = labels_to_pairs(np.where(np.arange(100) < 40, y_true, -1), 60, random_state=0)

@@ -882,3 +882,48 @@ def test_cv_none_is_the_documented_number_of_folds(rng, n_labels, side, folds):
     np.testing.assert_array_equal(default, fit(folds).criterion_path_)
     other = fit(3).criterion_path_
     assert not np.array_equal(np.nan_to_num(default), np.nan_to_num(other))
+
+
+def test_many_folds_are_scored_a_batch_at_a_time_with_the_same_choice(monkeypatch):
+    """cv = l (leave one out) gives l rounds; their prepared problems no longer all stay in
+    memory (``new_state``'s bound): a batch of slots is prepared and scored at a time. Every
+    task depends on its own round alone, so the scores, and the choice, are bit for bit
+    those of one slot per round."""
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(60, 3)), rng.normal(size=(60, 3)) + 1.5])
+    y = np.full(120, -1)
+    y[::3] = np.repeat([0, 1], 60)[::3]
+    fits = []
+    for budget in (lam_cv._STATE_FLOATS, 0):  # every round its slot; eight slots for 40
+        monkeypatch.setattr(lam_cv, "_STATE_FLOATS", budget)
+        m = GeneralizedNystrom(n_landmarks=12, cv=40, random_state=0).fit(X, y)
+        fits.append((m.lam_, m.criterion_path_, m.cv_error_path_, m.S_))
+    (lam_a, crit_a, err_a, S_a), (lam_b, crit_b, err_b, S_b) = fits
+    assert lam_a == lam_b
+    for a, b in ((crit_a, crit_b), (err_a, err_b), (S_a, S_b)):
+        np.testing.assert_array_equal(a, b)
+    roles = lam_cv.cv_rounds(np.repeat([0, 1], 20), 40, 12, np.random.default_rng(0))
+    assert jit.new_state(roles, 12, 2, 0)[10][0] == 8  # the batch
+    assert jit.new_state(roles, 12, 2)[10][0] == roles.shape[0]  # no bound: one per round
+
+
+def test_many_folds_take_memory_linear_in_the_labels():
+    """cv = l used to hold per-sample losses of every round (4 x rounds x l x grid floats)
+    and every round's prepared problem at once: 378 MiB at l = cv = 1,000 and m = 20, about
+    32 GB at 12,000. Now round means and a bounded batch of prepared rounds: the folds' roles
+    (rounds x l bytes) are what grows, 2.3 MB here."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 6))
+    y = np.full(3000, -1)
+    y[:1500] = rng.integers(0, 4, 1500)
+    model = GeneralizedNystrom(n_landmarks=20, cv=1500, random_state=0)
+    tracemalloc.start()
+    try:
+        model.fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    batch = 32 * 2**20  # the prepared rounds' bound (``_lam._STATE_FLOATS`` floats)
+    assert peak < batch + 16 * 1500 * 1500 + 64 * 3000 * 20, peak / 2**20

@@ -79,9 +79,9 @@ def _margins(P, codes, n_classes):
 
 
 @njit(cache=True, nogil=True)
-def _losses(P, codes, n_classes, rows, out, t, j, scale):
+def _losses(P, codes, n_classes, out, start, scale):
     """Per-sample held-out losses of the scores P (targets ``_target``) into
-    ``out[:, t, rows[i], j]``: squared loss and squared hinge (summed over the one-vs-rest
+    ``out[:, start + i]``: squared loss and squared hinge (summed over the one-vs-rest
     columns), 0/1 error, and the ramp loss ``min(max(1 - margin / scale, 0), 2)`` of the
     margin in units of ``scale``."""
     marg = _margins(P, codes, n_classes)
@@ -96,10 +96,10 @@ def _losses(P, codes, n_classes, rows, out, t, j, scale):
             h = 1.0 - tk * P[i, k]
             if h > 0.0:
                 sqh += h * h
-        out[0, t, rows[i], j] = sq
-        out[1, t, rows[i], j] = sqh
-        out[2, t, rows[i], j] = 1.0 if marg[i] <= 0.0 else 0.0
-        out[3, t, rows[i], j] = min(max(1.0 - marg[i] / scale, 0.0), 2.0)
+        out[0, start + i] = sq
+        out[1, start + i] = sqh
+        out[2, start + i] = 1.0 if marg[i] <= 0.0 else 0.0
+        out[3, start + i] = min(max(1.0 - marg[i] / scale, 0.0), 2.0)
 
 
 @njit(cache=True, nogil=True)
@@ -401,12 +401,17 @@ def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
 
 
 @njit(cache=True, nogil=True)
-def new_state(roles, rank, n_classes):
-    """Empty buffers for every round's ``_round_constants``: ``(dims, mu, C, R, D, FT, FV, GV,
-    b, BtT)``, filled by ``prepare_rounds``. ``dims[t] = (p, l_T, l_V)`` (p = -1: the round has
-    no training or no held-out row and scores nothing; -2: not prepared yet); each other array
-    is flat, round t's block in its own slot (``_slot``), so that a task reads it back without
-    a copy. ``rank``: the number of S0's eigen-coordinates (p <= rank)."""
+def new_state(roles, rank, n_classes, max_floats=-1):
+    """Empty buffers for the rounds' ``_round_constants``: ``(dims, mu, C, R, D, FT, FV, GV,
+    b, BtT, sizes)``, filled by ``prepare_round``. ``dims[t] = (p, l_T, l_V)`` (p = -1: the
+    round has no training or no held-out row and scores nothing; -2: not prepared yet); each
+    other array is flat, holding ``n_slots`` blocks (``_slot``), so that a task reads its
+    round's back without a copy. Round t lives in slot ``t % n_slots``: all rounds have one
+    of their own unless that would take more than ``max_floats`` floats (-1: no limit), and
+    then ``max(8, max_floats // per_slot)`` slots hold any as many consecutive rounds, which
+    the caller prepares and scores a batch at a time (``_lam_race.raced_rounds``): many folds
+    (cv = l) then cost ``O(max_floats)`` memory, not ``O(n_rounds P^2)``. ``sizes`` =
+    ``(n_slots, P, TT, VV, c)``. ``rank``: the number of S0's eigen-coordinates (p <= rank)."""
     total, l = roles.shape
     c = 1 if n_classes == 2 else n_classes
     dims = np.zeros((total, 3), dtype=np.int64)
@@ -417,11 +422,15 @@ def new_state(roles, rank, n_classes):
                 dims[t, 1] += 1
             elif roles[t, i] == 2:
                 dims[t, 2] += 1
-    TT = max(1, dims[:, 1].max())
-    VV = max(1, dims[:, 2].max())
+    TT = max(1, dims[:, 1].max()) if total > 0 else 1
+    VV = max(1, dims[:, 2].max()) if total > 0 else 1
     P = min(rank, TT)
-    sizes = (P, P * P, P * P, P * P, TT * P, VV * P, VV * P, P, (P + 1) * c)
-    ends = np.cumsum(np.array(sizes)) * total
+    sizes = np.array((P, P * P, P * P, P * P, TT * P, VV * P, VV * P, P, (P + 1) * c))
+    per_slot = sizes.sum()
+    n_slots = max(total, 1)
+    if max_floats >= 0 and n_slots * per_slot > max_floats:
+        n_slots = min(n_slots, max(8, max_floats // max(per_slot, 1)))
+    ends = np.cumsum(sizes) * n_slots
     # one block, not nine: freed, it leaves the allocator a free run it keeps for the next
     # fit, where nine smaller ones were returned to the system and faulted in again
     # (docs/design/performance.md). Uninitialised: a task reads only the part of a slot its
@@ -436,14 +445,16 @@ def new_state(roles, rank, n_classes):
     GVs = buf[ends[5] : ends[6]]
     bs = buf[ends[6] : ends[7]]
     BtTs = buf[ends[7] :]
-    return dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs
+    meta = np.array((n_slots, P, TT, VV, c), dtype=np.int64)
+    return dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs, meta
 
 
 @njit(cache=True, nogil=True)
 def prepare_round(state, PE, w, codes, n_classes, roles, t, lapack):
-    """Fill round t's slots of ``state`` (``prepare_rounds``)."""
-    dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs = state
-    P, TT, VV, c = _slot_sizes(state)
+    """Fill round t's slot of ``state`` (``new_state``); the slot's previous round, if any,
+    can no longer be scored."""
+    dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs, meta = state
+    n_slots, P, TT, VV, c = _slot_sizes(state)
     if dims[t, 1] == 0 or dims[t, 2] == 0:
         dims[t, 0] = -1
         return
@@ -451,65 +462,66 @@ def prepare_round(state, PE, w, codes, n_classes, roles, t, lapack):
     test = np.flatnonzero(roles[t] == 2)
     mu, C, R, D, FT, FV, GV, b, BtT = _round_constants(PE, w, codes, n_classes, train, test, lapack)
     dims[t, 0] = mu.size
-    _slot(MU, t, P, mu)
-    _slot(CC, t, P * P, C)
-    _slot(RR, t, P * P, R)
-    _slot(DD, t, P * P, D)
-    _slot(FTs, t, TT * P, FT)
-    _slot(FVs, t, VV * P, FV)
-    _slot(GVs, t, VV * P, GV)
-    _slot(bs, t, P, b)
-    _slot(BtTs, t, (P + 1) * c, BtT)
+    k = t % n_slots
+    _slot(MU, k, P, mu)
+    _slot(CC, k, P * P, C)
+    _slot(RR, k, P * P, R)
+    _slot(DD, k, P * P, D)
+    _slot(FTs, k, TT * P, FT)
+    _slot(FVs, k, VV * P, FV)
+    _slot(GVs, k, VV * P, GV)
+    _slot(bs, k, P, b)
+    _slot(BtTs, k, (P + 1) * c, BtT)
 
 
 @njit(cache=True, nogil=True)
 def _slot_sizes(state):
-    """``(P, TT, VV, c)`` of a ``new_state``: the largest rank, training and held-out counts
-    its slots hold, and the number of score columns."""
-    dims, MU, FTs, FVs, BtTs = state[0], state[1], state[5], state[6], state[9]
-    total = dims.shape[0]
-    P = MU.size // total
-    return P, FTs.size // (total * P), FVs.size // (total * P), BtTs.size // (total * (P + 1))
+    """``(n_slots, P, TT, VV, c)`` of a ``new_state``: its number of slots, the largest
+    rank, training and held-out counts they hold, and the number of score columns."""
+    meta = state[10]
+    return meta[0], meta[1], meta[2], meta[3], meta[4]
 
 
 @njit(cache=True, nogil=True)
-def _slot(buf, t, size, a):
-    """Copy ``a`` (C order) to the start of slot t (``size`` entries) of the flat ``buf``."""
+def _slot(buf, k, size, a):
+    """Copy ``a`` (C order) to the start of slot k (``size`` entries) of the flat ``buf``."""
     flat = a.ravel()
-    buf[t * size : t * size + flat.size] = flat
+    buf[k * size : k * size + flat.size] = flat
 
 
 @njit(cache=True, nogil=True)
-def _unslot(buf, t, size, rows, cols):
-    """Round t's (rows, cols) block of the flat ``buf``: a view, no copy."""
-    return buf[t * size : t * size + rows * cols].reshape((rows, cols))
+def _unslot(buf, k, size, rows, cols):
+    """Slot k's (rows, cols) block of the flat ``buf``: a view, no copy."""
+    return buf[k * size : k * size + rows * cols].reshape((rows, cols))
 
 
 @njit(cache=True, nogil=True)
-def score_task(state, roles, codes, n_classes, rel_lams, alpha, t, j, out, lapack):
-    """The per-sample held-out losses (``_losses``) of round t's model at ``rel_lams[j]`` into
-    ``out[:, t, :, j]``, the margins in units of the training rows' RMS margin under the same
-    model, so that a kernel which only inflates every score does not look better or worse.
-    ``lapack``: ``_lapack.addresses()`` for partial eigendecompositions (``onestep_y``), or
-    empty."""
-    dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs = state
-    P, TT, VV, c = _slot_sizes(state)
+def task_losses(state, roles, codes, n_classes, rel_lams, alpha, t, j, lapack):
+    """``(rows, losses)``: the held-out rows of round t (ascending) and their losses (4,
+    l_V) under round t's model at ``rel_lams[j]`` (``_losses``), the margins in units of
+    the training rows' RMS margin under the same model, so that a kernel which only
+    inflates every score does not look better or worse. No row where the round has no
+    model (``prepare_round``). ``lapack``: ``_lapack.addresses()`` for partial
+    eigendecompositions (``onestep_y``), or empty."""
+    dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs, meta = state
+    n_slots, P, TT, VV, c = _slot_sizes(state)
     p, lT, lV = dims[t, 0], dims[t, 1], dims[t, 2]
     if p < 0:
-        return
+        return np.zeros(0, dtype=np.int64), np.zeros((4, 0))
     train = np.flatnonzero(roles[t] == 1)
     test = np.flatnonzero(roles[t] == 2)
-    FT = _unslot(FTs, t, TT * P, lT, p)
+    k = t % n_slots
+    FT = _unslot(FTs, k, TT * P, lT, p)
     coef, HV, ZC = _lam_scores(
-        MU[t * P : t * P + p],
-        _unslot(CC, t, P * P, p, p),
-        _unslot(RR, t, P * P, p, p),
-        _unslot(DD, t, P * P, p, p),
+        MU[k * P : k * P + p],
+        _unslot(CC, k, P * P, p, p),
+        _unslot(RR, k, P * P, p, p),
+        _unslot(DD, k, P * P, p, p),
         FT,
-        _unslot(FVs, t, VV * P, lV, p),
-        _unslot(GVs, t, VV * P, lV, p),
-        bs[t * P : t * P + p],
-        _unslot(BtTs, t, (P + 1) * c, p + 1, c),
+        _unslot(FVs, k, VV * P, lV, p),
+        _unslot(GVs, k, VV * P, lV, p),
+        bs[k * P : k * P + p],
+        _unslot(BtTs, k, (P + 1) * c, p + 1, c),
         rel_lams[j],
         alpha,
         lapack,
@@ -524,9 +536,42 @@ def score_task(state, roles, codes, n_classes, rel_lams, alpha, t, j, out, lapac
     if not (scale > 0.0 and np.isfinite(scale)):
         scale = 1.0
     codes_V = codes[test]
+    losses = np.empty((4, lV))
     for s in range(0, lV, _ROWS):
         e = min(s + _ROWS, lV)
-        _losses(HV[s:e] @ coef, codes_V[s:e], n_classes, test[s:e], out, t, j, scale)
+        _losses(HV[s:e] @ coef, codes_V[s:e], n_classes, losses, s, scale)
+    return test, losses
+
+
+@njit(cache=True, nogil=True)
+def score_task(state, roles, codes, n_classes, rel_lams, alpha, t, j, out, lapack):
+    """Round t's mean held-out losses at ``rel_lams[j]`` (``task_losses``) into
+    ``out[:, t, j]`` (``out``: (4, n_rounds, n_lams)); left as they are (NaN) where the
+    round scores no row (or only NaN losses). The means sum the rows in ascending order, as
+    ``round_means`` of ``score_task_samples``' per-sample losses does: the same numbers, bit
+    for bit, in O(n_rounds n_lams) memory instead of O(n_rounds l n_lams)."""
+    rows, losses = task_losses(state, roles, codes, n_classes, rel_lams, alpha, t, j, lapack)
+    if rows.size == 0:
+        return
+    for a in range(4):
+        total = 0.0
+        count = 0
+        for i in range(rows.size):
+            if not np.isnan(losses[a, i]):  # as round_means: a NaN loss is no measurement
+                total += losses[a, i]
+                count += 1
+        if count > 0:
+            out[a, t, j] = total / count
+
+
+@njit(cache=True, nogil=True)
+def score_task_samples(state, roles, codes, n_classes, rel_lams, alpha, t, j, out, lapack):
+    """``task_losses`` per sample into ``out[:, t, rows, j]`` (``out``: (4, n_rounds, l,
+    n_lams)), for the studies that test per sample (``_lam_race.cv_losses``)."""
+    rows, losses = task_losses(state, roles, codes, n_classes, rel_lams, alpha, t, j, lapack)
+    for a in range(4):
+        for i in range(rows.size):
+            out[a, t, rows[i], j] = losses[a, i]
 
 
 @njit(cache=True, nogil=True)

@@ -14,7 +14,7 @@ in Python took about as long as the stages themselves on a set of a few hundred 
 import numpy as np
 from numba import njit, prange
 
-from ._lam_cv import new_state, prepare_round, round_means, score_task
+from ._lam_cv import new_state, prepare_round, score_task, score_task_samples
 
 
 @njit(cache=True, nogil=True)
@@ -118,7 +118,7 @@ def _split_tasks(start, end, keep, cost, n_threads):
 @njit(cache=True, nogil=True)
 def _race_step(out, criterion, start, threshold, narrow):
     """``race_keep`` on the per-round means of loss ``criterion`` of the rounds ``:start``."""
-    return race_keep(round_means(out[criterion : criterion + 1, :start])[0], threshold, narrow)
+    return race_keep(out[criterion, :start], threshold, narrow)
 
 
 @njit(cache=True, parallel=True)
@@ -126,7 +126,8 @@ def raced_rounds(
     state, PE, w, codes, n_classes, roles, ends, rel, alpha, cost, race_first, race_later,
     narrow, criterion, out, n_threads, lapack,
 ):  # fmt: skip
-    """Score the rounds of ``roles`` split by split into ``out`` (``_lam_cv.score_task``).
+    """Score the rounds of ``roles`` split by split into ``out`` (4, n_rounds, n_lams: each
+    round's mean held-out losses, ``_lam_cv.score_task``).
 
     Split s is rounds ``ends[s - 1]:ends[s]``. The first scores every candidate ``rel``; a
     later one only those ``race_keep`` keeps from the per-round means of loss ``criterion`` of
@@ -135,9 +136,14 @@ def raced_rounds(
     just before it (``_lam_cv.prepare_round``), with as many after them as keep every thread
     busy (``n_threads``: Numba's, from the caller, since reading them here would keep this
     function out of the cache); its tasks are dealt by ``cost`` (per candidate) in
-    ``balanced_order``. The serial steps between the parallel loops are calls, which Numba
-    does not parallelise: each array expression here would be a parallel region of its own."""
+    ``balanced_order``. Where ``state`` holds fewer slots than rounds (``new_state``'s
+    memory bound), a split is prepared and scored a batch of that many rounds at a time:
+    the same scores, as every task depends on its own round alone. The serial steps between
+    the parallel loops are calls, which Numba does not parallelise: each array expression
+    here would be a parallel region of its own."""
     n_rounds = roles.shape[0]
+    n_slots = state[10][0]
+    every = n_slots >= n_rounds  # else a batch of n_slots rounds at a time (``new_state``)
     keep = np.ones(rel.size, dtype=np.bool_)
     prepared = 0
     start = 0
@@ -148,15 +154,19 @@ def raced_rounds(
             keep = _race_step(out, criterion, start, threshold, narrow)
             if not keep[: rel.size - 1].any():  # no candidate left for this split to test
                 break
-        if end > prepared:  # Python's modulo: the rounds after ``end`` that fill the threads
-            stop = min(n_rounds, end + (prepared - end) % n_threads)
-            for k in prange(stop - prepared):
-                prepare_round(state, PE, w, codes, n_classes, roles, prepared + k, lapack)
-            prepared = stop
-        task_round, task_lam = _split_tasks(start, end, keep, cost, n_threads)
-        for k in prange(task_round.size):
-            t, j = task_round[k], task_lam[k]
-            score_task(state, roles, codes, n_classes, rel, alpha, t, j, out, lapack)
+        first = start
+        while first < end:
+            last = end if every else min(end, first + n_slots)
+            if last > prepared:  # Python's modulo: rounds after ``last`` that fill the threads
+                stop = min(n_rounds, last + (prepared - last) % n_threads) if every else last
+                for k in prange(stop - prepared):
+                    prepare_round(state, PE, w, codes, n_classes, roles, prepared + k, lapack)
+                prepared = stop
+            task_round, task_lam = _split_tasks(first, last, keep, cost, n_threads)
+            for k in prange(task_round.size):
+                t, j = task_round[k], task_lam[k]
+                score_task(state, roles, codes, n_classes, rel, alpha, t, j, out, lapack)
+            first = last
         start = end
 
 
@@ -175,16 +185,16 @@ def score_rounds(
     state, roles, codes, n_classes, rel_lams, alpha, task_round, task_lam, out, lapack
 ):
     """Score the tasks ``(task_round[k], task_lam[k])`` into ``out`` (4, n_rounds, l, n_lams),
-    in parallel (``score_task``). ``state`` is ``new_state`` filled by ``prepare_rounds`` for
+    per sample, in parallel (``score_task_samples``). ``state`` is ``new_state`` filled by
+    ``prepare_rounds`` for
     every round a task names; each task writes only its own (t, j)."""
     dims = state[0]
     for k in range(task_round.size):  # a skipped round would leave NaN: a different choice
         if dims[task_round[k], 0] == -2:
             raise ValueError("score_rounds: a task names a round prepare_rounds did not fill")
     for k in prange(task_round.size):
-        score_task(
-            state, roles, codes, n_classes, rel_lams, alpha, task_round[k], task_lam[k], out, lapack
-        )
+        t, j = task_round[k], task_lam[k]
+        score_task_samples(state, roles, codes, n_classes, rel_lams, alpha, t, j, out, lapack)
 
 
 @njit(cache=True)

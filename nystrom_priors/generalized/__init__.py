@@ -30,10 +30,11 @@ lam is chosen among ``mu_max^2 * 10^e`` and ``inf`` (the prior, plain Nystrom) b
 loss of a ridge classifier on the same model, refitted on stratified folds: a ramp on each
 held-out row's margin in units of the training rows' RMS margin (bounded and blind to the
 scale of the scores, which small lam inflates). A lam must beat the prior in a one-sided paired
-t-test over the folds at the 1% level, so the prior is kept unless the labels clearly say
-otherwise. The whole choice costs O(folds * grid * p^3) on top of the landmarks (a fold trains
-on at most 120 directions), never an l x l or n x l array. ``scripts/bench_generalized.py``
-compares it with the best fixed lam on 19 public data sets.
+t-test over the folds at a nominal 1% level (repeated splits hold out the same samples; on
+labels unrelated to X a fifth to two fifths of fits leave the prior, at chance error either
+way), so the prior is kept unless the labels clearly say otherwise. The choice costs
+O(folds * grid * p^3) on top of the landmarks (a fold trains on at most 120 directions), never
+an l x l or n x l array; ``scripts/bench_generalized.py`` compares it with the best fixed lam.
 
 Exact solvers
 -------------
@@ -63,8 +64,8 @@ A fixed ``lam``, pairs, or an explicit ``solver`` solve J itself to a certified 
     constrained entries only, is unconstrained and strongly concave, and every dual point
     gives a PSD primal ``S = P_psd(S0 - A*(R)/lam)`` and an exact duality gap. A cold start at
     small lam continues on the dual of the log-barrier problem ``J(S) - tau log det S`` with
-    tau driven to 0 (``_barrier.py``), whose steps do not grow as lam
-    shrinks. Should a solve still not certify, its last primal iterate goes to APG.
+    tau driven to 0 (``_barrier.py``), whose steps do not grow as lam shrinks. Should a solve
+    still not certify, its last primal iterate goes to APG.
 
 Never on the relative decrease of J, which stops 1e-3..1e-1 above the optimum.
 
@@ -80,9 +81,8 @@ Choosing lam
     solved exactly at the chosen lam (``solver="onestep"``: the one-step model itself).
 ``"nka"``
     The paper's eq. (12): maximise ``rho(S, S0) * rho(E_l S E_l^T, K*)`` (centred alignment).
-    When W is ill-conditioned ``rho(S, S0)`` stays ~1 for every lam and the rule degenerates
-    to the smallest lam of the grid.
-"""
+    When W is ill-conditioned ``rho(S, S0)`` stays ~1 for every lam: the rule then degenerates
+    to the grid's smallest lam."""
 
 from __future__ import annotations
 
@@ -568,9 +568,9 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         if self.lam == "nka":
             with Progress(self.verbose, lams.size, "GeneralizedNystrom lambda path", "lam") as pr:
                 crit, sols = _lam._path_nka(prob, lams, labels, solve_kw, pr)
-                pr.close(f"lam={lams[int(np.argmax(crit))]:.3g} maximises the NKA criterion")
+                best = _lam.nka_best(crit, lams)
+                pr.close(f"lam={lams[best]:.3g} maximises the NKA criterion")
             self.criterion_path_ = crit
-            best = int(np.argmax(crit))
             return float(lams[best]), sols[best], None
         # the one-step model's cross-validation, on the labels where there are any. Its
         # exponent e weighs the prior against the data term relative to that term's scale,

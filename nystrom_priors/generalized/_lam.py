@@ -82,6 +82,9 @@ _MANY_SPLITS_MAX = 500
 _N_SPLITS = 3
 # a CV round's model spans at most this many directions (its cost is cubic in them)
 _CV_RANK_MAX = 120
+# the rounds' prepared problems take at most this many floats (32 MiB) unless 8 rounds take
+# more: many folds (cv = l) are then prepared and scored a batch at a time (``new_state``)
+_STATE_FLOATS = 1 << 22
 
 
 def stratified_folds(
@@ -214,7 +217,8 @@ def cv_rounds(
     capped = min(codes.size, rank) > _CV_RANK_MAX  # else no round can exceed the cap
     for _split in range(n_splits):
         folds = stratified_folds(codes, k, rng, groups)
-        split = np.where(folds[None, :] == np.arange(k)[:, None], 2, 1).astype(np.int8)
+        split = np.ones((k, codes.size), dtype=np.int8)  # k l bytes, no wider temporary
+        split[folds, np.arange(codes.size)] = 2
         for role in split if capped else ():
             train = np.flatnonzero(role == 1)
             if min(train.size, rank) > _CV_RANK_MAX:
@@ -261,18 +265,20 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
     w = np.asarray(w, dtype=np.float64)
     lapack = addresses()  # partial eigendecompositions where few eigenvalues are negative
 
-    state = jit.new_state(roles, w.size, int(n_classes))
+    state = jit.new_state(roles, w.size, int(n_classes), _STATE_FLOATS)
     # a task's cost grows as lam falls (more negative eigenvalues); the prior's is least
     cost = np.empty(n_rel)
     cost[np.argsort(-rel, kind="stable")] = np.arange(n_rel)
-    # per-sample losses (4, n_rounds, l, n_rel); NaN where a (round, lam) was not scored
-    out = np.full((4, n_rounds, codes.size, n_rel), np.nan)
+    # each round's mean held-out losses (4, n_rounds, n_rel); NaN where a (round, lam) was
+    # not scored. Means, not per-sample losses: O(n_rounds n_rel), whatever the folds (cv = l
+    # gives l rounds, and per-sample losses would be O(l^2))
+    out = np.full((4, n_rounds, n_rel), np.nan)
     with _BLAS, numba_threads(work):
         raced_rounds(
             state, PE, w, codes64, int(n_classes), roles, ends, rel, _RIDGE_ALPHA, cost,
             _RACE_FIRST, _RACE, _RACE_NARROW, _CRITERION, out, numba.get_num_threads(), lapack,
         )  # fmt: skip
-    L = round_means(out)
+    L = out
     scored = ~np.isnan(L[_CRITERION][:, -1])  # every kept round scores the prior
     j = choose(L[_CRITERION])
     crit = _nanmean_columns(L[_CRITERION][scored])
@@ -295,11 +301,14 @@ def informative_rounds(roles: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray
     if n_rounds == 0:
         return roles.copy(), np.zeros(0, dtype=np.int64)
     bounds = _split_ends(roles)
-    n_classes = int(codes.max(initial=-1)) + 1
-    # trained[t, c]: round t trains on a row of class c (O(n_rounds (l + c)) memory)
-    t, i = np.nonzero(roles == 1)
-    trained = np.zeros((n_rounds, n_classes), dtype=bool)
-    trained[t, codes[i]] = True
+    # trained[t, c]: round t trains on a row of class c, an OR over each class's columns
+    # (temporaries of n_rounds l bytes: no index array per training row)
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    trained_present = np.logical_or.reduceat(roles[:, order] == 1, starts, axis=1)
+    trained = np.zeros((n_rounds, int(codes.max(initial=-1)) + 1), dtype=bool)
+    trained[:, sorted_codes[starts]] = trained_present
     roles = np.where((roles == 2) & ~trained[:, codes], 0, roles).astype(np.int8)
     useful = (roles == 1).any(axis=1) & (roles == 2).any(axis=1)
     at = np.flatnonzero(useful)
@@ -330,11 +339,16 @@ def balanced_order(cost: np.ndarray, n_threads: int) -> np.ndarray:
 def _split_ends(roles: np.ndarray) -> np.ndarray:
     """Where each split of ``cv_rounds``' roles ends: split s ends at the round after which
     every labeled row has been held out s + 1 times (the last end is the number of rounds)."""
-    fewest = np.cumsum(roles == 2, axis=0).min(axis=1)  # a round holds a row out at most once
-    ends = np.flatnonzero(np.diff(fewest, prepend=0) > 0) + 1
-    if ends.size == 0 or ends[-1] != roles.shape[0]:
-        ends = np.append(ends, roles.shape[0])
-    return ends.astype(np.int64)
+    held = np.zeros(roles.shape[1], dtype=np.int64)  # O(l), not a cumulative (n_rounds, l)
+    fewest, ends = 0, []
+    for t in range(roles.shape[0]):  # a round holds a row out at most once
+        held += roles[t] == 2
+        if held.size and held.min() > fewest:
+            fewest = int(held.min())
+            ends.append(t + 1)
+    if not ends or ends[-1] != roles.shape[0]:
+        ends.append(roles.shape[0])
+    return np.asarray(ends, dtype=np.int64)
 
 
 def round_means(per_sample: np.ndarray) -> np.ndarray:
@@ -427,13 +441,18 @@ def _path_nka(prob, lams, labels, solve_kw, progress):
         crit[k] = rho1 * rho2
         sols.append((S, it, cert, ok))
         progress.update(lam=lam, criterion=crit[k], iterations=it)
+    return crit, sols
+
+
+def nka_best(crit: np.ndarray, lams: np.ndarray) -> int:
+    """Index of the lam eq. (12) keeps: the criterion's argmax, or the largest lam (the
+    prior's side) with a warning where the criterion is flat to round-off along the path
+    (its argmax would then be a choice of the rounding, not of the data)."""
     if crit.size > 1 and np.ptp(crit) <= 1e-12 * max(1.0, float(np.abs(crit).max())):
         import warnings
 
         from .._feature_names import _user_stacklevel
 
-        # argmax of a flat path is its first entry: the largest lam, by default and not by
-        # the data's choice
         warnings.warn(
             f"lam='nka': eq. (12)'s criterion is {crit[0]:.6g} at every lam of the grid, so it "
             "does not choose one; the largest was kept. The side information does not move the "
@@ -442,7 +461,8 @@ def _path_nka(prob, lams, labels, solve_kw, progress):
             UserWarning,
             stacklevel=_user_stacklevel(),
         )
-    return crit, sols
+        return int(np.argmax(lams))
+    return int(np.argmax(crit))
 
 
 def _nanmean_columns(values: np.ndarray) -> np.ndarray:
