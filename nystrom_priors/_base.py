@@ -418,7 +418,8 @@ class FactorTransformMixin:
             Index of the block's first row.
         G_block : ndarray of shape (n_b, n_components_)
         """
-        from ._validation import check_no_overlap
+        from ._feature_names import check_feature_names
+        from ._validation import check_no_overlap, is_sparse
         from .kernels import _array_like, _check_block_rows, _iter_blocks
 
         self._check_fitted_for_transform()
@@ -440,8 +441,13 @@ class FactorTransformMixin:
                 raise ValueError(f"out has {out.shape[0]} rows, X has {n}; they must match.")
             check_no_overlap(out, {"X": X})
         stop = 0
+        # one array: its column names are compared once, not once per block (a warning per
+        # block, each naming its row, would repeat the same news)
+        whole = _array_like(X) or is_sparse(X)
+        if whole:
+            check_feature_names(self, X)
         for start, raw in _iter_blocks(X, block_rows, 1):
-            Xb = self._check_X(raw, name=f"X block at row {start}")
+            Xb = self._check_X(raw, name=f"X block at row {start}", names=not whole)
             if out is None:
                 yield start, self._transform_validated(Xb)
                 continue

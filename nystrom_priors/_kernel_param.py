@@ -14,6 +14,17 @@ import numpy as np
 
 from .kernels import KernelSpec
 
+_NO_A = object()  # kernel() called without A: a message in the method's own terms
+
+
+def _learned(owner: Any, A: Any, B: Any) -> np.ndarray:
+    if A is _NO_A:
+        raise TypeError(
+            f"{type(owner).__name__}.kernel() missing its required argument A: "
+            "kernel(A, B=None) gives the learned kernel k(A, B) (B defaults to A)."
+        )
+    return owner._learned_kernel(A, B)
+
 
 class _KernelName(str):
     """The ``kernel`` parameter (a plain string value) that can also be called.
@@ -22,8 +33,8 @@ class _KernelName(str):
     the learned kernel ``G_A G_B^T`` (see :meth:`FactorTransformMixin._learned_kernel`).
     """
 
-    def __call__(self, A: Any, B: Any = None) -> np.ndarray:
-        return self._owner._learned_kernel(A, B)
+    def __call__(self, A: Any = _NO_A, B: Any = None) -> np.ndarray:
+        return _learned(self._owner, A, B)
 
     def __reduce__(self):  # copies and pickles are the plain string
         return (str, (str(self),))
@@ -42,8 +53,8 @@ class _KernelSpecParam(KernelSpec):
     def _plain(self) -> KernelSpec:
         return KernelSpec(self.name, self.gamma, self.degree, self.coef0)
 
-    def __call__(self, A: Any, B: Any = None) -> np.ndarray:  # type: ignore[override]
-        return self._owner._learned_kernel(A, B)
+    def __call__(self, A: Any = _NO_A, B: Any = None) -> np.ndarray:  # type: ignore[override]
+        return _learned(self._owner, A, B)
 
     def __eq__(self, other: Any) -> bool:
         return self._plain() == other

@@ -99,6 +99,14 @@ def _as_label_array(y: Any) -> np.ndarray:
         )
     if type(y).__module__.startswith("pandas") and hasattr(y, "to_numpy"):
         dtype = getattr(y, "dtype", None)
+        if hasattr(dtype, "categories") and hasattr(dtype.categories, "to_numpy"):
+            # categories' own values (to_numpy(dtype=object) turns integer categories into
+            # floats where a value is missing), None where missing (code -1)
+            codes = np.asarray(y.codes if hasattr(y, "codes") else y.cat.codes)
+            categories = np.asarray(dtype.categories.to_numpy()).astype(object)
+            out = np.full(codes.shape, None, dtype=object)
+            out[codes >= 0] = categories[codes[codes >= 0]]
+            return out
         return y.to_numpy() if isinstance(dtype, np.dtype) else y.to_numpy(dtype=object)
     arr = np.asarray(y)
     if arr.dtype.kind in "US" and not isinstance(y, np.ndarray):

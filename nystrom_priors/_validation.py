@@ -117,14 +117,11 @@ def check_array(
         # object arrays of numbers are cast (scikit-learn's convention); anything else is
         # refused with numpy's own message ("argument must be a string or a real number")
         try:
-            arr = arr.astype(np.float64)
+            cast = arr.astype(np.float64)
         except OverflowError:  # a Python int or Fraction beyond float64 (numpy: "too large")
             big = next((v for v in arr.ravel() if _huge(v)), None)
-            what = (
-                f"an integer near 2^{abs(big).bit_length()}"
-                if isinstance(big, numbers.Integral)
-                else "a number"
-            )
+            integral = isinstance(big, numbers.Integral)
+            what = f"an integer near 2^{abs(big).bit_length()}" if integral else "a number"
             raise ValueError(
                 f"{name} holds {what} beyond float64's range (about 2^1024 = 1.8e308); rescale it."
             ) from None
@@ -132,20 +129,15 @@ def check_array(
             # pandas' nullable columns (Int64, boolean, ...) hold pd.NA: say it is missing data
             if any(is_missing(v) for v in arr.ravel()):
                 other = next((v for v in arr.ravel() if not is_missing(v) and not _real(v)), None)
-                also = (
-                    ""
-                    if other is None
-                    else f" It also holds values that are not numbers (e.g. {other!r}): "
-                    "encode or drop those features."
-                )
-                raise ValueError(
-                    f"{name} has missing values (pd.NA or None), which a kernel cannot "
-                    f"evaluate; impute them or drop those samples first.{also}"
-                ) from None
+                raise ValueError(_missing(name, other)) from None
             raise TypeError(
                 f"{name} has dtype object and could not be converted to float64: {exc}"
                 + _first_text_column(arr, X)
             ) from None
+        # None casts to NaN: name it as missing, as pd.NA is above, not as a NaN
+        if not allow_nonfinite and np.isnan(cast).any() and any(map(is_missing, arr.ravel())):
+            raise ValueError(_missing(name, None))
+        arr = cast
         kind = "f"
     if kind == "c":
         raise ValueError(
@@ -271,6 +263,15 @@ def dense_array(x: Any, name: str, form: str) -> np.ndarray:
         return np.asarray(x)
     except ValueError as exc:  # ragged nested lists
         raise ValueError(f"{form}; got a ragged sequence ({exc}).") from None
+
+
+def _missing(name: str, other: Any) -> str:
+    """The message for missing values in X (and for ``other``, a value that is no number)."""
+    also = "" if other is None else f" It also holds values that are not numbers (e.g. {other!r})"
+    return (
+        f"{name} has missing values (pd.NA or None), which a kernel cannot evaluate; impute "
+        "them or drop those samples first." + (also and also + ": encode or drop those features.")
+    )
 
 
 def is_missing(v: Any) -> bool:

@@ -80,6 +80,13 @@ class KernelSpec:
         # the fields a kernel ignores are checked too: a model keeps them (gamma_, degree_,
         # coef0_), and one that fits can always be saved
         used = name in ("rbf", "laplacian", "poly")
+        if used and isinstance(self.gamma, (int, float)) and self.gamma == 0:  # the default
+            raise ValueError(
+                f"KernelSpec({name!r}) needs gamma > 0 (got {self.gamma!r}): the "
+                + ("inner product scale" if name == "poly" else "inverse width 1/b")
+                + f"; make_kernel({name!r}, width=...) or make_kernel({name!r}, gamma=...) "
+                "builds the spec."
+            )
         g = check_scalar(self.gamma, "gamma", lo=0.0, lo_closed=not used)
         object.__setattr__(self, "gamma", float(g))
         deg = check_scalar(self.degree, "degree", kind="int", lo=1, hi=64)

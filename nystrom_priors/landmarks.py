@@ -236,10 +236,7 @@ def _rpcholesky_landmarks(
     if sample_size is None:
         s = min(n, max(10 * m, 2000, _RPC_ELEMENTS // m))
     else:
-        s = int(check_scalar(sample_size, "sample_size", kind="int", lo=1))
-        if s < m:
-            raise ValueError(f"sample_size ({s}) must be at least n_landmarks ({m}).")
-        s = min(s, n)
+        s = min(int(sample_size), n)  # checked above
     if s < n:
         idx = np.sort(rng.choice(n, size=s, replace=False))
         sub = RowSource(src.X[idx] if getattr(src, "sparse", False) else src.take(idx))
@@ -333,7 +330,9 @@ def select_landmarks(
     rng = check_random_state(random_state)
     # checked whatever the method: a value a method ignores is still a mistake to report
     if sample_size is not None:
-        check_scalar(sample_size, "sample_size", kind="int", lo=1)
+        s = int(check_scalar(sample_size, "sample_size", kind="int", lo=1))
+        if s < m:
+            raise ValueError(f"sample_size ({s}) must be at least n_landmarks ({m}).")
     from .kernels import KernelSpec, _canonical_name, make_kernel
 
     if width is not None or gamma is not None:  # the kernel with them, as rpcholesky builds it
@@ -348,10 +347,7 @@ def select_landmarks(
     if sample_size is None:
         s = min(n, max(10 * m, 2000))
     else:
-        s = int(check_scalar(sample_size, "sample_size", kind="int", lo=1))
-        if s < m:
-            raise ValueError(f"sample_size ({s}) must be at least n_landmarks ({m}).")
-        s = min(s, n)
+        s = min(int(sample_size), n)  # checked above
     if getattr(src, "sparse", False) and s > max(m, _SPARSE_SAMPLE_ELEMENTS // max(1, d)):
         # the sample is densified (s x d): cap it, but keep at least one row per centre
         s = max(m, _SPARSE_SAMPLE_ELEMENTS // max(1, d))

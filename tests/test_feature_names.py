@@ -131,6 +131,20 @@ def test_streams_slice_a_dataframe_into_row_blocks():
         list(model.iter_transform({"a": X}))
 
 
+def test_a_stream_of_one_array_warns_about_its_names_once():
+    """An array streamed in blocks is one input: a model fitted on a DataFrame warns once
+    that it has no names, not once per block (each block's message named its row, so the
+    warnings registry did not fold them: six here, for 40 rows in blocks of 7)."""
+    model = npr.Nystrom(n_landmarks=6, random_state=0).fit(frame(list("abcd")))
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        G = np.vstack([b for _, b in model.iter_transform(X, block_rows=7)])
+    assert [str(w.message) for w in rec] == [
+        "X does not have valid feature names, but Nystrom was fitted with feature names."
+    ]
+    np.testing.assert_array_equal(G, model.transform(frame(list("abcd"))))
+
+
 @pytest.mark.parametrize("output", ["default", "pandas"])
 def test_the_warning_points_at_the_callers_line(output):
     model = npr.Nystrom(n_landmarks=6, random_state=0).fit(frame(list("abcd")))

@@ -493,7 +493,10 @@ def test_mean_squared_distance_is_exactly_equivariant_to_the_scale(exponent):
         (dict(name="rbf", gamma=float("nan")), ValueError, "gamma must be a number"),
         (dict(name="rbf", gamma=float("inf")), ValueError, "gamma must be finite"),
         (dict(name="rbf", gamma=-1.0), ValueError, r"gamma must be in \(0, inf\)"),
-        (dict(name="laplacian", gamma=0.0), ValueError, r"gamma must be in \(0, inf\)"),
+        (dict(name="laplacian", gamma=0.0), ValueError, r"needs gamma > 0 \(got 0.0\)"),
+        # gamma left at its default: the message says the spec needs it, and how to build one
+        (dict(name="rbf"), ValueError, r"KernelSpec\('rbf'\) needs gamma > 0.*make_kernel"),
+        (dict(name="poly"), ValueError, "needs gamma > 0 .*the inner product scale"),
         (dict(name="poly", gamma=1.0, degree=2.5), TypeError, "degree must be an integer"),
         (dict(name="poly", gamma=1.0, degree="2"), TypeError, "degree must be an integer"),
         (dict(name="poly", gamma=1.0, coef0=float("nan")), ValueError, "coef0"),

@@ -85,6 +85,21 @@ def test_pandas_labels_fit_the_same_model(name):
         assert model.classes_.tolist() in (NAMES.tolist(), [0, 1, 2])
 
 
+def test_integer_categories_with_missing_values_keep_their_type():
+    """pandas gives a Categorical of integers with a missing value as floats through
+    ``to_numpy(dtype=object)``: classes_ came out ``[0., 1., 2.]``. The categories' own
+    values are read now, as for integer labels with -1."""
+    X, y = _data()
+    ref = _fit("GeneralizedNystrom", X, y)
+    for ys in (
+        pd.Categorical(np.where(y == -1, None, y)),
+        pd.Series(pd.Categorical(np.where(y == -1, None, y))),
+    ):
+        model = _fit("GeneralizedNystrom", X, ys)
+        assert model.classes_.dtype.kind == "i" and model.classes_.tolist() == [0, 1, 2]
+        np.testing.assert_array_equal(model.transform(X), ref.transform(X))
+
+
 def test_classes_are_sorted_and_empty_without_labels():
     X, y = _data()
     shuffled = np.where(y == -1, -1, 2 - y) * 10  # classes 0, 10, 20 in another order

@@ -265,7 +265,7 @@ def test_seeding_batches_keep_the_potential_of_plain_kmeanspp(monkeypatch):
     assert abs(a.mean() - b.mean()) < 4 * se
 
 
-@pytest.mark.parametrize("method", ["uniform", "kmeans", "kmeans++"])
+@pytest.mark.parametrize("method", ["uniform", "kmeans", "kmeans++", "rpcholesky"])
 def test_parameters_a_method_ignores_are_still_checked(method):
     # the kernel and the sample size of another method were silently accepted
     X = np.random.default_rng(0).normal(size=(60, 3))
@@ -273,6 +273,8 @@ def test_parameters_a_method_ignores_are_still_checked(method):
         select_landmarks(X, 5, method=method, kernel="bogus")
     with pytest.raises(ValueError, match=r"sample_size must be in \[1, inf\), got 0"):
         select_landmarks(X, 5, method=method, sample_size=0)
+    with pytest.raises(ValueError, match=r"sample_size \(2\) must be at least n_landmarks \(5\)"):
+        select_landmarks(X, 5, method=method, sample_size=2)
     with pytest.raises(ValueError, match=r"width must be in \(0, inf\), got -1.0"):
         select_landmarks(X, 5, method=method, width=-1.0)
     with pytest.raises(ValueError, match="gamma does not apply to the 'linear' kernel"):

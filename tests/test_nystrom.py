@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from conftest import naive_kernel
 
-from nystrom_priors import NotFittedError, Nystrom, extrapolate
+from nystrom_priors import KernelSpec, NotFittedError, Nystrom, extrapolate
 
 
 def test_exact_when_landmarks_are_all_samples(rng):
@@ -156,3 +156,13 @@ def test_bad_parameters_are_reported_at_fit(rng):
         Nystrom(5, rcond=2.0).fit(X)
     with pytest.raises(ValueError, match="all 20 samples are identical"):
         Nystrom(5).fit(np.ones((20, 2)))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", KernelSpec("rbf", gamma=0.5)])
+def test_kernel_called_without_samples_says_what_it_needs(kernel):
+    # the parameter is also the method: its TypeError named a private class's __call__
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    model = Nystrom(n_landmarks=5, kernel=kernel, random_state=0).fit(X)
+    with pytest.raises(TypeError, match=r"^Nystrom\.kernel\(\) missing its required argument A"):
+        model.kernel()
+    assert model.kernel(X[:2]).shape == (2, 2) and model.kernel(X[:2], X[:3]).shape == (2, 3)

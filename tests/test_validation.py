@@ -107,6 +107,16 @@ def test_check_scalar(value, kwargs, exc, match):
         check_scalar(value, "p", **kwargs)
 
 
+def test_none_in_an_object_array_is_named_missing_not_nan():
+    # numpy casts None to NaN, so the message counted "1 NaN" where pandas' pd.NA was named
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    model = Nystrom(n_landmarks=5, random_state=0).fit(X)
+    with pytest.raises(ValueError, match=r"X has missing values \(pd.NA or None\)"):
+        model.transform(np.array([[1.0, None]], dtype=object))
+    with pytest.raises(ValueError, match="got 1 NaN and 0 infinite"):  # a NaN stays a NaN
+        model.transform(np.array([[1.0, float("nan")]], dtype=object))
+
+
 def test_pandas_missing_values_are_named_as_such():
     # a nullable Int64 column with pd.NA used to fail as "dtype object ... NAType"
     pd = pytest.importorskip("pandas")
