@@ -905,6 +905,15 @@ def test_many_folds_are_scored_a_batch_at_a_time_with_the_same_choice(monkeypatc
     roles = lam_cv.cv_rounds(np.repeat([0, 1], 20), 40, 12, np.random.default_rng(0))
     assert jit.new_state(roles, 12, 2, 0)[10][0] == 8  # the batch
     assert jit.new_state(roles, 12, 2)[10][0] == roles.shape[0]  # no bound: one per round
+    # the per-sample driver of the studies scores rounds prepared in any order: it needs a
+    # slot per round, and refuses a bounded state rather than read overwritten slots
+    codes = np.repeat([0, 1], 20).astype(np.int64)
+    rel = np.array([1e-2, np.inf])
+    tasks = np.zeros(1, dtype=np.int64)
+    out = np.full((4, roles.shape[0], 40, 2), np.nan)
+    args = (codes, 2, rel, 0.5, tasks, tasks, out, np.zeros(0, dtype=np.int64))
+    with pytest.raises(ValueError, match="fewer slots than rounds"):
+        drivers.score_rounds(jit.new_state(roles, 12, 2, 0), roles, *args)
 
 
 def test_many_folds_take_memory_linear_in_the_labels():

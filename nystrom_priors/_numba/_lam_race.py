@@ -185,10 +185,12 @@ def score_rounds(
     state, roles, codes, n_classes, rel_lams, alpha, task_round, task_lam, out, lapack
 ):
     """Score the tasks ``(task_round[k], task_lam[k])`` into ``out`` (4, n_rounds, l, n_lams),
-    per sample, in parallel (``score_task_samples``). ``state`` is ``new_state`` filled by
-    ``prepare_rounds`` for
-    every round a task names; each task writes only its own (t, j)."""
+    per sample, in parallel (``score_task_samples``). ``state`` is ``new_state`` with a slot
+    per round (no ``max_floats``), filled by ``prepare_rounds`` for every round a task
+    names; each task writes only its own (t, j)."""
     dims = state[0]
+    if state[10][0] < dims.shape[0]:  # rounds sharing a slot: the later overwrote the earlier
+        raise ValueError("score_rounds: the state has fewer slots than rounds")
     for k in range(task_round.size):  # a skipped round would leave NaN: a different choice
         if dims[task_round[k], 0] == -2:
             raise ValueError("score_rounds: a task names a round prepare_rounds did not fill")
