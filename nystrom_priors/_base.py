@@ -443,7 +443,8 @@ class FactorTransformMixin:
         stop = 0
         # one array: its column names are compared once, not once per block (a warning per
         # block, each naming its row, would repeat the same news)
-        whole = _array_like(X) or is_sparse(X)
+        rows = isinstance(X, (list, tuple)) and len(X) > 0 and np.ndim(X[0]) <= 1
+        whole = _array_like(X) or is_sparse(X) or rows  # a list of rows is one array too
         if whole:
             check_feature_names(self, X)
         for start, raw in _iter_blocks(X, block_rows, 1):

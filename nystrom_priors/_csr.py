@@ -123,11 +123,11 @@ def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
         if spec.name == "rbf":
             rows = row_sq_norms(X)
         else:  # per-row sums of |x|
-            row_of = np.repeat(np.arange(n), np.diff(X.indptr))
-            rows = np.bincount(row_of, weights=np.abs(X.data, dtype=np.float64), minlength=n)
+            rows = np.asarray(abs(X).sum(axis=1), dtype=np.float64).ravel()
         size = float(rows.max(initial=0.0)) + float(np.max(zaux, initial=0.0))
         what = f"k(X, Z) (the {spec.name!r} kernel)"
-        warn_cancellation(X, size, 1.0 / float(spec.gamma), out.dtype, what, "width")
+        expansion = "||x||^2 + ||z||^2 - 2 x.z" if spec.name == "rbf" else "||x||_1 + ||z||_1 - ..."
+        warn_cancellation(X, size, 1.0 / float(spec.gamma), out.dtype, what, "width", expansion)
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
             return
@@ -174,7 +174,15 @@ def row_sq_norms(X: Any) -> np.ndarray:
     return out
 
 
-def warn_cancellation(X: Any, size: float, scale: float, dtype: Any, what: str, unit: str) -> None:
+def warn_cancellation(
+    X: Any,
+    size: float,
+    scale: float,
+    dtype: Any,
+    what: str,
+    unit: str,
+    expansion: str = "||x||^2 + ||z||^2 - 2 x.z",
+) -> None:
     """Warn when ``what`` on CSR ``X`` loses more than half of ``dtype``'s digits.
 
     Distances of sparse rows are expanded, ``||x||^2 + ||y||^2 - 2 x.y`` (or its L1
@@ -183,8 +191,9 @@ def warn_cancellation(X: Any, size: float, scale: float, dtype: Any, what: str, 
     sparse data are not, since centring would densify them. Against ``scale`` (the kernel's
     width, or the data's mean squared distance) this is harmless for data near the origin
     (counts, frequencies, tf-idf) and ruinous for a column that carries a large offset (a
-    timestamp, a coordinate): the warning names the column with the largest mean. ``unit``
-    names ``scale`` in the message."""
+    timestamp, a coordinate). ``unit`` names ``scale`` and ``expansion`` the formula in the
+    message, which holds no figure of the block at hand, so that the warnings registry shows
+    it once for a stream of blocks rather than once per block."""
     if not (scale > 0 and np.isfinite(size)) or X.shape[0] == 0:
         return
     lost = _EPS64 * size / scale
@@ -194,14 +203,12 @@ def warn_cancellation(X: Any, size: float, scale: float, dtype: Any, what: str, 
 
     from ._feature_names import _user_stacklevel
 
-    means = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
-    j = int(np.argmax(np.abs(means)))
     warnings.warn(
         f"{what} on sparse X far from the origin: distances expanded through the rows' "
-        f"norms (||x||^2 + ||z||^2 - 2 x.z), which reach {size / scale:.3g} times the {unit}, "
-        f"carry a round-off of about {lost:.1g} times the {unit}. Sparse data are not "
-        "centred, as that would densify them: subtract the offset of the columns far from 0 "
-        f"(column {j} has mean {means[j]:.6g}), or pass X as a dense array, which is centred.",
+        f"norms ({expansion}) lose more than half their digits to cancellation against the "
+        f"{unit}. Sparse data are not centred, as that would densify them: subtract the offset "
+        "of the columns far from 0 (their means), or pass X as a dense array, which is "
+        "centred.",
         UserWarning,
         stacklevel=_user_stacklevel(),
     )

@@ -85,8 +85,9 @@ def _as_label_array(y: Any) -> np.ndarray:
     """``y`` as a numpy array, without importing pandas.
 
     A pandas object (detected by its type's module) goes through ``to_numpy``; extension
-    dtypes (categorical, nullable integers, ``string``) become object arrays whose missing
-    entries are ``NaN`` or ``pd.NA``, which :func:`_unlabeled_mask` reads as unlabeled. A list
+    dtypes (nullable integers, ``string``) become object arrays whose missing entries are
+    ``NaN`` or ``pd.NA``, and a categorical its categories' own values with ``None`` where
+    missing, all of which :func:`_unlabeled_mask` reads as unlabeled. A list
     mixing strings and numbers becomes an object array (``np.asarray`` would turn the marker
     ``-1`` into the string ``'-1'``).
     """
@@ -103,7 +104,7 @@ def _as_label_array(y: Any) -> np.ndarray:
             # categories' own values (to_numpy(dtype=object) turns integer categories into
             # floats where a value is missing), None where missing (code -1)
             codes = np.asarray(y.codes if hasattr(y, "codes") else y.cat.codes)
-            categories = np.asarray(dtype.categories.to_numpy()).astype(object)
+            categories = dtype.categories.to_numpy(dtype=object)  # Timestamps stay Timestamps
             out = np.full(codes.shape, None, dtype=object)
             out[codes >= 0] = categories[codes[codes >= 0]]
             return out

@@ -280,6 +280,7 @@ def select_landmarks(
         Lloyd iterations for ``"kmeans"``; fewer when labels stop changing or an iteration
         lowers the inertia by less than 1e-4 (relative).
     sample_size : int, optional
+        At least ``n_landmarks`` (checked for every method, also those that ignore it).
         k-means (and k-means++) run on a uniform subsample of this many rows; default
         ``max(10 m, 2000)`` capped at ``n``. ``"rpcholesky"`` runs on this many rows, default
         ``max(10 m, 2000, 2^26 / m)`` capped at ``n`` (its factor is ``s x m`` float64).

@@ -104,9 +104,9 @@ def _refuse_one_point(X: Any) -> None:
     lo, hi = (np.asarray(v.todense() if hasattr(v, "todense") else v).ravel() for v in (lo, hi))
     if X.shape[0] > 1 and np.array_equal(lo, hi):
         raise ValueError(
-            f"BCDNPKL: all {X.shape[0]} samples of X are identical, so the neighbour graph "
-            "has no geometry to learn from (its edges would follow the samples' order); pass "
-            "samples that differ."
+            f"BCDNPKL: all {X.shape[0]} samples of X are identical, so the similarity graph "
+            "has no geometry to learn from (a k-NN graph's edges would follow the samples' "
+            "order, a dense graph's weights would all be equal); pass samples that differ."
         )
 
 

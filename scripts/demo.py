@@ -44,7 +44,10 @@ def figure_file(path: str) -> str:
     path = new_file(path)
     ext = os.path.splitext(path)[1][1:].lower()
     if ext:
-        from matplotlib.backend_bases import FigureCanvasBase
+        try:
+            from matplotlib.backend_bases import FigureCanvasBase
+        except ImportError:  # no figure is drawn then (the run says so): nothing to check
+            return path
 
         formats = FigureCanvasBase.get_supported_filetypes()
         if ext not in formats:

@@ -884,20 +884,33 @@ def test_cv_none_is_the_documented_number_of_folds(rng, n_labels, side, folds):
     assert not np.array_equal(np.nan_to_num(default), np.nan_to_num(other))
 
 
-def test_many_folds_are_scored_a_batch_at_a_time_with_the_same_choice(monkeypatch):
-    """cv = l (leave one out) gives l rounds; their prepared problems no longer all stay in
-    memory (``new_state``'s bound): a batch of slots is prepared and scored at a time. Every
-    task depends on its own round alone, so the scores, and the choice, are bit for bit
-    those of one slot per round."""
+@pytest.mark.parametrize("cv", [10, 40])
+def test_many_folds_are_scored_a_batch_at_a_time_with_the_same_choice(monkeypatch, cv):
+    """Many rounds' prepared problems no longer all stay in memory (``new_state``'s bound):
+    a batch of slots is prepared and scored at a time. Every task depends on its own round
+    alone, so the scores, the race between splits and the choice are bit for bit those of
+    one slot per round: cv = 10 on 40 labels (three raced splits of ten rounds, batches of
+    eight and two) and cv = 40 (leave one out: the splits repeat, one is kept)."""
     rng = np.random.default_rng(3)
     X = np.vstack([rng.normal(size=(60, 3)), rng.normal(size=(60, 3)) + 1.5])
     y = np.full(120, -1)
     y[::3] = np.repeat([0, 1], 60)[::3]
+    made = []
+    real = jit.new_state
+
+    def recording(roles, *args):
+        state = real(roles, *args)
+        made.append((int(state[10][0]), roles.shape[0]))
+        return state
+
+    monkeypatch.setattr(jit, "new_state", recording)
     fits = []
-    for budget in (lam_cv._STATE_FLOATS, 0):  # every round its slot; eight slots for 40
+    for budget in (lam_cv._STATE_FLOATS, 0):  # every round its slot; eight slots
         monkeypatch.setattr(lam_cv, "_STATE_FLOATS", budget)
-        m = GeneralizedNystrom(n_landmarks=12, cv=40, random_state=0).fit(X, y)
+        m = GeneralizedNystrom(n_landmarks=12, cv=cv, random_state=0).fit(X, y)
         fits.append((m.lam_, m.criterion_path_, m.cv_error_path_, m.S_))
+    (slots_a, rounds_a), (slots_b, rounds_b) = made
+    assert slots_a == rounds_a == rounds_b == (30 if cv == 10 else 40) and slots_b == 8
     (lam_a, crit_a, err_a, S_a), (lam_b, crit_b, err_b, S_b) = fits
     assert lam_a == lam_b
     for a, b in ((crit_a, crit_b), (err_a, err_b), (S_a, S_b)):
@@ -919,8 +932,8 @@ def test_many_folds_are_scored_a_batch_at_a_time_with_the_same_choice(monkeypatc
 def test_many_folds_take_memory_linear_in_the_labels():
     """cv = l used to hold per-sample losses of every round (4 x rounds x l x grid floats)
     and every round's prepared problem at once: 378 MiB at l = cv = 1,000 and m = 20, about
-    32 GB at 12,000. Now round means and a bounded batch of prepared rounds: the folds' roles
-    (rounds x l bytes) are what grows, 2.3 MB here."""
+    32 GB at 12,000. Now round means and a bounded batch of prepared rounds: what grows is
+    the folds' roles and their temporaries, a few times rounds x l bytes (2.3 MB each here)."""
     import tracemalloc
 
     rng = np.random.default_rng(0)

@@ -403,15 +403,17 @@ def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
 @njit(cache=True, nogil=True)
 def new_state(roles, rank, n_classes, max_floats=-1):
     """Empty buffers for the rounds' ``_round_constants``: ``(dims, mu, C, R, D, FT, FV, GV,
-    b, BtT, sizes)``, filled by ``prepare_round``. ``dims[t] = (p, l_T, l_V)`` (p = -1: the
+    b, BtT, meta)``, filled by ``prepare_round``. ``dims[t] = (p, l_T, l_V)`` (p = -1: the
     round has no training or no held-out row and scores nothing; -2: not prepared yet); each
-    other array is flat, holding ``n_slots`` blocks (``_slot``), so that a task reads its
-    round's back without a copy. Round t lives in slot ``t % n_slots``: all rounds have one
-    of their own unless that would take more than ``max_floats`` floats (-1: no limit), and
-    then ``max(8, max_floats // per_slot)`` slots hold any as many consecutive rounds, which
-    the caller prepares and scores a batch at a time (``_lam_race.raced_rounds``): many folds
-    (cv = l) then cost ``O(max_floats)`` memory, not ``O(n_rounds P^2)``. ``sizes`` =
-    ``(n_slots, P, TT, VV, c)``. ``rank``: the number of S0's eigen-coordinates (p <= rank)."""
+    of the next nine arrays is flat, holding ``n_slots`` blocks (``_slot``) of ``per_slot``
+    floats in all, so that a task reads its round's block without a copy. Round t lives in
+    slot ``t % n_slots``. Every round has a slot of its own unless that takes more than
+    ``max_floats`` floats (-1: no limit); then there are ``max(8, max_floats // per_slot)``
+    slots (at most one per round), and the caller prepares and scores that many consecutive
+    rounds at a time (``_lam_race.raced_rounds``): many folds (cv = l) then cost
+    ``O(max(max_floats, 8 per_slot))`` memory, not ``O(n_rounds per_slot)``. ``meta`` =
+    ``(n_slots, P, TT, VV, c, owner...)``, owner[k] the round slot k holds (-1: none), which
+    a task checks. ``rank``: the number of S0's eigen-coordinates (p <= rank)."""
     total, l = roles.shape
     c = 1 if n_classes == 2 else n_classes
     dims = np.zeros((total, 3), dtype=np.int64)
@@ -445,7 +447,8 @@ def new_state(roles, rank, n_classes, max_floats=-1):
     GVs = buf[ends[5] : ends[6]]
     bs = buf[ends[6] : ends[7]]
     BtTs = buf[ends[7] :]
-    meta = np.array((n_slots, P, TT, VV, c), dtype=np.int64)
+    meta = np.full(5 + n_slots, -1, dtype=np.int64)
+    meta[0], meta[1], meta[2], meta[3], meta[4] = n_slots, P, TT, VV, c
     return dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs, meta
 
 
@@ -463,6 +466,7 @@ def prepare_round(state, PE, w, codes, n_classes, roles, t, lapack):
     mu, C, R, D, FT, FV, GV, b, BtT = _round_constants(PE, w, codes, n_classes, train, test, lapack)
     dims[t, 0] = mu.size
     k = t % n_slots
+    meta[5 + k] = t
     _slot(MU, k, P, mu)
     _slot(CC, k, P * P, C)
     _slot(RR, k, P * P, R)
@@ -500,17 +504,17 @@ def task_losses(state, roles, codes, n_classes, rel_lams, alpha, t, j, lapack):
     """``(rows, losses)``: the held-out rows of round t (ascending) and their losses (4,
     l_V) under round t's model at ``rel_lams[j]`` (``_losses``), the margins in units of
     the training rows' RMS margin under the same model, so that a kernel which only
-    inflates every score does not look better or worse. No row where the round has no
-    model (``prepare_round``). ``lapack``: ``_lapack.addresses()`` for partial
-    eigendecompositions (``onestep_y``), or empty."""
+    inflates every score does not look better or worse. No row where the round has no model
+    (``prepare_round``) or its slot holds another round (``new_state``): NaN scores, never
+    another round's. ``lapack``: ``_lapack.addresses()`` (partial eigendecompositions)."""
     dims, MU, CC, RR, DD, FTs, FVs, GVs, bs, BtTs, meta = state
     n_slots, P, TT, VV, c = _slot_sizes(state)
     p, lT, lV = dims[t, 0], dims[t, 1], dims[t, 2]
-    if p < 0:
+    k = t % n_slots
+    if p < 0 or meta[5 + k] != t:  # no model, or its slot now holds another round's
         return np.zeros(0, dtype=np.int64), np.zeros((4, 0))
     train = np.flatnonzero(roles[t] == 1)
     test = np.flatnonzero(roles[t] == 2)
-    k = t % n_slots
     FT = _unslot(FTs, k, TT * P, lT, p)
     coef, HV, ZC = _lam_scores(
         MU[k * P : k * P + p],

@@ -430,7 +430,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         lamnorm,
         remedy: str,
         stretch=None,
-        hard: bool = True,
+        *,
+        hard: bool,
     ) -> None:
         """Store the sweeps' record and warn on infeasibility (status 2), a round-off stall
         (3) or max_iter (1); ``hard``: the constraints have no slack, so max_iter's warning

@@ -201,5 +201,6 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
                 "use LogDetKernelLearner with a finite gamma.",
                 c["similarity_pairs"],
             ),
+            hard=True,  # no slack: max_iter's warning gives the infeasibility remedy too
         )
         return self

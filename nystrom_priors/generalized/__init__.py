@@ -30,11 +30,11 @@ lam is chosen among ``mu_max^2 * 10^e`` and ``inf`` (the prior, plain Nystrom) b
 loss of a ridge classifier on the same model, refitted on stratified folds: a ramp on each
 held-out row's margin in units of the training rows' RMS margin (bounded and blind to the
 scale of the scores, which small lam inflates). A lam must beat the prior in a one-sided paired
-t-test over the folds at a nominal 1% level (repeated splits hold out the same samples; on
-labels unrelated to X a fifth to two fifths of fits leave the prior, at chance error either
+t-test over the folds at a nominal 1% level (repeated splits hold out the same samples, so
+it is looser: on labels unrelated to X it often leaves the prior, at chance error either
 way), so the prior is kept unless the labels clearly say otherwise. The choice costs
 O(folds * grid * p^3) on top of the landmarks (a fold trains on at most 120 directions), never
-an l x l or n x l array; ``scripts/bench_generalized.py`` compares it with the best fixed lam.
+an l x l or n x l array; docs/design/lam_selection.md gives the evidence.
 
 Exact solvers
 -------------

@@ -38,14 +38,14 @@ rows quadratically and ranks lam by the size of the scores rather than by how th
 fall relative to the training rows. Bounded, one wrong row costs at most 2, like a smoothed 0/1
 error with less variance. The prior (lam = inf, plain Nystrom) is a candidate. A lam is chosen
 only if its mean held-out loss beats the prior's in a one-sided paired t-test over the folds at
-level ``_GATE_LEVEL`` (1%: 2.72 standard errors of the paired differences over twelve folds);
-among those, the smallest mean loss wins. The later splits race: each scores only the lam that
-the folds of the splits before it favour over the prior by more than ``_RACE_FIRST`` (after the
-first split) or ``_RACE`` (after two) standard errors, and of those only the one with the
-smallest mean loss and the one favoured by the most standard errors (``race``), which skips
-most of the small lam, whose eigendecompositions are the selection's cost, where they would
-hardly be chosen. The model whose lam is scored is the model that is returned, so the
-estimate is honest for it.
+the nominal level ``_GATE_LEVEL`` (1%: 2.72 standard errors of the paired differences over
+twelve folds); among those, the smallest mean loss wins. The later splits race: each scores
+only the lam that the folds of the splits before it favour over the prior by more than
+``_RACE_FIRST`` (after the first split) or ``_RACE`` (after two) standard errors, and of those
+only the one with the smallest mean loss and the one favoured by the most standard errors
+(``race``), which skips most of the small lam, whose eigendecompositions are the selection's
+cost, where they would hardly be chosen. The model whose lam is scored is the model that is
+returned, so the estimate is honest for it.
 
 **Pairs alone, and eq. (12).** Pairs without labels have their own one-step model and folds
 over the constrained samples (``_lam_pairs.py``), chosen by the same rule (``choose``).
@@ -140,8 +140,10 @@ def choose(losses: np.ndarray) -> int:
     for twelve, 4.54 for four); the prior when none does (or fewer than two folds could be
     scored). Paired, because the folds' shared variation (which rows are held out) cancels in
     the differences; a t quantile, because the standard error itself comes from n folds.
-    Folds the prior has no loss for scored nothing and are ignored; a candidate some other
-    fold did not score (raced out, ``race``) cannot be chosen."""
+    The level is nominal: folds of repeated splits hold out the same rows, so they are not n
+    independent measurements. Folds the prior has no loss for scored nothing and are
+    ignored; a candidate some other fold did not score (raced out, ``race``) cannot be
+    chosen."""
     from scipy.special import stdtrit
 
     from .._numba._lam_race import improvement
@@ -298,8 +300,8 @@ def informative_rounds(roles: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray
     and so is a round equal to an earlier one (tiny classes make the splits deal the same
     folds): the paired test must count each measurement once, not twice."""
     n_rounds, l = roles.shape
-    if n_rounds == 0:
-        return roles.copy(), np.zeros(0, dtype=np.int64)
+    if n_rounds == 0 or l == 0:
+        return np.zeros((0, l), dtype=np.int8), np.zeros(0, dtype=np.int64)
     bounds = _split_ends(roles)
     # trained[t, c]: round t trains on a row of class c, an OR over each class's columns
     # (temporaries of n_rounds l bytes: no index array per training row)

@@ -17,9 +17,9 @@ lam is chosen as for labels (``_lam.choose``): the candidates ``mu_max^2 * 10^e`
 prior, held-out losses from folds that deal the constrained *samples* into groups (fold f
 trains on the pairs with no end in group f and scores the pairs with both ends in it: two
 samples the fold's kernel has not seen), and a lam must beat the prior in a one-sided paired
-t-test over the folds at the 1% level. The loss is the squared error of the learned kernel's
-cosine ``K_ij / sqrt(K_ii K_jj)`` to the target. A round costs O(|pairs| p + l p^2 + p^3) per
-lam, p <= ``_CV_RANK_MAX`` directions, never an l x l array.
+t-test over the folds at the nominal 1% level. The loss is the squared error of the learned
+kernel's cosine ``K_ij / sqrt(K_ii K_jj)`` to the target. A round costs
+O(|pairs| p + l p^2 + p^3) per lam, p <= ``_CV_RANK_MAX`` directions, never an l x l array.
 
 The exponent e weighs the prior against the data term relative to that term's own scale:
 ``mu_max^2`` for the one-step model, whose majoriser fills the whole block, and J's
