@@ -550,22 +550,13 @@ def task_losses(state, roles, codes, n_classes, rel_lams, alpha, t, j, lapack):
 @njit(cache=True, nogil=True)
 def score_task(state, roles, codes, n_classes, rel_lams, alpha, t, j, out, lapack):
     """Round t's mean held-out losses at ``rel_lams[j]`` (``task_losses``) into
-    ``out[:, t, j]`` (``out``: (4, n_rounds, n_lams)); left as they are (NaN) where the
-    round scores no row (or only NaN losses). The means sum the rows in ascending order, as
-    ``round_means`` of ``score_task_samples``' per-sample losses does: the same numbers, bit
-    for bit, in O(n_rounds n_lams) memory instead of O(n_rounds l n_lams)."""
-    rows, losses = task_losses(state, roles, codes, n_classes, rel_lams, alpha, t, j, lapack)
-    if rows.size == 0:
-        return
+    ``out[:, t, j]`` (``out``: (4, n_rounds, n_lams)); NaN where the round scores no row
+    (or only NaN losses). ``_nan_mean`` sums the rows in ascending order, as ``round_means``
+    of ``score_task_samples``' per-sample losses does: the same numbers, bit for bit, in
+    O(n_rounds n_lams) memory instead of O(n_rounds l n_lams)."""
+    losses = task_losses(state, roles, codes, n_classes, rel_lams, alpha, t, j, lapack)[1]
     for a in range(4):
-        total = 0.0
-        count = 0
-        for i in range(rows.size):
-            if not np.isnan(losses[a, i]):  # as round_means: a NaN loss is no measurement
-                total += losses[a, i]
-                count += 1
-        if count > 0:
-            out[a, t, j] = total / count
+        out[a, t, j] = _nan_mean(losses[a])
 
 
 @njit(cache=True, nogil=True)
@@ -583,18 +574,22 @@ def round_means(per_sample):
     """(4, n_rounds, n_lams) means over the scored (non-NaN) rows of the per-sample losses
     (4, n_rounds, l, n_lams); NaN where a round scored no row at that lam."""
     q, total, l, n = per_sample.shape
-    out = np.full((q, total, n), np.nan)
+    out = np.empty((q, total, n))
     for a in range(q):
         for t in range(total):
-            s = np.zeros(n)
-            count = np.zeros(n, dtype=np.int64)
-            for i in range(l):
-                for j in range(n):
-                    x = per_sample[a, t, i, j]
-                    if not np.isnan(x):
-                        s[j] += x
-                        count[j] += 1
             for j in range(n):
-                if count[j] > 0:
-                    out[a, t, j] = s[j] / count[j]
+                out[a, t, j] = _nan_mean(per_sample[a, t, :, j])
     return out
+
+
+@njit(cache=True, nogil=True)
+def _nan_mean(x):
+    """Mean of the non-NaN entries of x, summed in index order (NaN where there are none):
+    a round's mean loss, the same bits whether from per-sample losses or a task's own."""
+    total = 0.0
+    count = 0
+    for i in range(x.size):
+        if not np.isnan(x[i]):  # a NaN loss is no measurement
+            total += x[i]
+            count += 1
+    return total / count if count > 0 else np.nan
