@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import write_lines  # noqa: E402
+from _report import count, write_lines  # noqa: E402
 from datasets import load  # noqa: E402
 
 SETS = [
@@ -356,12 +356,12 @@ def main(argv=None) -> int:
     group = ap.add_mutually_exclusive_group()
     group.add_argument("--more-sets", action="store_true", help="the sets of MORE_SETS instead")
     group.add_argument("--small-sets", action="store_true", help="the sets of SMALL_SETS instead")
-    ap.add_argument("--splits", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=3, help="timing repetitions (median)")
+    ap.add_argument("--splits", type=count(1), default=3)
+    ap.add_argument("--rounds", type=count(1), default=3, help="timing repetitions (median)")
     ap.add_argument("--mnist", action="store_true", help="add the MNIST-sized timing row")
-    ap.add_argument("--mnist-n", type=int, default=70000)
+    ap.add_argument("--mnist-n", type=count(2000), default=70000)
     ap.add_argument(
-        "--many-labels", type=int, default=0, help="add the time ratios at this many labels"
+        "--many-labels", type=count(0), default=0, help="add the time ratios at this many labels"
     )
     ap.add_argument(
         "--low-dim",

@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import write_lines  # noqa: E402
+from _report import count, write_lines  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RULES = ("uniform", "kmeans++", "kmeans", "rpcholesky")
@@ -61,8 +61,8 @@ def evaluate(X: np.ndarray, m: int, rule: str, seed: int, b: float) -> tuple[flo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    ap.add_argument("--m", nargs="+", type=int, default=[100, 300, 1000])
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--m", nargs="+", type=count(1), default=[100, 300, 1000])
+    ap.add_argument("--seeds", type=count(1), default=3)
     ap.add_argument("--quick", action="store_true", help="digits and german, m = 20, 50")
     ap.add_argument("--out", default=os.path.join(HERE, "..", "results", "bench_landmarks.md"))
     args = ap.parse_args()

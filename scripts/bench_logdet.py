@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import write_lines  # noqa: E402
+from _report import count, write_lines  # noqa: E402
 
 
 def _itml():
@@ -95,14 +95,18 @@ def main() -> None:
     from nystrom_priors import VonNeumannKernelLearner
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ranks", type=int, nargs="+", default=[16, 64, 256])
-    ap.add_argument("--pairs", type=int, default=2000)
-    ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--ranks", type=count(1), nargs="+", default=[16, 64, 256])
+    ap.add_argument("--pairs", type=count(1), default=2000)
+    ap.add_argument("--n", type=count(2), default=2000)
+    ap.add_argument("--rounds", type=count(1), default=5)
     ap.add_argument(
         "--out", default=os.path.join(os.path.dirname(__file__), "..", "results", "bench_logdet.md")
     )
     args = ap.parse_args()
+    if args.pairs > args.n * (args.n - 1) // 2:
+        ap.error(
+            f"--pairs: at most n (n - 1) / 2 = {args.n * (args.n - 1) // 2} distinct pairs of --n {args.n} rows"
+        )
     ITML = _itml()
     rng = np.random.default_rng(0)
     rows = []

@@ -36,7 +36,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import write_lines  # noqa: E402
+from _report import count, write_lines  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 D, CLASSES, MODES, TEST = 16, 10, 3, 20_000
@@ -57,15 +57,20 @@ def peak_mb() -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--labels", nargs="+", type=int, default=[10, 100, 1000])
-    ap.add_argument("--ls-sizes", nargs="+", type=int, default=[25_000, 100_000, 1_000_000])
-    ap.add_argument("--ls-max", type=int, default=100_000)
+    ap.add_argument("--n", type=count(1000), default=1_000_000)
+    ap.add_argument("--labels", nargs="+", type=count(2), default=[10, 100, 1000])
+    ap.add_argument("--ls-sizes", nargs="+", type=count(1), default=[25_000, 100_000, 1_000_000])
+    ap.add_argument("--ls-max", type=count(1), default=100_000)
     ap.add_argument("--quick", action="store_true", help="--n 20000, LabelSpreading on 20,000")
     ap.add_argument("--out", default=os.path.join(HERE, "..", "results", "bench_million.md"))
     args = ap.parse_args()
     if args.quick:
         args.n, args.ls_sizes = 20_000, [10_000, 20_000]
+    pool_size = args.n - min(TEST, args.n // 4)  # the rows left beside the test rows
+    if max(args.labels) > pool_size:
+        ap.error(
+            f"--labels: at most {pool_size:,} (the rows of --n {args.n:,} not held out for testing)"
+        )
     from sklearn.semi_supervised import LabelSpreading
     from sklearn.svm import LinearSVC
 

@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import write_lines  # noqa: E402
+from _report import count, write_lines  # noqa: E402
 
 SHAPES = [(16, 500, 1.3), (64, 1000, 1.2), (784, 1000, 1.1)]
 
@@ -179,8 +179,8 @@ def bench_burg(quick: bool, rounds: int, rows: list) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="n = 2000: a smoke run")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--rounds", type=count(1), default=3)
+    ap.add_argument("--n", type=count(2000), default=20000)
     ap.add_argument("--out", default=None, help="also write the table (Markdown) here")
     args = ap.parse_args()
     n = 2000 if args.quick else args.n

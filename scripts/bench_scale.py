@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import write_lines  # noqa: E402
+from _report import count, write_lines  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BLOCK = 100_000
@@ -231,7 +231,7 @@ def main() -> None:
         _streaming_child(sys.argv[2], int(sys.argv[3]))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    ap.add_argument("--rows", type=count(1000), nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--skip-mnist", action="store_true")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--out", default=os.path.join(HERE, "..", "results", "bench_scale.md"))

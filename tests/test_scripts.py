@@ -68,6 +68,12 @@ def test_keel_raw_files(name, shape, n_classes):
         (["demo", "--out", "figure.txt"], "matplotlib cannot write .txt figures"),
         (["reproduce", "kulis2006", "--", "--trials", "0"], "--trials: must be at least 1"),
         (["reproduce", "zhang2012", "--", "--repeats", "x"], "expected an integer, got 'x'"),
+        (["bench", "generalized", "--splits", "0"], "--splits: must be at least 1, got 0"),
+        (["bench", "logdet", "--ranks", "0"], "--ranks: must be at least 1, got 0"),
+        (["bench", "logdet", "--n", "3", "--pairs", "4"], "--pairs: at most n (n - 1) / 2 = 3"),
+        (["bench", "million", "--n", "2000", "--labels", "1700"], "--labels: at most 1,500"),
+        (["bench", "scale", "--rows", "0"], "--rows: must be at least 1000, got 0"),
+        (["bench", "landmarks", "--m", "0"], "--m: must be at least 1, got 0"),
     ],
 )
 def test_command_line_refuses_bad_options_before_any_work(args, message):
