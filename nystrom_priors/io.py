@@ -284,7 +284,8 @@ def load(path: str | os.PathLike) -> Any:
     IsADirectoryError
         ``path`` is a directory.
     ValueError
-        The file is not a nystrom_priors model (foreign, truncated or corrupted archive), its
+        ``path`` is not a regular file (a device, FIFO or socket), or the file is not a
+        nystrom_priors model (foreign, truncated or corrupted archive), its
         format version is newer than this library supports, its class is unknown, or any
         part of it breaks the schema (see :mod:`nystrom_priors._io_schema`): sizes that do
         not match, wrong dtypes or shapes, non-finite values, invalid parameters, malformed
@@ -299,6 +300,11 @@ def load(path: str | os.PathLike) -> Any:
     if os.path.isdir(path):  # as open() would: the error type says what the path is
         raise IsADirectoryError(
             errno.EISDIR, f"cannot load {path!r}: it is a directory; pass the model file's path"
+        )
+    if not stat.S_ISREG(os.stat(path).st_mode):  # is_zipfile would read a device to its end
+        raise ValueError(
+            f"cannot load {path!r}: it is not a regular file (a device, FIFO or socket); pass "
+            "the model file's path."
         )
     if not zipfile.is_zipfile(path):
         raise ValueError(

@@ -575,6 +575,36 @@ def test_save_keeps_permissions_and_refuses_a_directory(tmp_path, models):
         load(tmp_path / "dir.npz")
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_load_refuses_a_device_or_fifo_at_once(tmp_path):
+    """``zipfile.is_zipfile`` reads a character device to its end (``/dev/zero``: memory
+    without bound) and blocks opening a FIFO with no writer: load refuses both before
+    opening them. The FIFO is tried in a thread, so that the old behaviour fails the test
+    instead of hanging it."""
+    import threading
+
+    fifo = tmp_path / "model.npz"
+    os.mkfifo(fifo)
+    outcome = []
+
+    def attempt():
+        try:
+            load(fifo)
+        except ValueError as exc:
+            outcome.append(str(exc))
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    if worker.is_alive():  # unblock the old code's open() so the thread can end
+        with open(fifo, "wb"):
+            pass
+    assert outcome and "model.npz': it is not a regular file" in outcome[0]
+    if os.path.exists("/dev/zero"):  # reached only once the FIFO passed: never the old code
+        with pytest.raises(ValueError, match="/dev/zero'.*not a regular file"):
+            load("/dev/zero")
+
+
 def test_save_does_not_replace_a_file_it_may_not_write(tmp_path, models, monkeypatch):
     """Renaming over a file needs only the directory's permission: save used to replace a
     read-only model file silently. Like open(path, "wb"), it now refuses (naming the path)
