@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import numbers
+import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,6 +16,23 @@ import numpy as np
 from ._kernel_param import _KernelAttribute
 from ._products import finite_products, pair_distances, pair_scores, scaled_product
 from ._rows import is_dask_array
+
+# one lock per estimator instance that has been fitted, dropped with the instance
+_FIT_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_FIT_LOCKS_GUARD = threading.Lock()
+
+
+def _fit_lock(estimator: Any) -> Any:
+    """The re-entrant lock that runs the fits of one instance one at a time; a no-op context
+    for an instance that cannot be weakly referenced or hashed (a user's subclass)."""
+    with _FIT_LOCKS_GUARD:
+        try:
+            lock = _FIT_LOCKS.get(estimator)
+            if lock is None:
+                lock = _FIT_LOCKS[estimator] = threading.RLock()
+        except TypeError:
+            return contextlib.nullcontext()
+    return lock
 
 
 def atomic_fit(fit: Callable) -> Callable:
@@ -23,34 +43,44 @@ def atomic_fit(fit: Callable) -> Callable:
     and an initial projection but no learned factor) never passes for a fitted one, and a
     model fitted before keeps its fitted state. A successful fit records X's column names
     (``feature_names_in_``, scikit-learn's convention) when X is a DataFrame.
+
+    Fits of one instance from several threads run one after another (a lock per instance):
+    a fit sets its attributes one at a time, and two interleaved fits left a model mixing
+    both, whose ``transform`` then failed inside Numba. The last fit to finish is the model.
     """
 
     @functools.wraps(fit)
     def wrapper(self, *args: Any, **kwargs: Any) -> Any:
-        from ._feature_names import record_feature_names
-
-        saved = dict(self.__dict__)
-        # a fit starts afresh: a fitted attribute of an earlier fit that this one does not set
-        # (landmarks_ after init="linear") would describe another model, and save refuses it
-        params = set(self.get_params(deep=False)) if hasattr(self, "get_params") else set()
-        for key in [k for k in saved if k.endswith("_") and not k.startswith("__")]:
-            if key not in params:
-                del self.__dict__[key]
-        try:
-            # every parameter, also one the chosen kernel ignores (degree with "rbf"), as
-            # save and load check them: a model that fits can always be saved
-            validate = getattr(self, "_validate_params", None)
-            if validate is not None:
-                validate()
-            out = fit(self, *args, **kwargs)
-            record_feature_names(self, args[0] if args else kwargs.get("X"))
-            return out
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
+        with _fit_lock(self):
+            return _atomic(fit, self, args, kwargs)
 
     return wrapper
+
+
+def _atomic(fit: Callable, self: Any, args: tuple, kwargs: dict) -> Any:
+    """``fit(self, *args, **kwargs)`` with ``atomic_fit``'s restore on failure."""
+    from ._feature_names import record_feature_names
+
+    saved = dict(self.__dict__)
+    # a fit starts afresh: a fitted attribute of an earlier fit that this one does not set
+    # (landmarks_ after init="linear") would describe another model, and save refuses it
+    params = set(self.get_params(deep=False)) if hasattr(self, "get_params") else set()
+    for key in [k for k in saved if k.endswith("_") and not k.startswith("__")]:
+        if key not in params:
+            del self.__dict__[key]
+    try:
+        # every parameter, also one the chosen kernel ignores (degree with "rbf"), as save
+        # and load check them: a model that fits can always be saved
+        validate = getattr(self, "_validate_params", None)
+        if validate is not None:
+            validate()
+        out = fit(self, *args, **kwargs)
+        record_feature_names(self, args[0] if args else kwargs.get("X"))
+        return out
+    except BaseException:
+        self.__dict__.clear()
+        self.__dict__.update(saved)
+        raise
 
 
 def point_pairs_fit(fit: Callable) -> Callable:
@@ -79,8 +109,16 @@ def point_pairs_fit(fit: Callable) -> Callable:
 
 
 def side_info_fit(fit: Callable) -> Callable:
-    """:func:`atomic_fit` and :func:`point_pairs_fit` together."""
-    return point_pairs_fit(atomic_fit(fit))
+    """:func:`atomic_fit` and :func:`point_pairs_fit` together, under the instance's fit
+    lock as a whole: ``classes_``, set after the atomic part, belongs to the same fit."""
+    inner = point_pairs_fit(atomic_fit(fit))
+
+    @functools.wraps(inner)
+    def wrapper(self, *args: Any, **kwargs: Any) -> Any:
+        with _fit_lock(self):  # re-entrant: atomic_fit takes it again inside
+            return inner(self, *args, **kwargs)
+
+    return wrapper
 
 
 class BaseEstimator:
@@ -364,12 +402,14 @@ class FactorTransformMixin:
         check_is_fitted(self, ("projection_",))
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
-        """``fit(X, y, **fit_params)`` then ``transform(X)``."""
+        """``fit(X, y, **fit_params)`` then ``transform(X)``, under the instance's fit lock
+        (``atomic_fit``): the rows are those of this fit, not of another thread's."""
         from ._pairs_format import refuse_point_pairs_transform
 
         if "pairs" in inspect.signature(type(self).fit).parameters:  # fit takes point pairs
             refuse_point_pairs_transform(X, type(self).__name__)
-        return self.fit(X, y, **fit_params).transform(X)
+        with _fit_lock(self):
+            return self.fit(X, y, **fit_params).transform(X)
 
     kernel = _KernelAttribute()
 

@@ -1,4 +1,5 @@
-"""Ctrl-C stops long fits promptly, and a stopped fit leaves no half-fitted model.
+"""Ctrl-C stops long fits promptly, and a stopped fit leaves no half-fitted model (nor do
+two threads fitting one instance: the last section).
 
 Jitted loops return to Python after a bounded amount of work (``nystrom_priors._chunks``), so
 a ``KeyboardInterrupt`` (here sent by ``_thread.interrupt_main`` from a timer thread, as
@@ -153,3 +154,44 @@ def test_fits_work_after_an_interrupted_fit():
         warnings.simplefilter("ignore")
         model = npr.LogDetKernelLearner(init="linear", gamma=1.0).fit(X, pairs=pairs)
     assert np.isfinite(model.transform(X)).all()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: npr.Nystrom(20, random_state=0),
+        lambda: npr.GeneralizedNystrom(20, random_state=0),
+        lambda: npr.LogDetKernelLearner(4, n_landmarks=20, gamma=1.0, random_state=0),
+    ],
+    ids=["Nystrom", "GeneralizedNystrom", "LogDetKernelLearner"],
+)
+def test_fits_of_one_instance_from_two_threads_give_one_of_the_two_models(make):
+    """Two threads fitting the same instance on different data (different numbers of
+    features): a fit sets its attributes one at a time, and interleaved fits used to leave a
+    model mixing both (``n_features_in_`` of one, ``landmarks_`` of the other), whose
+    transform failed inside Numba. Fits of one instance now run one at a time: the model is
+    exactly one of the two, equal to a fit of that data alone."""
+    rng = np.random.default_rng(0)
+    data = [rng.normal(size=(300, 4)), rng.normal(size=(240, 3)) * 5]
+    labels = [np.where(np.arange(len(X)) < 60, np.arange(len(X)) % 3, -1) for X in data]
+    alone = [make().fit(X, y).transform(X) for X, y in zip(data, labels)]
+    for _trial in range(12):
+        model, errors = make(), []
+        start = threading.Barrier(2)
+
+        def fit(k, model=model, errors=errors, start=start):
+            start.wait()
+            try:
+                model.fit(data[k], labels[k])
+            except Exception as exc:  # noqa: BLE001 - the test reports whatever was raised
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=fit, args=(k,)) for k in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        k = 0 if model.n_features_in_ == 4 else 1
+        assert model.landmarks_.shape[1] == data[k].shape[1]
+        np.testing.assert_allclose(model.transform(data[k]), alone[k], rtol=1e-10, atol=1e-12)
