@@ -949,3 +949,34 @@ def test_many_folds_take_memory_linear_in_the_labels():
         tracemalloc.stop()
     batch = 32 * 2**20  # the prepared rounds' bound (``_lam._STATE_FLOATS`` floats)
     assert peak < batch + 16 * 1500 * 1500 + 64 * 3000 * 20, peak / 2**20
+
+
+def test_many_classes_are_warned_about_before_the_selection(monkeypatch):
+    """The scores cost about (l_T + l_V) (p + 1) c per round and lam: thousands of classes
+    with a label or two each took minutes where the rest of the fit took milliseconds
+    (20,000 labels in 10,000 classes: 95 s). The warning comes before that work, names
+    the cost and the remedy; the estimate is checked against a threshold moved around this
+    small fit's own work (8 classes, 96 labels)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    y = np.full(400, -1)
+    y[:96] = np.arange(96) % 8
+    calls = []
+    real = drivers.raced_rounds
+    monkeypatch.setattr(drivers, "raced_rounds", lambda *a: calls.append(1) or real(*a))
+
+    def fit():
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            GeneralizedNystrom(20, random_state=0).fit(X, y)
+        slow = [str(w.message) for w in seen if "labels x classes" in str(w.message)]
+        return slow
+
+    assert fit() == []  # 12 rounds x 7 lam x 96 rows x 21 x 8: about 1.4e6 multiply-adds
+    monkeypatch.setattr(lam_cv, "_SLOW_SCORES", 1e6)
+    calls.clear()
+    slow = fit()
+    assert len(slow) == 1 and calls == [1]
+    assert "8 classes on 96 labels" in slow[0] and "Pass lam as a number" in slow[0]
+    monkeypatch.setattr(lam_cv, "_SLOW_SCORES", 3e6)
+    assert fit() == []

@@ -82,6 +82,8 @@ _MANY_SPLITS_MAX = 500
 _N_SPLITS = 3
 # a CV round's model spans at most this many directions (its cost is cubic in them)
 _CV_RANK_MAX = 120
+# scores of more multiply-adds than this (about ten seconds on two cores) are warned about
+_SLOW_SCORES = 1e11
 # the rounds' prepared problems take at most this many floats (32 MiB) unless 8 rounds take
 # more: many folds (cv = l) are then prepared and scored a batch at a time (``new_state``)
 _STATE_FLOATS = 1 << 22
@@ -257,6 +259,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
         return None, np.full(rel.size, np.nan), np.full(rel.size, np.nan)
     codes64 = codes.astype(np.int64)
     n_rounds, n_rel = roles.shape[0], rel.size
+    _warn_slow_scores(roles, n_rel, min(w.size, _CV_RANK_MAX), int(n_classes))
     # Rounds and tasks run on Numba's threads, each with its own small matrix products: a
     # multi-threaded BLAS inside them would oversubscribe the cores (several times slower).
     # Without threadpoolctl to pin BLAS to one thread, they run one after another (work 0).
@@ -286,6 +289,30 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
     crit = _nanmean_columns(L[_CRITERION][scored])
     err = _nanmean_columns(L[2][scored])
     return (None if j == n_rel - 1 else float(exps[j])), crit, err
+
+
+def _warn_slow_scores(roles: np.ndarray, n_rel: int, rank: int, n_classes: int) -> None:
+    """Warn before a selection whose scores alone take more than ``_SLOW_SCORES``
+    multiply-adds. Every task scores its round's rows in every one-vs-rest column: about
+    ``(l_T + l_V) (p + 1) c`` for c classes, so many classes with few labels each (thousands
+    of identities) cost labels x classes x rank per round and lam, where the rest of the fit
+    costs little."""
+    c = 1 if n_classes == 2 else n_classes
+    rows = int(np.count_nonzero(roles))  # sum over the rounds of l_T + l_V
+    work = float(n_rel) * rows * (min(rank, rows) + 1) * c
+    if work > _SLOW_SCORES:
+        import warnings
+
+        from .._feature_names import _user_stacklevel
+
+        warnings.warn(
+            f"lam='auto' scores {n_classes:,} classes on {roles.shape[1]:,} labels: its "
+            f"cross-validation costs labels x classes x rank per fold and lam, about "
+            f"{work:.1e} multiply-adds here, which can take minutes. Pass lam as a number "
+            "to skip the selection.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
 
 
 def informative_rounds(roles: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
