@@ -401,17 +401,18 @@ def fold_scores(PE, w, codes, n_classes, train, test, rel_lams, alpha):
 
 
 @njit(cache=True, nogil=True)
-def new_state(roles, rank, n_classes, max_floats=-1):
+def new_state(roles, rank, n_classes, max_floats=-1, min_slots=8):
     """Empty buffers for the rounds' ``_round_constants``: ``(dims, mu, C, R, D, FT, FV, GV,
     b, BtT, meta)``, filled by ``prepare_round``. ``dims[t] = (p, l_T, l_V)`` (p = -1: the
     round has no training or no held-out row and scores nothing; -2: not prepared yet); each
     of the next nine arrays is flat, holding ``n_slots`` blocks (``_slot``) of ``per_slot``
     floats in all, so that a task reads its round's block without a copy. Round t lives in
     slot ``t % n_slots``. Every round has a slot of its own unless that takes more than
-    ``max_floats`` floats (-1: no limit); then there are ``max(8, max_floats // per_slot)``
-    slots (at most one per round), and the caller prepares and scores that many consecutive
-    rounds at a time (``_lam_race.raced_rounds``): many folds (cv = l) then cost
-    ``O(max(max_floats, 8 per_slot))`` memory, not ``O(n_rounds per_slot)``. ``meta`` =
+    ``max_floats`` floats (-1: no limit); then there are ``max(min_slots, max_floats //
+    per_slot)`` slots (at most one per round; ``min_slots``: at least the threads, which a
+    batch of rounds then keeps busy), and the caller prepares and scores that many
+    consecutive rounds at a time (``_lam_race.raced_rounds``): many folds (cv = l) then cost
+    ``O(max(max_floats, min_slots per_slot))`` memory, not ``O(n_rounds per_slot)``. ``meta`` =
     ``(n_slots, P, TT, VV, c, owner...)``, owner[k] the round slot k holds (-1: none), which
     a task checks. ``rank``: the number of S0's eigen-coordinates (p <= rank)."""
     total, l = roles.shape
@@ -431,7 +432,7 @@ def new_state(roles, rank, n_classes, max_floats=-1):
     per_slot = sizes.sum()
     n_slots = max(total, 1)
     if max_floats >= 0 and n_slots * per_slot > max_floats:
-        n_slots = min(n_slots, max(8, max_floats // max(per_slot, 1)))
+        n_slots = min(n_slots, max(min_slots, max_floats // max(per_slot, 1)))
     ends = np.cumsum(sizes) * n_slots
     # one block, not nine: freed, it leaves the allocator a free run it keeps for the next
     # fit, where nine smaller ones were returned to the system and faulted in again

@@ -84,8 +84,9 @@ _N_SPLITS = 3
 _CV_RANK_MAX = 120
 # scores of more multiply-adds than this (about ten seconds on two cores) are warned about
 _SLOW_SCORES = 1e11
-# the rounds' prepared problems take at most this many floats (32 MiB) unless 8 rounds take
-# more: many folds (cv = l) are then prepared and scored a batch at a time (``new_state``)
+# the rounds' prepared problems take at most this many floats (32 MiB) unless 8 rounds (or
+# one per thread) take more: many folds (cv = l) are then prepared and scored a batch at a
+# time (``new_state``)
 _STATE_FLOATS = 1 << 22
 
 
@@ -270,7 +271,9 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
     w = np.asarray(w, dtype=np.float64)
     lapack = addresses()  # partial eigendecompositions where few eigenvalues are negative
 
-    state = jit.new_state(roles, w.size, int(n_classes), _STATE_FLOATS)
+    # a batch of rounds (many folds, ``new_state``) holds at least one round per thread
+    slots = max(8, numba.get_num_threads())
+    state = jit.new_state(roles, w.size, int(n_classes), _STATE_FLOATS, slots)
     # a task's cost grows as lam falls (more negative eigenvalues); the prior's is least
     cost = np.empty(n_rel)
     cost[np.argsort(-rel, kind="stable")] = np.arange(n_rel)
