@@ -13,14 +13,19 @@ BCDNPKL
 
 Functions
 ---------
-extrapolate, iter_extrapolate
-    The extrapolation matrix ``E = k(X, Z)``, whole or streamed in row blocks.
+extrapolate, iter_extrapolate, make_kernel, KernelSpec
+    The extrapolation matrix ``E = k(X, Z)``, whole or streamed in row blocks; kernels by name.
 mean_squared_distance
     The Gaussian width heuristic ``b`` of Zhang et al. (2012), exactly, in O(nd).
 select_landmarks
-    Uniform, k-means++ or k-means (clustered Nystrom) landmarks.
+    Uniform, k-means++, k-means (clustered Nystrom) or randomly pivoted Cholesky landmarks.
+labels_to_pairs, distance_bounds, knn_graph
+    Side information: pairs from labels, distance bounds for the Bregman learners, the
+    k-NN graph of BCDNPKL.
 alignment, factored_alignment
     Normalised (centred) kernel alignment, dense or from factors.
+kernel_kmeans, normalized_mutual_info, pair_accuracy
+    Evaluation: kernel k-means on factor rows, NMI, accuracy on held-out pairs.
 save, load
     Persist fitted estimators as ``.npz`` (no pickle).
 

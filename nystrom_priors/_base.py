@@ -402,8 +402,9 @@ class FactorTransformMixin:
         check_is_fitted(self, ("projection_",))
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
-        """``fit(X, y, **fit_params)`` then ``transform(X)``, under the instance's fit lock
-        (``atomic_fit``): the rows are those of this fit, not of another thread's."""
+        """``fit(X, y, **fit_params)`` then ``transform(X)``: the factor rows of the training
+        samples under the model this call fitted (a fit of the same instance in another
+        thread waits for both steps)."""
         from ._pairs_format import refuse_point_pairs_transform
 
         if "pairs" in inspect.signature(type(self).fit).parameters:  # fit takes point pairs

@@ -288,8 +288,8 @@ def gaussian_weights(dist: np.ndarray, sigma: float, e: int) -> np.ndarray:
 
 
 def knn_graph(X: Any, n_neighbors: int = 5, *, weights: str = "binary", sigma: float | None = None):
-    """Symmetrised kNN graph as a scipy CSR matrix (edge if either sample is among the other's
-    k nearest; no self loops).
+    """Symmetrised kNN graph ``(S, sigma)``: S a scipy CSR matrix (edge if either sample is
+    among the other's k nearest; no self loops) and the width of its heat-kernel weights.
 
     Parameters
     ----------

@@ -26,12 +26,35 @@ def _learned(owner: Any, A: Any, B: Any) -> np.ndarray:
     return owner._learned_kernel(A, B)
 
 
-class _KernelName(str):
-    """The ``kernel`` parameter (a plain string value) that can also be called.
+_KERNEL_DOC = """The learned kernel ``k(A, B) = G_A G_B^T`` (a method), and the ``kernel``
+    parameter (an attribute).
 
-    ``model.kernel == "rbf"`` compares the parameter; ``model.kernel(A, B=None)`` evaluates
-    the learned kernel ``G_A G_B^T`` (see :meth:`FactorTransformMixin._learned_kernel`).
+    Called, ``model.kernel(A, B=None)`` evaluates a block of the learned kernel between the
+    rows of A and those of B, the inner products of their factor rows (``transform``): it
+    is how a kernel method downstream (an SVM with ``kernel="precomputed"``, kernel k-means)
+    uses the learned kernel on new samples.
+
+    Parameters
+    ----------
+    A : array-like or sparse matrix of shape (n_A, n_features)
+        Samples (of the learner's input type).
+    B : array-like or sparse matrix of shape (n_B, n_features), optional
+        Samples; A when omitted.
+
+    Returns
+    -------
+    K : ndarray of shape (n_A, n_B)
+        ``transform(A) @ transform(B).T``.
+
+    Read, ``model.kernel`` is the ``kernel`` parameter as given to ``__init__`` (``"rbf"``, a
+    :class:`~nystrom_priors.KernelSpec`), equal to it and copied or pickled as it, as
+    scikit-learn's ``get_params`` and ``clone`` need; the learners without that parameter
+    (BCDNPKL) have the method alone.
     """
+
+
+class _KernelName(str):
+    __doc__ = _KERNEL_DOC
 
     def __call__(self, A: Any = _NO_A, B: Any = None) -> np.ndarray:
         return _learned(self._owner, A, B)
@@ -77,7 +100,7 @@ class _KernelAttribute:
     returns it wrapped so that it is also callable.
     """
 
-    __doc__ = _KernelName.__doc__
+    __doc__ = _KERNEL_DOC
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:

@@ -277,6 +277,31 @@ def _scalar_entry(path: str, entries: dict, key: str, kinds: str) -> np.ndarray 
 def load(path: str | os.PathLike) -> Any:
     """Load an estimator saved by :func:`save`, validating the whole file first.
 
+    The file is untrusted input: no pickle is read, and every size is checked before
+    anything is allocated.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.npz`` file :func:`save` wrote.
+
+    Returns
+    -------
+    estimator : Nystrom, GeneralizedNystrom, LogDetKernelLearner, VonNeumannKernelLearner or BCDNPKL
+        Fitted as it was saved: ``transform`` and ``kernel`` give the same values.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from nystrom_priors import Nystrom, load, save
+    >>> X = np.random.default_rng(0).normal(size=(60, 3))
+    >>> model = Nystrom(n_landmarks=10, random_state=0).fit(X)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+    >>> save(model, path)
+    >>> np.allclose(load(path).transform(X), model.transform(X))
+    True
+
     Raises
     ------
     FileNotFoundError
@@ -287,7 +312,7 @@ def load(path: str | os.PathLike) -> Any:
         ``path`` is not a regular file (a device, FIFO or socket), or the file is not a
         nystrom_priors model (foreign, truncated or corrupted archive), its
         format version is newer than this library supports, its class is unknown, or any
-        part of it breaks the schema (see :mod:`nystrom_priors._io_schema`): sizes that do
+        part of it breaks the schema: sizes that do
         not match, wrong dtypes or shapes, non-finite values, invalid parameters, malformed
         metadata. The message names the file and the field.
     """

@@ -2,9 +2,10 @@
 
 * ``"uniform"``: rows drawn uniformly without replacement (Williams & Seeger 2001).
 * ``"kmeans++"``: k-means++ seeding alone (D^2 sampling; landmarks are data points).
-* ``"kmeans"``: clustered Nystrom (Zhang & Kwok 2010): k-means++ seeding followed by a few
-  Lloyd iterations; landmarks are the centroids. The Nystrom approximation error is bounded by
-  the k-means quantisation error, which is why centroids beat uniform sampling.
+* ``"kmeans"``: clustered Nystrom (Zhang, Tsang & Kwok 2008; Zhang & Kwok 2010): k-means++
+  seeding followed by a few Lloyd iterations; landmarks are the centroids. The Nystrom
+  approximation error is bounded by the k-means quantisation error, which is why centroids
+  beat uniform sampling.
 * ``"rpcholesky"``: randomly pivoted Cholesky (Chen, Epperly, Tropp & Webber 2023), in its
   accelerated block-rejection form (Epperly, Tropp & Webber 2024): pivots sampled in
   proportion to the residual kernel diagonal; landmarks are the pivot rows. It looks at the

@@ -27,8 +27,10 @@ system on i's partners; the paper's eq. 6 halves only one of the two terms, whic
 2C); for the hinge losses the box-constrained dual QPs of eqs. 9-10, ``v_i = (A a - 2 g)/(2d)``
 with ``A = [T_ij v_j]`` (coordinate descent, then active-set steps once the active bounds
 settle: the descent alone crawls where partners' rows are nearly parallel). Random start
-(V = 0 is a stationary point of all three losses); stop on the relative decrease of the
-objective (V keeps drifting by rotations after the objective has converged). The hinge loss
+(V = 0 is a stationary point of all three losses). The square and squared-hinge losses stop
+on the relative duality gap ``gap_`` (a certificate; V keeps drifting by rotations after the
+objective has converged, so never on V), the hinge loss on the relative decrease of the
+objective. The hinge loss
 makes f non-smooth and non-separable: BCD then has no convergence guarantee and typically
 stalls 1e-4-1e-2 above the SDP optimum.
 
@@ -188,6 +190,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
     feature_names_in_ : ndarray of shape (``n_features_in_``,), dtype object
         Column names of X in ``fit``, when X is a DataFrame whose column names are all
         strings (absent otherwise); later calls refuse a frame whose names differ.
+    classes_ : ndarray
+        The classes of the labeled samples of ``y``, sorted; empty when pairs alone were
+        given.
     objective_path_ : ndarray of shape (``n_iter_ + 1``,)
         Objective of eq. 1 at the start and after every sweep.
     objective_ : float

@@ -80,7 +80,15 @@ class LogDetKernelLearner(_BregmanKernelLearner):
     max_violation_ : float
         Largest relative violation of any constraint by the learned kernel (relative to the
         slack-adjusted bound for distance constraints).
-    landmarks_, width_, gamma_, S0_, eigenvalues_ : Nystrom initial kernel (init="nystrom")
+    landmarks_, width_, gamma_, S0_, eigenvalues_, kernel_, degree_, coef0_
+        The Nystrom initial kernel (init="nystrom"), as in :class:`Nystrom`; ``gamma_`` is
+        that kernel's scale (``1 / width_`` for distance kernels), not the slack ``gamma``.
+    init_ : str
+        The initial kernel used ("nystrom" or "linear").
+    n_components_ : int
+        r, the rank of the learned kernel.
+    classes_ : ndarray
+        The classes of the labeled samples of ``y``, sorted; empty without labels.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (``n_features_in_``,), dtype object
         Column names of X in ``fit``, when X is a DataFrame whose column names are all

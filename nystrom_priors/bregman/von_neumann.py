@@ -51,6 +51,10 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
     pairs_, bounds_, dual_, n_iter_, converged_, infeasible_, dual_change_path_,
     violation_path_, dual_norm_path_, max_violation_, n_features_in_, feature_names_in_ : as
         LogDetKernelLearner
+    landmarks_, width_, gamma_, S0_, eigenvalues_, kernel_, degree_, coef0_, init_
+        As in :class:`LogDetKernelLearner` (the initial kernel, the kernel's ``gamma_``).
+    n_components_, classes_
+        As in :class:`LogDetKernelLearner`.
     evaluations_path_ : ndarray of shape (``n_iter_``,)
         Evaluations of the projection-parameter equation per sweep.
 

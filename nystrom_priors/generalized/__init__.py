@@ -180,8 +180,8 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
 
     Attributes
     ----------
-    landmarks_, width_, gamma_, n_features_in_, feature_names_in_
-        As in :class:`Nystrom`.
+    landmarks_, width_, gamma_, kernel_, degree_, coef0_, eigenvalues_, n_components_
+        As in :class:`Nystrom`, and so are ``n_features_in_`` and ``feature_names_in_``.
     S0_ : ndarray of shape (m, m)
         The prior ``W^+``.
     S_ : ndarray of shape (m, m)
