@@ -13,8 +13,9 @@ BCDNPKL
 
 Functions
 ---------
-extrapolate, iter_extrapolate, make_kernel, KernelSpec
-    The extrapolation matrix ``E = k(X, Z)``, whole or streamed in row blocks; kernels by name.
+extrapolate, iter_extrapolate, make_kernel
+    The extrapolation matrix ``E = k(X, Z)``, whole or streamed in row blocks; kernels by name
+    (and the ``KernelSpec`` class).
 mean_squared_distance
     The Gaussian width heuristic ``b`` of Zhang et al. (2012), exactly, in O(nd).
 select_landmarks

@@ -2,37 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import numbers
-import threading
-import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
+from ._fit_lock import fit_lock as _fit_lock
 from ._kernel_param import _KernelAttribute
 from ._products import finite_products, pair_distances, pair_scores, scaled_product
 from ._rows import is_dask_array
-
-# one lock per estimator instance that has been fitted, dropped with the instance
-_FIT_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_FIT_LOCKS_GUARD = threading.Lock()
-
-
-def _fit_lock(estimator: Any) -> Any:
-    """The re-entrant lock that runs the fits of one instance one at a time; a no-op context
-    for an instance that cannot be weakly referenced or hashed (a user's subclass)."""
-    with _FIT_LOCKS_GUARD:
-        try:
-            lock = _FIT_LOCKS.get(estimator)
-            if lock is None:
-                lock = _FIT_LOCKS[estimator] = threading.RLock()
-        except TypeError:
-            return contextlib.nullcontext()
-    return lock
 
 
 def atomic_fit(fit: Callable) -> Callable:
@@ -45,8 +26,10 @@ def atomic_fit(fit: Callable) -> Callable:
     (``feature_names_in_``, scikit-learn's convention) when X is a DataFrame.
 
     Fits of one instance from several threads run one after another (a lock per instance):
-    a fit sets its attributes one at a time, and two interleaved fits left a model mixing
-    both, whose ``transform`` then failed inside Numba. The last fit to finish is the model.
+    a fit sets its attributes one at a time, so interleaved fits would mix two models. The
+    last fit to finish is the model. Only fits (and ``fit_transform``) are serialised: a
+    ``transform``, ``kernel`` or ``save`` of an instance while another thread fits it sees a
+    model being built.
     """
 
     @functools.wraps(fit)
@@ -402,9 +385,8 @@ class FactorTransformMixin:
         check_is_fitted(self, ("projection_",))
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
-        """``fit(X, y, **fit_params)`` then ``transform(X)``: the factor rows of the training
-        samples under the model this call fitted (a fit of the same instance in another
-        thread waits for both steps)."""
+        """``fit(X, y, **fit_params)`` then ``transform(X)``, both under the instance's fit
+        lock: the rows of the model this call fitted, whatever other threads fit."""
         from ._pairs_format import refuse_point_pairs_transform
 
         if "pairs" in inspect.signature(type(self).fit).parameters:  # fit takes point pairs

@@ -73,7 +73,12 @@ def wrap_method(fn: Callable, method: str) -> Callable:
 
     @functools.wraps(fn)
     def wrapped(self: Any, X: Any, *args: Any, **kwargs: Any) -> Any:
-        return wrap_output(self, method, fn(self, X, *args, **kwargs), X)
+        if fn.__name__ != "fit_transform":
+            return wrap_output(self, method, fn(self, X, *args, **kwargs), X)
+        from ._fit_lock import fit_lock
+
+        with fit_lock(self):  # the columns of this fit's rank, not another thread's
+            return wrap_output(self, method, fn(self, X, *args, **kwargs), X)
 
     wrapped._wraps_output = True
     return wrapped

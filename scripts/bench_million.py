@@ -57,7 +57,7 @@ def peak_mb() -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=count(1000), default=1_000_000)
+    ap.add_argument("--n", type=count(2000), default=1_000_000)
     ap.add_argument("--labels", nargs="+", type=count(2), default=[10, 100, 1000])
     ap.add_argument("--ls-sizes", nargs="+", type=count(1), default=[25_000, 100_000, 1_000_000])
     ap.add_argument("--ls-max", type=count(1), default=100_000)

@@ -190,8 +190,46 @@ def test_fits_of_one_instance_from_two_threads_give_one_of_the_two_models(make):
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
-        assert not errors
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads) and not errors
         k = 0 if model.n_features_in_ == 4 else 1
         assert model.landmarks_.shape[1] == data[k].shape[1]
         np.testing.assert_allclose(model.transform(data[k]), alone[k], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: npr.BCDNPKL(n_neighbors=5, random_state=0), lambda: npr.Nystrom(15, random_state=0)],
+    ids=["BCDNPKL", "Nystrom"],
+)
+def test_fit_transform_from_two_threads_returns_each_calls_own_frame(make):
+    """``fit_transform`` with pandas output names its columns after the fit (its rank): built
+    outside the fit lock, a frame could take the other thread's rank or find the model
+    half-built. Each call returns the frame of its own data, equal to a call alone."""
+    pytest.importorskip("pandas")
+    rng = np.random.default_rng(1)
+    data = [rng.normal(size=(90, 4)), rng.normal(size=(70, 3)) * 3]
+    labels = [np.where(np.arange(len(X)) < 30, np.arange(len(X)) % 2, -1) for X in data]
+    alone = [
+        make().set_output(transform="pandas").fit_transform(X, y) for X, y in zip(data, labels)
+    ]
+    for _trial in range(8):
+        model, out, errors = make().set_output(transform="pandas"), {}, []
+        start = threading.Barrier(2)
+
+        def run(k, model=model, out=out, errors=errors, start=start):
+            start.wait()
+            try:
+                out[k] = model.fit_transform(data[k], labels[k])
+            except Exception as exc:  # noqa: BLE001 - the test reports whatever was raised
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads) and not errors
+        for k in (0, 1):
+            assert list(out[k].columns) == list(alone[k].columns)
+            np.testing.assert_allclose(out[k].to_numpy(), alone[k].to_numpy(), atol=1e-10)

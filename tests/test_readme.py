@@ -43,4 +43,4 @@ def test_readme_python_blocks_run_in_order_in_an_empty_directory(tmp_path):
         env={**os.environ, "MPLBACKEND": "Agg"},
     )
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "chosen lam:" in res.stdout and "pair accuracy:" in res.stdout
+    assert "log10(lam / mu_max^2):" in res.stdout and "pair accuracy:" in res.stdout

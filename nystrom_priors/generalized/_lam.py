@@ -260,7 +260,6 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
         return None, np.full(rel.size, np.nan), np.full(rel.size, np.nan)
     codes64 = codes.astype(np.int64)
     n_rounds, n_rel = roles.shape[0], rel.size
-    _warn_slow_scores(roles, n_rel, min(w.size, _CV_RANK_MAX), int(n_classes))
     # Rounds and tasks run on Numba's threads, each with its own small matrix products: a
     # multi-threaded BLAS inside them would oversubscribe the cores (several times slower).
     # Without threadpoolctl to pin BLAS to one thread, they run one after another (work 0).
@@ -274,6 +273,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
     # a batch of rounds (many folds, ``new_state``) holds at least one round per thread
     slots = max(8, numba.get_num_threads())
     state = jit.new_state(roles, w.size, int(n_classes), _STATE_FLOATS, slots)
+    _warn_slow_scores(state[0], n_rel, w.size, int(n_classes), codes.size)
     # a task's cost grows as lam falls (more negative eigenvalues); the prior's is least
     cost = np.empty(n_rel)
     cost[np.argsort(-rel, kind="stable")] = np.arange(n_rel)
@@ -294,22 +294,22 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
     return (None if j == n_rel - 1 else float(exps[j])), crit, err
 
 
-def _warn_slow_scores(roles: np.ndarray, n_rel: int, rank: int, n_classes: int) -> None:
+def _warn_slow_scores(dims: np.ndarray, n_rel: int, rank: int, n_classes: int, l: int) -> None:
     """Warn before a selection whose scores alone take more than ``_SLOW_SCORES``
     multiply-adds. Every task scores its round's rows in every one-vs-rest column: about
-    ``(l_T + l_V) (p + 1) c`` for c classes, so many classes with few labels each (thousands
-    of identities) cost labels x classes x rank per round and lam, where the rest of the fit
-    costs little."""
+    ``(l_T + l_V) (p + 1) c`` for c classes and p = min(l_T, rank), so many classes with few
+    labels each (thousands of identities) cost labels x classes x rank per round and lam,
+    where the rest of the fit costs little. ``dims``: ``new_state``'s (p, l_T, l_V) rows."""
     c = 1 if n_classes == 2 else n_classes
-    rows = int(np.count_nonzero(roles))  # sum over the rounds of l_T + l_V
-    work = float(n_rel) * rows * (min(rank, rows) + 1) * c
+    lT, lV = dims[:, 1].astype(np.float64), dims[:, 2].astype(np.float64)
+    work = float(n_rel) * c * float(np.sum((lT + lV) * (np.minimum(lT, rank) + 1.0)))
     if work > _SLOW_SCORES:
         import warnings
 
         from .._feature_names import _user_stacklevel
 
         warnings.warn(
-            f"lam='auto' scores {n_classes:,} classes on {roles.shape[1]:,} labels: its "
+            f"lam='auto' scores {n_classes:,} classes on {l:,} labels: its "
             f"cross-validation costs labels x classes x rank per fold and lam, about "
             f"{work:.1e} multiply-adds here, which can take minutes. Pass lam as a number "
             "to skip the selection.",
