@@ -385,14 +385,13 @@ class FactorTransformMixin:
         check_is_fitted(self, ("projection_",))
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
-        """``fit(X, y, **fit_params)`` then ``transform(X)``, both under the instance's fit
-        lock: the rows of the model this call fitted, whatever other threads fit."""
+        """``fit(X, y, **fit_params)`` then ``transform(X)`` (under the instance's fit lock,
+        ``_output.wrap_method``)."""
         from ._pairs_format import refuse_point_pairs_transform
 
         if "pairs" in inspect.signature(type(self).fit).parameters:  # fit takes point pairs
             refuse_point_pairs_transform(X, type(self).__name__)
-        with _fit_lock(self):
-            return self.fit(X, y, **fit_params).transform(X)
+        return self.fit(X, y, **fit_params).transform(X)
 
     kernel = _KernelAttribute()
 

@@ -126,7 +126,7 @@ def compute_csr(prep: Any, X: Any, out: np.ndarray, tile: int | None) -> None:
             rows = np.asarray(abs(X).sum(axis=1), dtype=np.float64).ravel()
         size = float(rows.max(initial=0.0)) + float(np.max(zaux, initial=0.0))
         what = f"k(X, Z) (the {spec.name!r} kernel)"
-        expansion = "||x||^2 + ||z||^2 - 2 x.z" if spec.name == "rbf" else "||x||_1 + ||z||_1 - ..."
+        expansion = _L2_EXPANSION if spec.name == "rbf" else "||x||_1 + ||z||_1 - ..."
         warn_cancellation(X, size, 1.0 / float(spec.gamma), out.dtype, what, "width", expansion)
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(np.sum(out, dtype=np.float64)) or np.isfinite(out).all():
@@ -174,6 +174,10 @@ def row_sq_norms(X: Any) -> np.ndarray:
     return out
 
 
+# the squared distance as sparse rows give it, whose cancellation warn_cancellation names
+_L2_EXPANSION = "||x||^2 + ||z||^2 - 2 x.z"
+
+
 def warn_cancellation(
     X: Any,
     size: float,
@@ -181,7 +185,7 @@ def warn_cancellation(
     dtype: Any,
     what: str,
     unit: str,
-    expansion: str = "||x||^2 + ||z||^2 - 2 x.z",
+    expansion: str = _L2_EXPANSION,
 ) -> None:
     """Warn when ``what`` on CSR ``X`` loses more than half of ``dtype``'s digits.
 

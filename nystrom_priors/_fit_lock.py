@@ -1,8 +1,9 @@
 """One lock per estimator instance, so that its fits run one at a time across threads.
 
 A fit sets its attributes one at a time; two threads fitting one instance at once would
-leave a model mixing both. ``_base.atomic_fit`` and the ``fit_transform`` methods take
-``fit_lock(estimator)``, a re-entrant lock (a fit inside ``fit_transform`` takes it again).
+leave a model mixing both. ``_base.atomic_fit`` and ``_output.wrap_method`` (every
+``fit_transform``, its output container too) take ``fit_lock(estimator)``, a re-entrant lock
+(a fit inside ``fit_transform`` takes it again).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ keeps it and ``Pipeline.set_output`` / ``ColumnTransformer.set_output`` reach th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import sys
@@ -19,6 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from ._fit_lock import fit_lock
 
 _MODES = ("default", "pandas")
 _METHODS = ("transform", "fit_transform")
@@ -67,17 +70,17 @@ def wrap_output(estimator: Any, method: str, data: Any, X: Any) -> Any:
 
 
 def wrap_method(fn: Callable, method: str) -> Callable:
-    """``fn`` (a ``transform`` or ``fit_transform``) returning the configured container."""
+    """``fn`` (a ``transform`` or ``fit_transform``) returning the configured container. A
+    ``fit_transform`` runs under the instance's fit lock as a whole, its container too: the
+    rows and the column names are those of the model this call fitted, whatever another
+    thread fits."""
     if getattr(fn, "_wraps_output", False):
         return fn
+    locked = fn.__name__ == "fit_transform"
 
     @functools.wraps(fn)
     def wrapped(self: Any, X: Any, *args: Any, **kwargs: Any) -> Any:
-        if fn.__name__ != "fit_transform":
-            return wrap_output(self, method, fn(self, X, *args, **kwargs), X)
-        from ._fit_lock import fit_lock
-
-        with fit_lock(self):  # the columns of this fit's rank, not another thread's
+        with fit_lock(self) if locked else contextlib.nullcontext():
             return wrap_output(self, method, fn(self, X, *args, **kwargs), X)
 
     wrapped._wraps_output = True

@@ -50,7 +50,6 @@ import numpy as np
 from ._base import BaseEstimator, FactorTransformMixin, side_info_fit
 from ._boundary import _BoundarySystem, _warn_quadratic, boundary_kernel
 from ._feature_names import _user_stacklevel
-from ._fit_lock import fit_lock
 from ._graph import (
     _WEIGHTS,
     _as_float,
@@ -488,8 +487,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
         from ._pairs_format import refuse_point_pairs_transform
 
         refuse_point_pairs_transform(X, type(self).__name__)
-        with fit_lock(self):  # the rows of this fit, not of another thread's (atomic_fit)
-            return self.fit(X, y, **fit_params).embedding_.astype(self.X_fit_.dtype, copy=True)
+        return self.fit(X, y, **fit_params).embedding_.astype(self.X_fit_.dtype, copy=True)
 
     _transient = ("_system",)  # holds factorisation closures; rebuilt by fit only
     _accepts_sparse = True  # scipy.sparse X in fit / transform / kernel (scikit-learn's tag)

@@ -156,6 +156,27 @@ def test_fits_work_after_an_interrupted_fit():
     assert np.isfinite(model.transform(X)).all()
 
 
+def _in_two_threads(call):
+    """``[call(0), call(1)]``, the two calls started together in two threads (a barrier);
+    fails on any exception either raised, or on a thread still running after 120 s."""
+    start, out, errors = threading.Barrier(2), [None, None], []
+
+    def run(k):
+        start.wait()
+        try:
+            out[k] = call(k)
+        except Exception as exc:  # noqa: BLE001 - the test reports whatever was raised
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads) and not errors, errors
+    return out
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -176,22 +197,8 @@ def test_fits_of_one_instance_from_two_threads_give_one_of_the_two_models(make):
     labels = [np.where(np.arange(len(X)) < 60, np.arange(len(X)) % 3, -1) for X in data]
     alone = [make().fit(X, y).transform(X) for X, y in zip(data, labels)]
     for _trial in range(12):
-        model, errors = make(), []
-        start = threading.Barrier(2)
-
-        def fit(k, model=model, errors=errors, start=start):
-            start.wait()
-            try:
-                model.fit(data[k], labels[k])
-            except Exception as exc:  # noqa: BLE001 - the test reports whatever was raised
-                errors.append(repr(exc))
-
-        threads = [threading.Thread(target=fit, args=(k,)) for k in (0, 1)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-        assert not any(t.is_alive() for t in threads) and not errors
+        model = make()
+        _in_two_threads(lambda k, model=model: model.fit(data[k], labels[k]))
         k = 0 if model.n_features_in_ == 4 else 1
         assert model.landmarks_.shape[1] == data[k].shape[1]
         np.testing.assert_allclose(model.transform(data[k]), alone[k], rtol=1e-10, atol=1e-12)
@@ -214,22 +221,8 @@ def test_fit_transform_from_two_threads_returns_each_calls_own_frame(make):
         make().set_output(transform="pandas").fit_transform(X, y) for X, y in zip(data, labels)
     ]
     for _trial in range(8):
-        model, out, errors = make().set_output(transform="pandas"), {}, []
-        start = threading.Barrier(2)
-
-        def run(k, model=model, out=out, errors=errors, start=start):
-            start.wait()
-            try:
-                out[k] = model.fit_transform(data[k], labels[k])
-            except Exception as exc:  # noqa: BLE001 - the test reports whatever was raised
-                errors.append(repr(exc))
-
-        threads = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-        assert not any(t.is_alive() for t in threads) and not errors
+        model = make().set_output(transform="pandas")
+        out = _in_two_threads(lambda k, model=model: model.fit_transform(data[k], labels[k]))
         for k in (0, 1):
             assert list(out[k].columns) == list(alone[k].columns)
             np.testing.assert_allclose(out[k].to_numpy(), alone[k].to_numpy(), atol=1e-10)

@@ -286,11 +286,10 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
             state, PE, w, codes64, int(n_classes), roles, ends, rel, _RIDGE_ALPHA, cost,
             _RACE_FIRST, _RACE, _RACE_NARROW, _CRITERION, out, numba.get_num_threads(), lapack,
         )  # fmt: skip
-    L = out
-    scored = ~np.isnan(L[_CRITERION][:, -1])  # every kept round scores the prior
-    j = choose(L[_CRITERION])
-    crit = _nanmean_columns(L[_CRITERION][scored])
-    err = _nanmean_columns(L[2][scored])
+    scored = ~np.isnan(out[_CRITERION][:, -1])  # every kept round scores the prior
+    j = choose(out[_CRITERION])
+    crit = _nanmean_columns(out[_CRITERION][scored])
+    err = _nanmean_columns(out[2][scored])
     return (None if j == n_rel - 1 else float(exps[j])), crit, err
 
 
