@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import zipfile
 import zlib
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -159,8 +159,9 @@ def _read_npy(path: str, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarr
     return arr
 
 
-def read_arrays(path: str) -> dict[str, np.ndarray]:
-    """Every ``name.npy`` member of the archive at ``path`` as ``{name: array}``.
+def read_arrays(path: str, file: BinaryIO, file_size: int) -> dict[str, np.ndarray]:
+    """Every ``name.npy`` member of the archive open as ``file`` (``file_size`` bytes, read
+    from ``path``, the name the messages give) as ``{name: array}``.
 
     Raises
     ------
@@ -168,12 +169,9 @@ def read_arrays(path: str) -> dict[str, np.ndarray]:
         Anything the module docstring lists, a damaged zip structure or a CRC mismatch; the
         message names the file and the member.
     """
-    import os
-
-    file_size = os.path.getsize(path)
     member = None
     try:
-        with zipfile.ZipFile(path) as zf:
+        with zipfile.ZipFile(file) as zf:
             infos = zf.infolist()
             if len(infos) > _MAX_MEMBERS:
                 raise _fail(path, None, f"{len(infos)} members (at most {_MAX_MEMBERS})")

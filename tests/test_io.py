@@ -605,6 +605,46 @@ def test_load_refuses_a_device_or_fifo_at_once(tmp_path):
             load("/dev/zero")
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_load_reads_the_file_it_checked(tmp_path, models, monkeypatch):
+    """load checks what the path is and then reads it: were it to open the path again, a
+    path swapped for a FIFO (or a device) in between would be read as one, and block (or
+    exhaust memory). The swap is made at the regular-file check; load must read the file it
+    checked. Tried in a thread, so that a reader of the swapped path fails the test instead
+    of hanging it."""
+    import stat
+    import threading
+
+    real = tmp_path / "real.npz"
+    save(models["Nystrom"], real)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "model.npz"
+    link.symlink_to(real)
+    real_is_reg = stat.S_ISREG
+
+    def is_reg_then_swap(mode):
+        answer = real_is_reg(mode)
+        if link.resolve() == real:
+            swap = tmp_path / "swap"
+            swap.symlink_to(fifo)
+            os.replace(swap, link)
+        return answer
+
+    monkeypatch.setattr(stat, "S_ISREG", is_reg_then_swap)
+    outcome = []
+    worker = threading.Thread(target=lambda: outcome.append(load(link)), daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    if worker.is_alive():  # unblock a reader of the FIFO so the thread can end
+        with open(fifo, "wb"):
+            pass
+        worker.join(timeout=20)
+    assert link.resolve() == fifo  # the swap was made
+    assert outcome
+    mf.assert_identical(models["Nystrom"], outcome[0])
+
+
 def test_save_does_not_replace_a_file_it_may_not_write(tmp_path, models, monkeypatch):
     """Renaming over a file needs only the directory's permission: save used to replace a
     read-only model file silently. Like open(path, "wb"), it now refuses (naming the path)
