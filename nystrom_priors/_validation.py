@@ -98,9 +98,10 @@ def check_array(
         # dask arrays, sparse matrices, ... : refuse to materialise silently
         mod = type(X).__module__.split(".")[0]
         if mod in ("dask", "sparse") or hasattr(X, "tocsr"):
+            valid = "numpy array-like or scipy.sparse matrix" if accept_sparse else "dense array"
             raise TypeError(
-                f"{name} must be a dense numpy array-like, got {type(X).__module__}."
-                f"{type(X).__name__}; convert it with np.asarray first."
+                f"{name} must be a {valid}, got "
+                f"{type(X).__module__}.{type(X).__name__}; convert it with np.asarray first."
             )
     if hasattr(X, "tocsr"):
         raise TypeError(

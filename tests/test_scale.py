@@ -171,6 +171,15 @@ def test_dask_fit_refuses_non_finite():
         npr.Nystrom(n_landmarks=10).fit(da.from_array(X, chunks=100))
 
 
+def test_dask_fit_refusal_names_what_the_learner_takes():
+    """A learner without a dask path refuses a dask array and says what it takes: BCDNPKL
+    takes scipy.sparse input as well, so the message must not say "dense" only."""
+    da = pytest.importorskip("dask.array")
+    X = da.from_array(np.random.default_rng(3).normal(size=(40, 3)), chunks=20)
+    with pytest.raises(TypeError, match=r"numpy array-like or scipy\.sparse.*dask\.array"):
+        npr.BCDNPKL().fit(X)
+
+
 @pytest.mark.parametrize("exponent", [-510, -300, 0, 300, 507])
 def test_dask_mean_squared_distance_matches_in_memory_at_any_scale(exponent):
     """The lazy width pass works in units of max |x| like the in-memory one: the same value
