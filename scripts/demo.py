@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         y_partial[lab] = y[lab]
 
         def linear_svm_error(G):
-            clf = LinearSVC().fit(G[lab], y[lab])
+            clf = LinearSVC(random_state=0).fit(G[lab], y[lab])
             return float(np.mean(clf.predict(G[unl]) != y[unl]))
 
         seed = args.seed + draw
