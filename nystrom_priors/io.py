@@ -326,17 +326,20 @@ def load(path: str | os.PathLike) -> Any:
         raise IsADirectoryError(
             errno.EISDIR, f"cannot load {path!r}: it is a directory; pass the model file's path"
         )
-    # one open, then every check on that descriptor: a path swapped for a device between a
-    # check and the read is read as what was checked. O_NONBLOCK: opening a FIFO must not
-    # wait for a writer (it has no effect on a regular file's reads).
+    special = ValueError(
+        f"cannot load {path!r}: it is not a regular file (a device, FIFO or socket); pass the "
+        "model file's path."
+    )
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a socket cannot even be opened
+        raise special
+    # one open, then every check on that descriptor: a path swapped for a device after the
+    # check above is read as what is checked below. O_NONBLOCK: opening a FIFO must not wait
+    # for a writer (it has no effect on a regular file's reads).
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(file.fileno())
         if not stat.S_ISREG(info.st_mode):  # is_zipfile would read a device to its end
-            raise ValueError(
-                f"cannot load {path!r}: it is not a regular file (a device, FIFO or socket); "
-                "pass the model file's path."
-            )
+            raise special
         if not zipfile.is_zipfile(file):
             raise ValueError(
                 f"{path!r} is not a readable nystrom_priors model file: not an .npz (zip) "

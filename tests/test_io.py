@@ -606,12 +606,14 @@ def test_load_refuses_a_device_or_fifo_at_once(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
-def test_load_reads_the_file_it_checked(tmp_path, models, monkeypatch):
-    """load checks what the path is and then reads it: were it to open the path again, a
-    path swapped for a FIFO (or a device) in between would be read as one, and block (or
-    exhaust memory). The swap is made at the regular-file check; load must read the file it
-    checked. Tried in a thread, so that a reader of the swapped path fails the test instead
-    of hanging it."""
+@pytest.mark.parametrize("swap_at", [1, 2])
+def test_load_reads_the_file_it_checked(tmp_path, models, monkeypatch, swap_at):
+    """load checks what the path is and then reads it: were it to open the path again after
+    its last check, a path swapped for a FIFO (or a device) in between would be read as one,
+    and block (or exhaust memory). The swap is made at load's first or second regular-file
+    check: swapped before the file is opened, it is refused as what it has become; swapped
+    after, the file that was opened and checked is read. Tried in a thread, so that a
+    reader of the swapped path fails the test instead of hanging it."""
     import stat
     import threading
 
@@ -622,18 +624,26 @@ def test_load_reads_the_file_it_checked(tmp_path, models, monkeypatch):
     link = tmp_path / "model.npz"
     link.symlink_to(real)
     real_is_reg = stat.S_ISREG
+    calls = []
 
     def is_reg_then_swap(mode):
-        answer = real_is_reg(mode)
-        if link.resolve() == real:
+        calls.append(mode)
+        if len(calls) == swap_at:
             swap = tmp_path / "swap"
             swap.symlink_to(fifo)
             os.replace(swap, link)
-        return answer
+        return real_is_reg(mode)
 
     monkeypatch.setattr(stat, "S_ISREG", is_reg_then_swap)
     outcome = []
-    worker = threading.Thread(target=lambda: outcome.append(load(link)), daemon=True)
+
+    def attempt():
+        try:
+            outcome.append(load(link))
+        except ValueError as exc:
+            outcome.append(str(exc))
+
+    worker = threading.Thread(target=attempt, daemon=True)
     worker.start()
     worker.join(timeout=20)
     if worker.is_alive():  # unblock a reader of the FIFO so the thread can end
@@ -641,8 +651,11 @@ def test_load_reads_the_file_it_checked(tmp_path, models, monkeypatch):
             pass
         worker.join(timeout=20)
     assert link.resolve() == fifo  # the swap was made
-    assert outcome
-    mf.assert_identical(models["Nystrom"], outcome[0])
+    assert outcome, "load blocked on the swapped path"
+    if swap_at == 1:
+        assert "model.npz': it is not a regular file" in outcome[0]
+    else:
+        mf.assert_identical(models["Nystrom"], outcome[0])
 
 
 def test_save_does_not_replace_a_file_it_may_not_write(tmp_path, models, monkeypatch):
