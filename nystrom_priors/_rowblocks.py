@@ -31,6 +31,17 @@ _TILE_BYTES = 1 << 20
 _FORCE_PATH: str | None = None
 
 
+def _read_only(X: np.ndarray) -> np.ndarray:
+    """A read-only view of X (no copy). Numba types writable and read-only arrays apart, so a
+    kernel called with both (fit passes the read-only landmarks, transform the user's rows)
+    would be compiled twice; the kernels only read X."""
+    if not X.flags.writeable:
+        return X
+    view = X.view()
+    view.flags.writeable = False
+    return view
+
+
 def _tile_rows(m: int, d: int, itemsize: int) -> int:
     """Rows per tile: about 1 MiB of E, which stays in L2 between the GEMM and the element-wise
     pass; 16 MiB (at most 2048 rows) when d >= 256, where the GEMM dominates and each BLAS
@@ -345,6 +356,7 @@ class _Prepared:
         n = X.shape[0]
         args = (spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree))
         path = self._path(path)
+        X = _read_only(X)
         if path == "l1":
             kx.extrapolate_l1(X, self.ZsT, float(spec.gamma), out, tile)
             return None
@@ -414,7 +426,7 @@ class _Prepared:
         xaux = np.empty(X.shape[0])
         with _BLAS, numba_threads(work):
             kx.project_blas(
-                X,
+                _read_only(X),
                 self.Zs,
                 self._ZsT_if(spec.name == "laplacian"),
                 self.zaux,

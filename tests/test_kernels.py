@@ -541,3 +541,35 @@ def test_a_kernel_spec_refuses_a_different_degree_or_coef0_beside_it(rng, kw):
         extrapolate(X, X[:3], kernel=spec, **kw)
     for same in (dict(degree=2, coef0=0.5), {}):
         assert Nystrom(n_landmarks=5, kernel=spec, **same).fit(X).degree_ == 2
+
+
+def test_row_kernels_see_one_array_type_whatever_the_input(monkeypatch):
+    """Numba compiles a kernel once per argument type, and writable and read-only arrays are
+    types apart: fit passes the read-only landmarks, transform the caller's rows (writable or
+    not). The row kernels are handed read-only views only, so each compiles once; the
+    values are the same either way."""
+    from nystrom_priors._numba import _extrapolate as kx
+
+    seen = []
+    for name in ("extrapolate_blas", "extrapolate_fused", "extrapolate_l1", "project_blas"):
+        real = getattr(kx, name)
+
+        def spy(X, *args, _real=real, _name=name):
+            seen.append((_name, X.flags.writeable))
+            return _real(X, *args)
+
+        monkeypatch.setattr(kx, name, spy)
+    X = np.random.default_rng(0).normal(size=(60, 4))
+    frozen = X.copy()
+    frozen.flags.writeable = False
+    for kernel in ("rbf", "laplacian"):
+        for forced in (None, "fused"):
+            monkeypatch.setattr(kmod, "_FORCE_PATH", forced)
+            model = Nystrom(n_landmarks=8, kernel=kernel, random_state=0).fit(X)
+            np.testing.assert_array_equal(model.transform(X), model.transform(frozen))
+    paths = {"extrapolate_fused", "extrapolate_l1"}
+    if kmod._BLAS.available():
+        paths |= {"extrapolate_blas", "project_blas"}
+    assert {name for name, _ in seen} >= paths
+    assert not [call for call in seen if call[1]], seen
+    assert X.flags.writeable  # the caller's array is left as it was
