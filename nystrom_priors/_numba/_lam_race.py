@@ -146,7 +146,8 @@ def raced_rounds(
     every = n_slots >= n_rounds  # else a batch of n_slots rounds at a time (``new_state``)
     keep = np.ones(rel.size, dtype=np.bool_)
     prepared = 0
-    start = 0
+    # int64, not the literal 0: a literal argument compiles its callees a second time
+    start = np.int64(0)
     for s in range(ends.size):
         end = ends[s]
         if s > 0:
