@@ -87,7 +87,7 @@ def _At_dot(V, tidx, tsgn, t0, x, out):
 def _cholesky_solve(H, b, x):
     """Solve H x = b for a small SPD H (Cholesky factor in a new array)."""
     L = np.zeros(H.shape)
-    _cholesky_rows(H, L, 0.0, True)
+    _cholesky_rows(H, L, 0.0, np.bool_(True))  # bools, not literals: one compile
     x[:] = b
     _cho_solve(L, x)
 
@@ -215,7 +215,7 @@ def _active_set_step(H, q, ub, state, alpha):
             for b in range(f):
                 HF[a, b] = H[free[a], free[b]]
         L = np.zeros((f, f))
-        dep = _cholesky_rows(HF, L, 1e-12, False)
+        dep = _cholesky_rows(HF, L, 1e-12, np.bool_(False))
         if dep < 0:  # toward the free block's stationary point, at most all the way
             _cho_solve(L, x)
             for a in range(f):

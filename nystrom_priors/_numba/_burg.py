@@ -169,7 +169,7 @@ def _tri_apply(Bt, dg, cf, pw, S, v, w):
     """B <- B L for a pending factor (the update pass with ``v = 0``; w is workspace)."""
     for k in range(v.shape[0]):
         v[k] = 0.0
-    _tri_pass(Bt, True, dg, cf, pw, S, v, w)
+    _tri_pass(Bt, np.bool_(True), dg, cf, pw, S, v, w)  # a bool, as the sweep passes
 
 
 @njit(cache=True, nogil=True)
@@ -521,7 +521,7 @@ def burg_run(
     pending = state[2] != 0.0
     unreachable = state[3] != 0.0
     spent = 0
-    s = 0
+    s = np.int64(0)  # not the literal 0, which would compile _sweep_stats twice
     while s < max_sweeps:
         for c in range(c0, nc):
             if kind[c] == 0:

@@ -81,7 +81,7 @@ def sq_norms(A):
     """Squared row norms of a dense 2-D array in float64 (``_row_sq``)."""
     out = np.empty(A.shape[0])
     for i in prange(A.shape[0]):
-        out[i] = _row_sq(A, i)
+        out[i] = _row_sq(A, np.int64(i))  # prange's index is unsigned; knn_tiles' int64
     return out
 
 

@@ -257,7 +257,7 @@ def dpr1_eig(d, w, rho, theta, U):
             Uw[j, j] = 1.0
     # non-deflated poles, ascending
     idx = np.empty(r, dtype=np.int64)
-    nd = 0
+    nd = np.int64(0)  # not the literal 0, which would compile the secular solvers twice
     for j in range(r):
         if not defl[j]:
             idx[nd] = j
@@ -486,7 +486,7 @@ def vn_run(
     worst = state[1]
     nev_total = int(state[2])
     spent = 0
-    s = 0
+    s = np.int64(0)  # not the literal 0, which would compile _sweep_stats twice
     while s < max_sweeps:
         for c in range(c0, nc):
             spent += r * r
