@@ -19,6 +19,7 @@ zip's CRC-32 is checked). Any failure is a ``ValueError`` naming the file and th
 
 from __future__ import annotations
 
+import tokenize
 import zipfile
 import zlib
 from typing import Any, BinaryIO
@@ -50,6 +51,7 @@ _ARCHIVE_ERRORS = (
     NotImplementedError,
     RuntimeError,  # zipfile: encrypted member without a password
     SyntaxError,
+    tokenize.TokenError,  # numpy's fallback parser of a damaged header tokenizes it
     RecursionError,
     MemoryError,
 )

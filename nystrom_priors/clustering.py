@@ -25,6 +25,7 @@ from ._validation import (
     check_random_state,
     check_scalar,
     is_missing,
+    refuse_masked,
 )
 from .exceptions import ConvergenceWarning
 
@@ -164,6 +165,7 @@ def _contingency(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def _labeling(labels: Any, name: str) -> np.ndarray:
     """One labeling: a 1-D array of comparable, non-missing labels (numbers or strings)."""
+    refuse_masked(labels, name)
     try:
         a = np.asarray(labels)
     except Exception as exc:  # ragged nested sequences
@@ -295,6 +297,7 @@ def pair_accuracy(labels_true: Any, labels_pred: Any, pairs: Any = None) -> floa
                 f"pairs must be a dense (k, 2) or (k, 3) array of sample indices, got a sparse "
                 f"{type(pairs).__name__}; call .toarray() first."
             )
+        refuse_masked(pairs, "pairs")
         try:
             P = np.asarray(pairs)
         except ValueError as exc:  # ragged rows

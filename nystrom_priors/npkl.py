@@ -532,7 +532,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             D2 = squared_distances(X, Xf, e)
             S = dense_weights(D2, self.sigma_, e)
             dx = S.sum(axis=1)
-            W = S / np.sqrt(np.maximum(dx, 1e-300)[:, None] * self.degrees_[None, :])
+            # square roots apart: a far query (dx ~ 0) times a far-out sample's tiny degree
+            # underflows as one product, and 0 / 0 would be NaN where the limit is 0
+            W = S / (np.sqrt(np.maximum(dx, 1e-300))[:, None] * np.sqrt(self.degrees_)[None, :])
             G = W @ self.embedding_ / (1.0 + self.delta_)
             q = _sq_norms(_as_float(X, np.float64, e))
             # cdist is exact for equal rows; CSR distances come from cross products
@@ -547,7 +549,7 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             else:
                 s = np.ones_like(dist)
             dx = s.sum(axis=1, keepdims=True)
-            w = s / np.sqrt(np.maximum(dx, 1e-300) * self.degrees_[idx])
+            w = s / (np.sqrt(np.maximum(dx, 1e-300)) * np.sqrt(self.degrees_[idx]))
             G = np.einsum("ik,ikr->ir", w, self.embedding_[idx]) / (1.0 + self.delta_)
             # a training sample is among its own k nearest (its copies too, up to k of them).
             # The expansion's round-off scales with the norms it used (q: centred where the

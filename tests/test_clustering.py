@@ -318,3 +318,19 @@ def test_clustering_scores_refuse_pandas_missing_labels_by_name(score):
     ):
         with pytest.raises(ValueError, match=r"labels_true\[1\] = <NA>: labels must not be"):
             score(labels, [1, 2, 1])
+
+
+@pytest.mark.parametrize("where", ["labels_true", "labels_pred"])
+@pytest.mark.parametrize("score", [pair_accuracy, normalized_mutual_info])
+def test_scores_refuse_masked_entries(where, score):
+    # np.asarray would read the values behind the mask: a score of labels nobody gave
+    args = {"labels_true": [0, 0, 1, 1], "labels_pred": [0, 1, 1, 1]}
+    args[where] = np.ma.masked_array([0, 0, 1, 1], mask=[0, 1, 0, 0])
+    with pytest.raises(ValueError, match=f"{where} is a masked array with 1 masked"):
+        score(**args)
+
+
+def test_pair_accuracy_refuses_masked_pairs():
+    pairs = np.ma.masked_array([[0, 1], [2, 3]], mask=[[0, 0], [0, 1]])
+    with pytest.raises(ValueError, match="pairs is a masked array with 1 masked"):
+        pair_accuracy([0, 0, 1, 1], [0, 1, 1, 1], pairs)

@@ -760,3 +760,19 @@ def test_models_of_data_at_extreme_scales_save_and_load(tmp_path, scale):
     path = tmp_path / "extreme.npz"
     save(model, path)
     np.testing.assert_array_equal(load(path).transform(X), model.transform(X))
+
+
+def test_a_damaged_array_header_is_a_value_error(tmp_path, rng):
+    # one byte of an uncompressed .npy header changed: numpy's fallback parser of old headers
+    # tokenizes it and raises tokenize.TokenError, which load must report as a bad file. The
+    # member is large enough to be parsed as a stream, before its CRC is checked.
+    path = tmp_path / "m.npz"
+    save(Nystrom(n_landmarks=5, random_state=0).fit(rng.random((50, 1000))), path)
+    raw = bytearray(path.read_bytes())
+    k = raw.index(b"'shape': (", raw.index(b"attr:landmarks_.npy"))
+    k = raw.index(b")", k)
+    raw[k : k + 1] = b" "  # the shape tuple left unclosed
+    bad = tmp_path / "damaged.npz"
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="not a readable nystrom_priors model file"):
+        load(bad)

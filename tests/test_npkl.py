@@ -790,3 +790,22 @@ def test_boundary_kernel_peak_memory_is_a_few_dense_blocks():
             tracemalloc.stop()
     block = 8 * 1600**2
     assert peak < 4 * block, peak / block
+
+
+@pytest.mark.parametrize("graph", ["knn", "dense"])
+def test_a_far_query_gets_the_zero_limit_beside_a_far_out_sample(graph):
+    # an outlier's degree is ~1e-36 and a far query's weights all underflow: d_x d_j as one
+    # product underflowed to 0 and the extension read 0 / 0. Every S_xj / sqrt(d_x) -> 0 as
+    # the query moves away, so the extension's limit is the zero row.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    X[39] = [8.0, 0.0]
+    pairs = np.array([[0, 1, 1], [2, 3, -1], [4, 5, 1]])
+    model = BCDNPKL(random_state=0, graph=graph, weights="gaussian").fit(X, pairs=pairs)
+    assert model.degrees_.min() < 1e-30  # the outlier the case needs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        far = model.transform(np.array([[60.0, 0.0]]))
+    np.testing.assert_array_equal(far, np.zeros_like(far))
+    # nearer queries keep their values: the training rows themselves
+    np.testing.assert_allclose(model.transform(X[:5]), model.embedding_[:5], rtol=1e-12)
