@@ -147,6 +147,18 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
             os.close(dfd)
 
 
+def _numeric_array(value: Any) -> np.ndarray | None:
+    """``value`` as the numeric array fit reads from it (a pandas object, a list of rows), or
+    None where it is not one."""
+    try:
+        array = np.asarray(value)
+    except Exception:  # noqa: BLE001 - ragged or exotic: not an array of numbers
+        return None
+    if array.ndim == 0 or array.dtype.kind not in "biuf":
+        return None
+    return np.ascontiguousarray(array)
+
+
 def save(model: Any, path: str | os.PathLike) -> None:
     """Save a fitted estimator to ``path`` (written exactly there, ``.npz`` format).
 
@@ -212,6 +224,10 @@ def save(model: Any, path: str | os.PathLike) -> None:
         try:
             params[key] = _to_json_value(value, f"parameter {key!r}")
         except TypeError:
+            array = _numeric_array(value)
+            if array is not None:  # a DataFrame, Series or list of rows fit read as numbers
+                arrays[f"param:{key}"] = array
+                continue
             warnings.warn(
                 f"Parameter {key}={value!r} cannot be stored without pickle; it is saved as "
                 "None (the fitted state is saved exactly).",

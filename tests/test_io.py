@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import tracemalloc
+import warnings
 import zipfile
 
 import model_files as mf
@@ -776,3 +777,32 @@ def test_a_damaged_array_header_is_a_value_error(tmp_path, rng):
     bad.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="not a readable nystrom_priors model file"):
         load(bad)
+
+
+@pytest.mark.parametrize(
+    "param",
+    ["landmarks-dataframe", "landmarks-list-of-rows", "percentiles-series"],
+)
+def test_array_like_parameters_fit_accepts_are_saved_as_arrays(tmp_path, rng, param):
+    # a model that fits can be saved: fit reads these as numbers, so save stores those numbers
+    pd = pytest.importorskip("pandas")
+    from nystrom_priors import LogDetKernelLearner
+
+    X = rng.normal(size=(40, 4))
+    y = np.arange(40) % 3
+    kw = {
+        "landmarks-dataframe": dict(landmarks=pd.DataFrame(X[:8])),
+        "landmarks-list-of-rows": dict(landmarks=list(X[:8])),
+        "percentiles-series": dict(percentiles=pd.Series([5.0, 95.0])),
+    }[param]
+    model = LogDetKernelLearner(rank=4, gamma=1.0, n_landmarks=8, random_state=0, **kw)
+    model.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "saved as None"
+        save(model, tmp_path / "m.npz")
+    back = load(tmp_path / "m.npz")
+    ((key, given),) = kw.items()
+    np.testing.assert_array_equal(back.get_params()[key], np.asarray(given))
+    np.testing.assert_array_equal(back.transform(X), model.transform(X))
+    refit = back.fit(X, y)  # the stored parameter fits again, to the same model
+    np.testing.assert_array_equal(refit.transform(X), model.transform(X))
