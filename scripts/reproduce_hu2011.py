@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import count, save_figure, write_lines  # noqa: E402
+from _report import count, new_file, save_figure, write_lines  # noqa: E402
 from datasets import chessboard, double_spiral, keel_raw  # noqa: E402
 
 from nystrom_priors import BCDNPKL  # noqa: E402
@@ -142,6 +142,7 @@ def main() -> None:
     ap.add_argument("--sdp", action="store_true")
     ap.add_argument(
         "--out",
+        type=new_file,  # a folder or a missing folder fails now, not after the trials
         default=os.path.join(os.path.dirname(__file__), "..", "results", "reproduce_hu2011.md"),
     )
     args = ap.parse_args()
