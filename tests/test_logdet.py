@@ -655,3 +655,21 @@ def test_an_unreachable_similarity_bound_is_named_in_the_warning():
     model = LogDetKernelLearner(rank=5, n_landmarks=10, max_iter=30, random_state=0)
     with pytest.warns(Warning, match=r"similarity pair \[0, 1\] asks its kernel value .* 1e\+100"):
         model.fit(X, similarity_pairs=[[0, 1, 1]], similarity_bounds=[1e100])
+
+
+@pytest.mark.parametrize(
+    "pair, bound",
+    [([0, 1, -1], 1e18), ([0, 1, -1], 1e100), ([0, 0, 1], -1e16), ([0, 1, 1], -1e16)],
+)
+def test_similarity_bounds_far_on_the_met_side_leave_the_kernel(pair, bound):
+    # K0 meets each constraint, so the LogDet projection is the identity. The projection's
+    # quadratic has one root where I - rho A stays positive definite, of the sign of b - s;
+    # at |b| ~ 1e18 both roots sit at that interval's ends and rounding let the other pass:
+    # the kernel moved by up to 1e16, reported as converged.
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    model = LogDetKernelLearner(init="linear", random_state=0)
+    model.fit(X, similarity_pairs=[pair], similarity_bounds=[bound])
+    G = model.transform(X)
+    K0 = X @ X.T
+    np.testing.assert_allclose(G @ G.T, K0, rtol=0, atol=1e-12 * np.abs(K0).max())
+    np.testing.assert_array_equal(model.dual_, [0.0])

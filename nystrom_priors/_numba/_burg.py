@@ -258,6 +258,12 @@ def _similarity_root(pp, qq, s, b):
     best = np.nan
     for t in range(nroot):
         rho = roots[t]
+        # a^T (I - rho A)^-1 c = (2 g rho + 4 s) / (4 - 4 s rho - g rho^2) increases with rho
+        # where I - rho A > 0 (its derivative is (2 g D + N^2) / D^2), so the one root there
+        # has the sign of b - s. Far bounds (|b| ~ 1e18) put both roots at the interval's
+        # ends, where rounding can pass the other one's check.
+        if rho * (b - s) <= 0.0:
+            continue
         if 1.0 - rho * mu_hi > 0.0 and 1.0 - rho * mu_lo > 0.0:
             if math.isnan(best) or abs(rho) < abs(best):
                 best = rho

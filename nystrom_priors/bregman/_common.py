@@ -465,8 +465,9 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 f"{self.max_violation_:.3g} (within the last sweep {viol[n_sweeps - 1]:.3g}, "
                 f"{n_sweeps - 1 - old} sweeps earlier {viol[old]:.3g}) while ||dual|| grew from "
                 f"{lamnorm[old]:.3g} to "
-                f"{lamnorm[n_sweeps - 1]:.3g}. {remedy} The result is finite but does not meet "
-                "the constraints; converged_ is False.",
+                f"{lamnorm[n_sweeps - 1]:.3g}. {remedy}"
+                + (_stretch_hint(*stretch) if stretch is not None else "")
+                + " The result is finite but does not meet the constraints; converged_ is False.",
                 InfeasibleConstraintsWarning,
                 stacklevel=_user_stacklevel(),
             )
