@@ -201,7 +201,8 @@ def warn_cancellation(
     if not (scale > 0 and np.isfinite(size)) or X.shape[0] == 0:
         return
     lost = _EPS64 * size / scale
-    if not lost > np.sqrt(np.finfo(dtype).eps):
+    # a Python float: numpy would cast lost to float32 against a float32 eps (and overflow)
+    if not lost > float(np.sqrt(np.finfo(dtype).eps)):
         return
     import warnings
 

@@ -308,3 +308,17 @@ def test_bregman_linear_init_without_rank_on_many_features_warns():
             npr.LogDetKernelLearner(init="linear", max_iter=1, random_state=0).fit(
                 X, np.arange(20) % 2
             )
+
+
+def test_float32_sparse_far_from_the_origin_warns_once_without_a_cast_overflow():
+    # the cancellation check compared its float64 figure with float32's eps: numpy cast the
+    # figure to float32 and overflowed, a RuntimeWarning beside the UserWarning it meant
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(60, 4)) * 1e28).astype(np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        E = npr.extrapolate(sp.csr_matrix(X), X[:5], width=1.0)
+    assert np.isfinite(E).all()
+    kinds = [w.category for w in caught]
+    assert RuntimeWarning not in kinds, [str(w.message) for w in caught]
+    assert kinds.count(UserWarning) == 1 and "far from the origin" in str(caught[0].message)
