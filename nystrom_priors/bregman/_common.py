@@ -447,7 +447,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 f"{type(self).__name__}: the Bregman projections overflowed float64 (the learned "
                 f"factor is not finite); the constraints' bounds span {lo:.3g} to {hi:.3g}. "
                 "Rescale X or the kernel (width, kernel_gamma, degree) to a moderate scale."
-                + (_stretch_hint(*stretch) if stretch is not None else "")
+                + _stretch_hint(stretch)
             )
         self.n_iter_ = int(n_sweeps)
         self.converged_ = status == 0
@@ -466,7 +466,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 f"{n_sweeps - 1 - old} sweeps earlier {viol[old]:.3g}) while ||dual|| grew from "
                 f"{lamnorm[old]:.3g} to "
                 f"{lamnorm[n_sweeps - 1]:.3g}. {remedy}"
-                + (_stretch_hint(*stretch) if stretch is not None else "")
+                + _stretch_hint(stretch)
                 + " The result is finite but does not meet the constraints; converged_ is False.",
                 InfeasibleConstraintsWarning,
                 stacklevel=_user_stacklevel(),
@@ -496,7 +496,7 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                     if hard
                     else ""
                 )
-                + (_stretch_hint(*stretch) if stretch is not None else ""),
+                + _stretch_hint(stretch),
                 ConvergenceWarning,
                 stacklevel=_user_stacklevel(),
             )

@@ -59,7 +59,13 @@ def _farkas_certificate(increment: np.ndarray, cert: dict) -> bool:
     return bool(eps == 0.0 or beta > _TRACE_FACTOR * eps * reference)
 
 
-def _stretch_hint(
+def _stretch_hint(stretch: tuple | None) -> str:
+    """The hint of ``_constraint_hint`` for ``stretch = (G, I1, I2, b, pairs, fix[, sim_pairs])``,
+    or none without it."""
+    return "" if stretch is None else _constraint_hint(*stretch)
+
+
+def _constraint_hint(
     G: np.ndarray, I1, I2, b: np.ndarray, pairs: np.ndarray, fix: str, sim_pairs=None
 ) -> str:
     """The constraint asking the largest change of its pair's squared distance or, for
