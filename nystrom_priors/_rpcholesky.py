@@ -80,20 +80,24 @@ def _columns(src: Any, rows: np.ndarray, spec: Any) -> np.ndarray:
     return out
 
 
-def _reject(H: np.ndarray, u: np.ndarray, uniforms: np.ndarray, need: int) -> list[int]:
+def _reject(
+    H: np.ndarray, u: np.ndarray, uniforms: np.ndarray, need: int, tol: np.ndarray
+) -> list[int]:
     """Accept/reject the ``b`` candidates of one round (in place on ``H``).
 
     Candidate ``j`` is accepted when ``uniforms[j] * u[j] < H[j, j]``, ``u`` being the
     residual diagonal it was sampled with and ``H`` the residual submatrix after eliminating
     the candidates accepted so far (a repeated candidate then has ``H_jj = 0``: rejected).
-    Returns the accepted positions, at most ``need``.
+    A residual at or below ``tol[j]`` is rounding noise of the kernel's precision, not a
+    direction of K, and is never accepted: dividing by its square root would turn noise into
+    a pivot. Returns the accepted positions, at most ``need``.
     """
     accepted: list[int] = []
     for j in range(H.shape[0]):
         if len(accepted) == need:
             break
         hjj = H[j, j]
-        if not hjj > 0.0 or not uniforms[j] * u[j] < hjj:
+        if not hjj > tol[j] or not uniforms[j] * u[j] < hjj:
             continue
         accepted.append(j)
         col = H[:, j] / np.sqrt(hjj)
@@ -137,11 +141,19 @@ def rpcholesky(
     diag = np.empty(n)
     for s, blk in src.blocks():
         diag[s : s + blk.shape[0]] = kernel_diagonal(blk, spec)
+    # The diagonal comes from float64 row norms, the kernel columns in the rows' own precision
+    # (float32 rows give float32 kernels): residuals below a few ulps of that precision are
+    # rounding, and treating them as mass would sample, and never accept, noise forever.
+    probe = src.take(np.zeros(1, dtype=np.int64))
+    rel = 64.0 * float(
+        np.finfo(np.result_type(extrapolate(probe, probe, kernel=spec), np.float32)).eps
+    )
+    rel = max(rel, 1e-14)
     d = diag.copy()
     F = np.zeros((n, k))
     S = np.empty(k, dtype=np.int64)
     i = 0
-    floor = 1e-14 * float(diag.sum())
+    floor = rel * float(diag.sum())
     while i < k:
         cum = np.cumsum(d)
         total = float(cum[-1])
@@ -155,8 +167,14 @@ def rpcholesky(
         H = extrapolate(Zc, Zc, kernel=spec).astype(np.float64) - Fc @ Fc.T
         H = 0.5 * (H + H.T)
         H0 = H.copy()
-        acc = _reject(H, d[cand], uniforms, k - i)
+        tol = rel * diag[cand]
+        acc = _reject(H, d[cand], uniforms, k - i, tol)
         if not acc:
+            # H0's diagonal is the candidates' exact current residual: drop what the running
+            # d overstates (rounding accumulated in d), so the next round samples true mass
+            # and the loop ends once only noise is left.
+            fresh = np.diag(H0)
+            d[cand] = np.where(fresh > tol, np.minimum(d[cand], fresh), 0.0)
             continue
         T = cand[acc]
         L = np.linalg.cholesky(H0[np.ix_(acc, acc)])

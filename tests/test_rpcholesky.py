@@ -133,6 +133,32 @@ def test_rank_deficient_kernel_fills_with_unused_rows(rng):
     np.testing.assert_allclose(F @ F.T, X @ X.T, atol=1e-10)
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("kernel,rank", [("linear", 3), ("poly", 10)])
+def test_float32_rank_deficient_kernel_ends(seed, kernel, rank):
+    # float32 rows give float32 kernel columns while the diagonal is float64: once the rank is
+    # exhausted only rounding is left, which must end the pivoting, not be sampled forever
+    X = np.random.default_rng(seed).normal(size=(100, 3 if kernel == "linear" else 2))
+    X = X.astype(np.float32)
+    spec = (
+        make_kernel(kernel, gamma=0.5, degree=3, coef0=1.0)
+        if kernel == "poly"
+        else make_kernel(kernel)
+    )
+    F, S = rpcholesky(RowSource(X), 20, spec, np.random.default_rng(seed))
+    assert len(set(S.tolist())) == 20
+    K = naive_kernel(
+        X.astype(np.float64),
+        X.astype(np.float64),
+        spec.name,
+        gamma=spec.gamma,
+        degree=spec.degree,
+        coef0=spec.coef0,
+    )
+    np.testing.assert_allclose(F @ F.T, K, atol=1e-4 * np.abs(K).max())
+    assert np.count_nonzero(np.abs(F).max(axis=0)) <= rank
+
+
 # hard constraints that rank 15 cannot meet: warned about, irrelevant here
 @pytest.mark.filterwarnings("ignore::nystrom_priors.exceptions.InfeasibleConstraintsWarning")
 @pytest.mark.parametrize("cls", [npr.Nystrom, npr.GeneralizedNystrom, npr.LogDetKernelLearner])
