@@ -412,3 +412,16 @@ def test_von_neumann_with_a_bound_near_float64s_top_warns_without_overflow():
     with pytest.warns(ConvergenceWarning, match=r"pair \[2, 3\] asks its squared distance"):
         model.fit(X, pairs=np.array([[0, 1, 1], [2, 3, -1]]), bounds=[1.0, 1.7e308])
     assert np.isfinite(model.transform(X)).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lam_auto_with_a_singular_held_out_ridge_system_fits(seed):
+    # a cubic kernel on rows near 1.2e5 puts ~1e31 next to the ridge's unit scale in the held-out
+    # classifier's (p + 1)-sized system, which is then exactly singular in float64: the
+    # selection must score such a candidate as no measurement, not raise from a worker thread
+    rng = np.random.default_rng(seed)
+    X = 1.2e5 + 500.0 * rng.normal(size=(40, 4))
+    y = (rng.random(40) > 0.5).astype(int)
+    gn = npr.GeneralizedNystrom(2, kernel="poly", landmarks="uniform", random_state=0).fit(X, y)
+    assert np.isfinite(gn.S_).all() and np.isfinite(gn.transform(X)).all()
+    assert np.isfinite(gn.criterion_path_[-1])  # the prior was scored

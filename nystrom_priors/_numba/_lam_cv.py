@@ -338,6 +338,26 @@ def _round_constants(PE, w, codes, n_classes, train, test, lapack):
 
 
 @njit(cache=True, nogil=True)
+def _solve_or_lstsq(A, B):
+    """``A^-1 B`` (C-ordered), or the least-squares solution of minimum norm where ``A`` is
+    singular to working precision, or NaN where ``A`` is not finite.
+
+    ``A`` mixes the scale of the kernel (``mu Z``, up to 1e30 for a polynomial kernel on data
+    far from the origin) with the ridge's unit scale, so exact singularity happens on valid
+    data; an exception here would escape a ``prange`` worker as a ``SystemError``. NaN scores
+    make the candidate lose to the prior instead.
+    """
+    try:
+        return np.ascontiguousarray(np.linalg.solve(A, B))  # solve's result is Fortran-ordered
+    except Exception:  # noqa: BLE001 - numba raises LinAlgError; any failure means no solve
+        pass
+    try:
+        return np.ascontiguousarray(np.linalg.lstsq(A, B)[0])
+    except Exception:  # noqa: BLE001
+        return np.full(B.shape, np.nan)
+
+
+@njit(cache=True, nogil=True)
 def _lam_scores(mu, C, R, D, FT, FV, GV, b, BtT, rel_lam, alpha, lapack):
     """The ridge classifier of one round at ``lam = rel_lam * mu_max^2`` (the prior where
     ``rel_lam`` is inf), as ``(coef, HV, ZC)``: held-out scores ``HV coef`` (l_V, c) and
@@ -365,7 +385,7 @@ def _lam_scores(mu, C, R, D, FT, FV, GV, b, BtT, rel_lam, alpha, lapack):
         A[a, a] += alpha
         A[a, p] = b[a]
     A[p, p] = FT.shape[0] + alpha
-    coef = np.ascontiguousarray(np.linalg.solve(A, BtT))  # solve's result is Fortran-ordered
+    coef = _solve_or_lstsq(A, BtT)
     HV = np.ones((FV.shape[0], p + 1))
     HV[:, :p] = GV + FV @ Y
     ZC = Z @ np.ascontiguousarray(coef[:p])
