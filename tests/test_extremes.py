@@ -425,3 +425,16 @@ def test_lam_auto_with_a_singular_held_out_ridge_system_fits(seed):
     gn = npr.GeneralizedNystrom(2, kernel="poly", landmarks="uniform", random_state=0).fit(X, y)
     assert np.isfinite(gn.S_).all() and np.isfinite(gn.transform(X)).all()
     assert np.isfinite(gn.criterion_path_[-1])  # the prior was scored
+
+
+@pytest.mark.parametrize("lam", [1e-3, "nka"])
+def test_exact_solver_overflow_at_a_huge_scale_is_named(lam):
+    # mu_max^2 ~ 2e260, inside the lam grid's range: the exact solvers' products overflow and
+    # LAPACK used to report it as a bare LinAlgError ("Eigenvalues did not converge")
+    X = _data(60, 4) * 1e32
+    y = np.arange(60) % 3
+    gn = npr.GeneralizedNystrom(6, kernel="linear", landmarks="uniform", random_state=0, lam=lam)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # lam=1e-3 is floored to mu_max^2 eps
+        with pytest.raises(ValueError, match=r"exact solver overflowed .* Rescale X"):
+            gn.fit(X, y)

@@ -136,6 +136,47 @@ def test_paper_method_crawls_where_apg_converges(rng):
     assert not results["pgd"][3] and results["pgd"][2] > 1e-6
 
 
+@pytest.mark.parametrize("solver", ["apg", "pgd"])
+def test_first_order_solvers_refuse_a_decrease_swamped_by_round_off(rng, solver):
+    """Where J's values are round-off (here: noise far above the decrease any step makes) no
+    step passes the sufficient-decrease test; backtracking stops at the curvature cap with
+    the error that says so, not after max_iter evaluations or an endless loop."""
+    prob, *_ = _small_problem(rng, m=15, pairs=True)
+    lam = prob.mu_max**2 * 1e-2
+    co = problem._Coords(prob, lam, precondition=solver == "apg")
+    noise = np.random.default_rng(1)
+    exact_f = co.f
+    co.f = lambda V: exact_f(V) + 1e6 * abs(exact_f(V)) * noise.uniform(1.0, 2.0)
+    run = apg._solve if solver == "apg" else _paper.gradient_mapping
+    with pytest.raises(ValueError, match=r"found no step that decreases the objective"):
+        run(co, problem._closed_form_V(co), tol=1e-9, max_iter=1000)
+
+
+@pytest.mark.parametrize(
+    "kernel, scale", [("linear", 1e4), ("linear", 1e6), ("poly", 1e2), ("poly", 1e4)]
+)
+def test_paper_method_works_on_centred_data_at_any_scale(kernel, scale):
+    """The gradient mapping's backtracking cap is relative to J's curvature bound
+    2 (lam + mu_max^2), which grows with the kernel's scale to the fourth power: an absolute
+    cap of 1e30 refused centred data at X * 1e4 (linear) or X * 100 (cubic) as round-off."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    X = (X - X.mean(axis=0)) * scale
+    y = np.arange(80) % 3
+    pairs = np.c_[np.arange(0, 79, 2), np.arange(1, 80, 2), np.where(y[::2] == y[1::2], 1, -1)]
+    kw = dict(kernel=kernel, landmarks="uniform", random_state=0, lam=1.0)
+    with warnings.catch_warnings():  # lam=1 is floored: only its lam_scale_ is wanted
+        warnings.simplefilter("ignore", UserWarning)
+        lam = 1e-2 * GeneralizedNystrom(10, **kw).fit(X, pairs=pairs).lam_scale_
+    kw["lam"] = lam
+    newton = GeneralizedNystrom(10, solver="newton", **kw).fit(X, pairs=pairs)
+    paper = GeneralizedNystrom(10, solver="pgd", max_iter=3000, **kw).fit(X, pairs=pairs)
+    assert paper.converged_
+    # both certified to the default tol: the same S up to that accuracy
+    scale_S = np.abs(newton.S_).max()
+    np.testing.assert_allclose(paper.S_, newton.S_, rtol=0, atol=1e-2 * scale_S)
+
+
 @pytest.mark.parametrize("solver", ["apg", "newton"])
 @pytest.mark.parametrize("exponent", [-2.0, -5.0, -8.0])
 def test_solvers_reach_the_sdp_optimum_pairs(rng, exponent, solver):

@@ -100,7 +100,7 @@ from ..nystrom import _LandmarkKernelMixin
 from ..side_info import all_unlabeled, check_labels, check_pairs
 from . import _lam, _lam_pairs
 from ._problem import _build_problem, _factor, _in_range, _sym, _top_gram_eig
-from ._solver import _LAM_RANGE, _solve_lam
+from ._solver import _LAM_RANGE, _solve_lam, scale_guard
 
 __all__ = ["GeneralizedNystrom"]
 
@@ -372,24 +372,27 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             rows, select, model = _lam_pairs.one_step_side(labels, pairs_arr, params, rng, X.take)
             return self._fit_one_step(E_of(rows), select, model, prior, prior_projection, params)
         prob = self._problem(labels, pairs_arr, E_of, S0_eig)
-        lam, solution, guess = self._choose_lam(
-            prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng
-        )
-        if np.isinf(lam):  # the cross-validation kept the prior
-            return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
-        solved = {}  # S's eigendecomposition, when the solver ends with it (_solve_lam)
-        if solution is not None:  # same problem, lam and tolerance: no second solve
-            S, it, cert, ok = solution
-        else:
-            S, it, cert, ok, _ = _solve_lam(
-                prob,
-                lam,
-                params["solver"],
-                params["tol"],
-                params["max_iter"],
-                out=solved,
-                S_guess=guess,
+        with scale_guard(self.lam_scale_):  # LinAlgError of an overflow: the data's scale
+            lam, solution, guess = self._choose_lam(
+                prob, labels, pairs_arr, E_of, S0_eig, prior, params, rng
             )
+            if np.isinf(lam):  # the cross-validation kept the prior
+                return self._set_solution(self.S0_, np.inf, prior_projection, 0, True, 0.0)
+            solved = {}  # S's eigendecomposition, when the solver ends with it (_solve_lam)
+            if solution is not None:  # same problem, lam and tolerance: no second solve
+                S, it, cert, ok = solution
+            else:
+                S, it, cert, ok, _ = _solve_lam(
+                    prob,
+                    lam,
+                    params["solver"],
+                    params["tol"],
+                    params["max_iter"],
+                    out=solved,
+                    S_guess=guess,
+                )
+            if not np.isfinite(S).all():
+                raise FloatingPointError("the solver's S is not finite")
         F = _factor(S, solved.get("eig"))
         if not ok:
             empty = " Its last iterate is S = 0: transform gives no feature." if not F.size else ""

@@ -33,14 +33,14 @@ def gradient_mapping(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: i
         while True:
             Vn, w, U = _psd_project(V - g / A)
             D = Vn - V
+            with np.errstate(over="ignore", invalid="ignore"):  # a trial step too long for
+                fn = coords.f(Vn)  # float64 (J = inf) fails the test below like any other
             # sufficient decrease, with slack for round-off
-            if coords.f(Vn) <= f + float(np.sum(g * D)) + 0.5 * A * float(
-                np.sum(D * D)
-            ) + 1e-12 * abs(f):
+            if fn <= f + float(np.sum(g * D)) + 0.5 * A * float(np.sum(D * D)) + 1e-12 * abs(f):
                 break
             A *= 2.0
-            if A > 1e30:  # round-off swamps the decrease (ill-conditioned data, e.g. a huge offset)
-                raise _no_descent_step()
+            if A > coords.lipschitz_cap:  # round-off swamps the decrease (e.g. a huge offset)
+                raise _no_descent_step(coords.lipschitz_cap)
         step = float(np.linalg.norm(D))
         V, eig = Vn, (np.maximum(w, 0.0), U)
         # the certificate costs eigendecompositions: check when the iterates settle

@@ -200,6 +200,13 @@ class _Coords:
                 self.momentum = (1.0 - q) / (1.0 + q)
         else:
             self.lipschitz = 2.0
+        # past this a backtracking estimate of the Lipschitz constant means round-off, not
+        # curvature: J's Hessian is 2 (lam I + the data term's), at most ~2 (lam + mu_max^2) in
+        # S itself (unpreconditioned) and O(1) in the preconditioned V. The unpreconditioned
+        # bound moves with the kernel's scale to the fourth power, so an absolute cap would
+        # refuse well-posed data whose kernel values are merely large.
+        curvature = 1.0 if precondition else 2.0 * (lam + prob.mu_max**2)
+        self.lipschitz_cap = max(1e30, 1e12 * curvature)
 
     def to_S(self, V: np.ndarray) -> np.ndarray:
         return _sym(self.Q @ V @ self.Q.T)
@@ -417,13 +424,14 @@ def _warn_unmeetable_cannot_links(Ep, a, b, P) -> None:
         )
 
 
-def _no_descent_step() -> ValueError:
+def _no_descent_step(cap: float) -> ValueError:
     """The error of a first-order solver whose backtracking finds no decreasing step."""
     return ValueError(
         "GeneralizedNystrom: the first-order solver found no step that decreases the objective "
-        "(backtracking raised its Lipschitz estimate past 1e30): round-off swamps the decrease, "
-        "as with data far from the origin under a linear or polynomial kernel. Centre or "
-        "rescale X, or use solver='auto' or 'newton'."
+        f"(backtracking raised its Lipschitz estimate past {cap:.3g}, far beyond the "
+        "objective's curvature): round-off swamps the decrease, as with data far from the "
+        "origin under a linear or polynomial kernel. Centre or rescale X, or use solver='auto' "
+        "or 'newton'."
     )
 
 

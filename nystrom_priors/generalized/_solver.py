@@ -7,6 +7,8 @@ The paper's own method, the Armijo-Goldstein gradient mapping, lives in ``_paper
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ._barrier import _solve_barrier_dual
@@ -65,13 +67,14 @@ def _solve(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int):
         while not exact_L:
             Vn, n_neg, eig_n, null_n = project(Y - gY / L)
             D = Vn - Y
-            fV = coords.f(Vn)
+            with np.errstate(over="ignore", invalid="ignore"):  # a trial step too long for
+                fV = coords.f(Vn)  # float64 (J = inf) fails the test below like any other
             # sufficient decrease (Armijo-Goldstein / FISTA backtracking), slack for round-off
             if fV <= fY + float(np.sum(gY * D)) + 0.5 * L * float(np.sum(D * D)) + 1e-12 * abs(fY):
                 break
             L *= 2.0
-            if L > 1e30:  # round-off swamps the decrease (ill-conditioned data, e.g. a huge offset)
-                raise _no_descent_step()
+            if L > coords.lipschitz_cap:  # round-off swamps the decrease (e.g. a huge offset)
+                raise _no_descent_step(coords.lipschitz_cap)
         if float(np.sum(gY * (Vn - V))) > 0.0:  # gradient restart (O'Donoghue & Candes)
             t = 1.0
             Y = Vn
@@ -101,6 +104,9 @@ def _solve(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int):
 # scaled coordinates overflow (lam = 1e300: LinAlgError) or, below, blow up and the
 # Newton's former lam continuation descended one decade per stage (lam = 1e-300: minutes, m = 20)
 _LAM_RANGE = float(np.finfo(np.float64).eps)
+
+# mu_max^2 above which the exact solvers' products may overflow (scale_guard)
+_HUGE_SCALE = 1e200
 
 # Newton's cold starts below mu_max^2 * this get the barrier-smoothed dual Newton (_solve_lam)
 _HOMOTOPY_START = 1e-4
@@ -144,6 +150,31 @@ def _prior_gap(prob: _Problem, lam: float) -> float:
     g = prob.grad(prob.S0, 0.0)
     J0 = prob.loss(prob.S0)
     return float(np.sum(g * g)) / (4.0 * lam) / max(J0, 1e-300)
+
+
+@contextlib.contextmanager
+def scale_guard(scale: float):
+    """Report a breakdown of the exact solvers at a huge ``mu_max^2`` as the data's scale.
+
+    Their intermediate products reach about ``mu_max^2`` times powers of the number of
+    constrained rows, so past ``_HUGE_SCALE`` they can overflow, which surfaces as LAPACK's
+    ``LinAlgError`` on a non-finite matrix or as numpy's overflow warning: there an overflow
+    raises, and the error names the remedy, which is the user's (rescale X or the kernel).
+    Below that scale a ``LinAlgError`` is not the data's and passes on.
+    """
+    huge = scale > _HUGE_SCALE
+    try:
+        with np.errstate(over="raise" if huge else None):  # an overflow ends the solve there
+            yield
+    except (np.linalg.LinAlgError, FloatingPointError) as err:
+        if not scale > _HUGE_SCALE:
+            raise
+        raise ValueError(
+            f"GeneralizedNystrom's exact solver overflowed float64 at the side information's "
+            f"scale mu_max^2 = {scale:.3g} (mu_max: the largest eigenvalue of E^T E over the "
+            f"constrained rows; it works up to about {_HUGE_SCALE:.0e}): the kernel values are "
+            "too large. Rescale X or the kernel (gamma, coef0, degree)."
+        ) from err
 
 
 def _solve_lam(
