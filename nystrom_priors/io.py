@@ -62,6 +62,23 @@ def _to_json_value(value: Any, what: str) -> Any:
     raise TypeError(f"cannot save {what} of type {type(value).__name__}")
 
 
+def _temp_stem(directory: str, base: str) -> str:
+    """``"." + base``, cut so that the temporary file's name fits the file system's limit.
+
+    A name of up to NAME_MAX bytes (255 on most systems) is valid for ``path`` itself, but the
+    temporary name adds 18 bytes; the base is cut by whole characters, so that its bytes stay
+    a valid encoding.
+    """
+    try:
+        limit = os.pathconf(directory, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):  # Windows, or a file system without it
+        limit = 255
+    room = max(1, limit - 1 - 1 - 12 - len(_TEMP_SUFFIX))  # ".", ".", 12 hex, suffix
+    while len(os.fsencode(base)) > room:
+        base = base[:-1]
+    return "." + base
+
+
 def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
     """Write an ``.npz`` to ``path`` through a temporary file in the same directory.
 
@@ -72,6 +89,13 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
     """
     if not path:  # realpath("") is the working directory
         raise ValueError("cannot save to '': the path is empty; pass a file path.")
+    if path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
+        # realpath would drop the separator and create a file where a directory was meant
+        raise IsADirectoryError(
+            errno.EISDIR,
+            f"cannot save to {path!r}: it ends with a path separator, so it names a "
+            "directory; pass a file path",
+        )
     # through a symbolic link: replace the file it points to, as open(path, "wb") wrote it
     given, path = path, os.path.realpath(path)
     directory, base = os.path.split(path)
@@ -103,8 +127,9 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
             errno.EACCES, f"cannot save to {given!r}: the file exists and is not writable"
         )
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    stem = _temp_stem(directory, base)
     for _ in range(100):
-        tmp = os.path.join(directory, f".{base}.{os.urandom(6).hex()}{_TEMP_SUFFIX}")
+        tmp = os.path.join(directory, f"{stem}.{os.urandom(6).hex()}{_TEMP_SUFFIX}")
         try:
             fd = os.open(tmp, flags, 0o666)  # the umask applies, as for open(path, "wb")
             break

@@ -576,6 +576,26 @@ def test_save_keeps_permissions_and_refuses_a_directory(tmp_path, models):
         load(tmp_path / "dir.npz")
 
 
+@pytest.mark.parametrize("length", [200, 238, 250, 255])
+@pytest.mark.parametrize("char", ["m", "\u00e9"])
+def test_save_to_a_name_as_long_as_the_file_system_allows(tmp_path, models, length, char):
+    # the temporary file's name is the target's plus 18 bytes: it must not exceed NAME_MAX
+    # where the target's own name does not (two-byte characters: cut on a character boundary)
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+    name = char * ((min(length, limit) - 4) // len(char.encode())) + ".npz"
+    path = tmp_path / name
+    save(models["Nystrom"], path)
+    assert _listing(tmp_path) == [name]
+    assert type(load(path)).__name__ == "Nystrom"
+
+
+def test_save_refuses_a_path_ending_with_a_separator(tmp_path, models):
+    # open("model.npz/", "wb") fails with EISDIR; realpath used to drop the slash and save
+    with pytest.raises(IsADirectoryError, match="ends with a path separator"):
+        save(models["Nystrom"], str(tmp_path / "model.npz") + os.sep)
+    assert _listing(tmp_path) == []
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 def test_load_refuses_a_device_or_fifo_at_once(tmp_path):
     """``zipfile.is_zipfile`` reads a character device to its end (``/dev/zero``: memory
