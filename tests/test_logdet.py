@@ -673,3 +673,25 @@ def test_similarity_bounds_far_on_the_met_side_leave_the_kernel(pair, bound):
     K0 = X @ X.T
     np.testing.assert_allclose(G @ G.T, K0, rtol=0, atol=1e-12 * np.abs(K0).max())
     np.testing.assert_array_equal(model.dual_, [0.0])
+
+
+def test_cannot_links_between_near_duplicates_converge_not_flagged_infeasible():
+    """Feasible (LogDet can stretch any direction in its range), but the violation falls
+    slowly and the certificate's trace bound is huge: the duals' norm, which grows without
+    bound on an infeasible set, settles here, and the detector must not flag it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    X[1] = X[0] + 1e-4 * rng.normal(size=3)
+    X[3] = X[2] + 1e-3 * rng.normal(size=3)
+    pairs = np.array([[0, 1, -1], [2, 3, -1], [4, 5, 1], [6, 7, -1], [8, 9, 1]])
+    kw = dict(rank=10, n_landmarks=40, random_state=0, max_iter=100_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfeasibleConstraintsWarning)
+        model = LogDetKernelLearner(**kw).fit(X, pairs=pairs)
+    assert model.converged_ and not model.infeasible_
+    assert model.max_violation_ <= model.tol
+    undetected = LogDetKernelLearner(**kw)
+    undetected.infeasible_window = 0  # no infeasibility test: the sweeps alone
+    undetected.fit(X, pairs=pairs)
+    assert model.n_iter_ == undetected.n_iter_
+    np.testing.assert_array_equal(model.transform(X), undetected.transform(X))

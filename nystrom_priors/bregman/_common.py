@@ -13,8 +13,9 @@ no PSD kernel meets the constraints (``0 <= tr(K M) <= sum_c y_c delta_c b_c < 0
 duals of an infeasible set grow along such a direction, so its finite-window estimate
 approaches one. We accept y when it proves that every kernel meeting the constraints has at
 least 100 times the trace the bounds' scale asks for (``tr(K) >= sum y delta b /
-lambda_min(M)`` where M is nearly PSD; ``_diagnostics.py``) and the violation did not halve
-over the window, then stop with :class:`InfeasibleConstraintsWarning` (remedy: a finite
+lambda_min(M)`` where M is nearly PSD; ``_diagnostics.py``), the violation did not halve
+over the window and the duals' norm grew over it at a tenth of linear growth or more (a
+feasible set's duals converge, however slowly its violation falls), then stop with :class:`InfeasibleConstraintsWarning` (remedy: a finite
 ``gamma``). A feasible plateau, where a sweep leaves the kernel unchanged while dual mass
 moves between constraints, gives an indefinite M and is not flagged.
 

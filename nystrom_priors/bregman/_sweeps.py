@@ -21,6 +21,11 @@ _PATH_CHUNK = 1024
 # sums nc of them, relative to ||lam||_2, hence sqrt(nc)), with a margin for the
 # projections' own error
 _ROUND_OFF = 1e3 * float(np.finfo(np.float64).eps)
+
+# the infeasibility test asks the duals' norm to grow over its window by at least this share
+# of linear growth: an infeasible set's duals grow linearly in the sweeps (share ~1), a
+# feasible set's converge (share -> 0), so a tenth separates them with room on both sides
+_LINEAR_SHARE = 0.1
 OUTCOMES = ("converged", "max_iter reached", "looks infeasible", "stalled at round-off")
 
 
@@ -86,7 +91,13 @@ def run_sweeps(
             best = min(best, float(conv[chunk].min(initial=np.inf)))
             if W > 0 and done >= 2 * W and done < max_iter:
                 stalled = viol[done - 1] > 0.5 * viol[done - 1 - W]
-                if stalled and _farkas_certificate(lam - snap, cert):
+                # an infeasible set's duals grow without bound, about linearly in the sweeps
+                # (by ~W / (done - W) over the window); a feasible one's converge, however
+                # slowly its violation falls (cannot-links between near-duplicates: the
+                # certificate's trace bound is huge there, yet the set is feasible)
+                before = lamnorm[done - 1 - W]
+                growing = lamnorm[done - 1] - before >= _LINEAR_SHARE * W / (done - W) * before
+                if stalled and growing and _farkas_certificate(lam - snap, cert):
                     status = 2
                     break
             snap = lam.copy()
