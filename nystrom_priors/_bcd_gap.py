@@ -90,10 +90,14 @@ def relative_gap(system, pos, sgn, V, C, loss, delta, primal, dual, order):
     return max(primal - lower, 0.0) / max(abs(primal), 1e-300)
 
 
-def run(args, max_iter, tol, certify, verbose, gap, hint=""):
+def run(args, max_iter, tol, certify, verbose, gap, hint="", settings=""):
     """Sweep until certified (``certify``: ``gap()`` <= tol, checked whenever the relative
     objective decrease of a sweep falls below the current threshold, which then shrinks
     tenfold) or, without ``certify``, until the relative decrease is <= tol.
+
+    A sweep whose objective is not finite (the descent overflowed float64, e.g. at C = 1e20
+    with a small fixed delta) raises a ValueError naming ``settings``; V is then garbage and
+    the certificate's eigensolver would only fail on it.
 
     Returns (objective path, sweeps, converged, relative gap at the end)."""
     from ._chunks import WORK
@@ -116,6 +120,12 @@ def run(args, max_iter, tol, certify, verbose, gap, hint=""):
             if done:
                 n += done
                 progress.update(done, objective=obj[n])
+            if not np.isfinite(obj[n]):
+                raise ValueError(
+                    f"BCDNPKL's block coordinate descent overflowed float64 after {n} sweeps "
+                    f"(objective {obj[n]}) at {settings}: the loss term is beyond float64's "
+                    "range there. Use a smaller C or a larger delta."
+                )
             if status == 1 and certify:
                 value = gap()
                 converged = value <= tol

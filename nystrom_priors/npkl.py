@@ -406,9 +406,24 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             hint += f"; rank={r} may be below the optimum's rank: try a larger rank (or None)"
         if self.delta is None and delta < 0.05:
             hint += f"; the default delta = C / 2 = {delta:.3g} is small: pass a larger delta"
+        elif delta < 1e4 * np.finfo(np.float64).eps:
+            # 1 + delta is within a few thousand ulps of 1: the graph system (1 + delta) I - W
+            # is singular to float64 on a component's constant vector, and the certificate's
+            # dual bound, which needs it definite, loses all accuracy
+            hint += (
+                f"; delta = {delta:.3g} is lost to round-off next to 1 + delta, which leaves "
+                "the duality-gap certificate unusable: pass a larger delta (1e-12 or more)"
+            )
         # the hinge loss has no certificate BCD can reach (it stalls above the optimum)
         path, n_sweeps, converged, gap_ = _bcd_gap.run(
-            args, max_iter, tol, loss != _LOSSES["hinge"], self.verbose, gap, hint
+            args,
+            max_iter,
+            tol,
+            loss != _LOSSES["hinge"],
+            self.verbose,
+            gap,
+            hint,
+            f"C = {C:.3g}, delta = {delta:.3g}",
         )
         self.n_features_in_ = X.shape[1]
         # the model's own copy: mutating the caller's X must not change the fitted model

@@ -438,3 +438,26 @@ def test_exact_solver_overflow_at_a_huge_scale_is_named(lam):
         warnings.simplefilter("ignore", UserWarning)  # lam=1e-3 is floored to mu_max^2 eps
         with pytest.raises(ValueError, match=r"exact solver overflowed .* Rescale X"):
             gn.fit(X, y)
+
+
+@pytest.mark.parametrize("delta", [1e-3, 1e-12])
+def test_bcdnpkl_overflow_at_a_huge_C_with_a_small_delta_is_named(delta):
+    # the descent's V reached 1e141 in one sweep and the objective inf: the certificate's
+    # eigensolver then failed with scipy's "array must not contain infs or NaNs"
+    X = _data(80, 4)
+    y = np.where(np.arange(80) < 30, np.arange(80) % 3, -1)
+    model = npr.BCDNPKL(C=1e20, delta=delta, random_state=0)
+    with pytest.raises(
+        ValueError, match=r"overflowed float64 .* C = 1e\+20.*smaller C or a larger"
+    ):
+        model.fit(X, y)
+
+
+def test_bcdnpkl_with_a_delta_below_round_off_names_delta_not_only_tol():
+    # 1 + 1e-100 == 1: the certificate cannot reach tol, which "increase tol" alone misreads
+    X = _data(80, 4)
+    y = np.where(np.arange(80) < 30, np.arange(80) % 3, -1)
+    model = npr.BCDNPKL(C=1.0, delta=1e-100, random_state=0)
+    with pytest.warns(npr.ConvergenceWarning, match=r"delta = 1e-100 .* pass a larger delta"):
+        model.fit(X, y)
+    assert not model.converged_
