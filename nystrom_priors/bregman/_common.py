@@ -15,9 +15,10 @@ approaches one. We accept y when it proves that every kernel meeting the constra
 least 100 times the trace the bounds' scale asks for (``tr(K) >= sum y delta b /
 lambda_min(M)`` where M is nearly PSD; ``_diagnostics.py``), the violation did not halve
 over the window and the duals' norm grew over it at a tenth of linear growth or more (a
-feasible set's duals converge, however slowly its violation falls), then stop with :class:`InfeasibleConstraintsWarning` (remedy: a finite
-``gamma``). A feasible plateau, where a sweep leaves the kernel unchanged while dual mass
-moves between constraints, gives an indefinite M and is not flagged.
+feasible set's duals converge, however slowly its violation falls), then stop with
+:class:`InfeasibleConstraintsWarning` (remedy: a finite ``gamma``). A feasible plateau,
+where a sweep leaves the kernel unchanged while dual mass moves between constraints, gives
+an indefinite M and is not flagged.
 
 **Inductive use.** With ``init="nystrom"``, ``G0 = k(X, Z) U diag(w)^{-1/2}`` is the Nystrom
 factor, defined for any sample, so new samples get ``G0_new B``; the 2006 method becomes
