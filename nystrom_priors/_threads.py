@@ -14,11 +14,13 @@ an eigendecomposition, 0.6 ms on the calling thread). Hence:
 * ``blas_threads(m)``: dense algebra on m x m matrices with m <= ``SMALL_LINALG`` runs with
   one BLAS thread, which wakes no worker; a second thread gains little there (eigh at
   m = 500: 33 ms on two threads, 36 ms on one).
-* ``blas_for_work(work)``: a BLAS job (a loop of GEMMs) below ``SERIAL_WORK`` multiply-adds
-  per call runs on one BLAS thread. OpenBLAS goes multi-threaded from about 2^18
-  multiply-adds, where a worker gains a fraction of a millisecond and then spins on its core
-  while the Numba regions that follow wait for it (k-means on 846 x 18 rows, 84 centres,
-  left a GeneralizedNystrom fit at twice its time).
+* ``blas_for_work(work)``: a BLAS job (a loop of GEMMs) below ``BLAS_SERIAL_WORK``
+  multiply-adds per call runs on one BLAS thread. OpenBLAS goes multi-threaded from about
+  2^18 multiply-adds; its second thread saves half a call's time, and then spins on its
+  core while every Numba region that follows waits for it, milliseconds each. A call must
+  take tens of milliseconds on one core before the saving pays for that (k-means' GEMMs on
+  scikit-learn's digits, 1797 x 64 rows and 100 centres: the spinning tripled the time of a
+  whole Nystrom fit).
 * ``BLAS_ONE_THREAD``: the drivers whose Numba threads each call BLAS on their own tile limit
   BLAS to one thread, so that the two pools do not oversubscribe the cores.
 """
@@ -35,6 +37,8 @@ from typing import Any
 SERIAL_WORK = 1 << 23
 # m x m algebra up to this m runs on one BLAS thread
 SMALL_LINALG = 512
+# a BLAS call below this many multiply-adds (tens of ms on one core) runs on one BLAS thread
+BLAS_SERIAL_WORK = 1 << 28
 
 
 class _SingleThreadedBlas:
@@ -71,7 +75,8 @@ class _SingleThreadedBlas:
         available = self.available()
         with self._lock:
             if self._depth == 0 and available:
-                self._limiter = self._controller.limit(limits=1, user_api="blas")
+                with _openblas_control():
+                    self._limiter = self._controller.limit(limits=1, user_api="blas")
             self._depth += 1
         return self
 
@@ -79,8 +84,36 @@ class _SingleThreadedBlas:
         with self._lock:
             self._depth -= 1
             if self._depth == 0 and self._limiter is not None:
-                self._limiter.restore_original_limits()
+                with _openblas_control():
+                    self._limiter.restore_original_limits()
                 self._limiter = None
+
+
+@contextlib.contextmanager
+def _openblas_control() -> Iterator[None]:
+    """Let the calling thread set OpenBLAS's process-wide thread count, then let go.
+
+    threadpoolctl 3.8 gives that right to the first thread that sets it and silently ignores
+    every other thread until that one calls ``clear_controlling_thread``, which
+    ``ThreadpoolController.limit`` never does: after one limit from the main thread, a fit
+    in a worker thread ran with every BLAS thread and its spinning workers (three times
+    slower), and a restore from another thread than the limit's would be dropped. The
+    limit and its restore happen under ``_SingleThreadedBlas``'s lock, one at a time, so
+    taking control for each and releasing it after is safe.
+    """
+    try:
+        from threadpoolctl import OpenBLASController
+    except ImportError:  # pragma: no cover - available() found threadpoolctl
+        yield
+        return
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)  # 3.8 and later
+    if clear is not None:
+        clear(force=True)
+    try:
+        yield
+    finally:
+        if clear is not None:
+            clear(force=True)
 
 
 BLAS_ONE_THREAD = _SingleThreadedBlas()
@@ -108,9 +141,9 @@ def numba_threads(work: float) -> Iterator[None]:
 
 
 def blas_for_work(work: float) -> contextlib.AbstractContextManager:
-    """One BLAS thread for the enclosed BLAS calls when each costs fewer than ``SERIAL_WORK``
-    multiply-adds (``work``)."""
-    return BLAS_ONE_THREAD if work < SERIAL_WORK else contextlib.nullcontext()
+    """One BLAS thread for the enclosed BLAS calls when each costs fewer than
+    ``BLAS_SERIAL_WORK`` multiply-adds (``work``)."""
+    return BLAS_ONE_THREAD if work < BLAS_SERIAL_WORK else contextlib.nullcontext()
 
 
 def blas_threads(m: int) -> contextlib.AbstractContextManager:
