@@ -10,6 +10,7 @@ is active) and one (p + 1)-sized solve, p the rank of the round's training rows.
 import numpy as np
 from numba import njit
 
+from ._guarded_linalg import cholesky_or_empty, solve_or_lstsq
 from ._lapack import DORMTR, DSYTRF, lowest_eigenpairs, negative_count, spd_inverse
 
 # rows of scores formed at a time: memory O(_ROWS c) for c classes, never O(l c)
@@ -198,15 +199,6 @@ def restricted_problem(aT, w, codes_T, n_classes, lapack):
 
 
 @njit(cache=True, nogil=True)
-def _cholesky_or_empty(V):
-    """The Cholesky factor of V, or a (0, 0) array when V is not positive definite."""
-    try:
-        return np.linalg.cholesky(V)
-    except Exception:  # noqa: BLE001 - numba raises a generic LinAlgError
-        return np.zeros((0, 0))
-
-
-@njit(cache=True, nogil=True)
 def _scaled_target(mu, C, R, lam):
     """``(D c D, s)``: the unconstrained optimum c = (lam C + R) / (lam + mu mu^T) in the
     majoriser's coordinates, D = diag(s), s = (lam + mu^2)^(1/4)."""
@@ -228,7 +220,7 @@ def onestep(mu, C, R, lam):
     inactive) its Cholesky factor gives L at a twentieth of an eigendecomposition's cost."""
     V, s = _scaled_target(mu, C, R, lam)
     p = mu.size
-    Lc = _cholesky_or_empty(V)
+    Lc = cholesky_or_empty(V)
     if Lc.shape[0] == p:
         for a in range(p):
             for k in range(p):
@@ -261,7 +253,7 @@ def onestep_y(mu, C, R, lam, lapack):
     eigenvalues, only those pairs are computed (``_lapack``), otherwise all of them."""
     V, s = _scaled_target(mu, C, R, lam)
     p = mu.size
-    if _cholesky_or_empty(V).shape[0] == p:
+    if cholesky_or_empty(V).shape[0] == p:
         for a in range(p):
             for b in range(p):
                 V[a, b] /= s[a] * s[b]
@@ -338,26 +330,6 @@ def _round_constants(PE, w, codes, n_classes, train, test, lapack):
 
 
 @njit(cache=True, nogil=True)
-def _solve_or_lstsq(A, B):
-    """``A^-1 B`` (C-ordered), or the least-squares solution of minimum norm where ``A`` is
-    singular to working precision, or NaN where ``A`` is not finite.
-
-    ``A`` mixes the scale of the kernel (``mu Z``, up to 1e30 for a polynomial kernel on data
-    far from the origin) with the ridge's unit scale, so exact singularity happens on valid
-    data; an exception here would escape a ``prange`` worker as a ``SystemError``. NaN scores
-    make the candidate lose to the prior instead.
-    """
-    try:
-        return np.ascontiguousarray(np.linalg.solve(A, B))  # solve's result is Fortran-ordered
-    except Exception:  # noqa: BLE001 - numba raises LinAlgError; any failure means no solve
-        pass
-    try:
-        return np.ascontiguousarray(np.linalg.lstsq(A, B)[0])
-    except Exception:  # noqa: BLE001
-        return np.full(B.shape, np.nan)
-
-
-@njit(cache=True, nogil=True)
 def _lam_scores(mu, C, R, D, FT, FV, GV, b, BtT, rel_lam, alpha, lapack):
     """The ridge classifier of one round at ``lam = rel_lam * mu_max^2`` (the prior where
     ``rel_lam`` is inf), as ``(coef, HV, ZC)``: held-out scores ``HV coef`` (l_V, c) and
@@ -385,7 +357,7 @@ def _lam_scores(mu, C, R, D, FT, FV, GV, b, BtT, rel_lam, alpha, lapack):
         A[a, a] += alpha
         A[a, p] = b[a]
     A[p, p] = FT.shape[0] + alpha
-    coef = _solve_or_lstsq(A, BtT)
+    coef = solve_or_lstsq(A, BtT)
     HV = np.ones((FV.shape[0], p + 1))
     HV[:, :p] = GV + FV @ Y
     ZC = Z @ np.ascontiguousarray(coef[:p])

@@ -391,8 +391,6 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                     out=solved,
                     S_guess=guess,
                 )
-            if not np.isfinite(S).all():
-                raise FloatingPointError("the solver's S is not finite")
         F = _factor(S, solved.get("eig"))
         if not ok:
             empty = " Its last iterate is S = 0: transform gives no feature." if not F.size else ""
@@ -495,8 +493,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
         return self._set_solution(S, rel * scale, F, 1, True, float("nan"))
 
     def _select_lam(self, select, PE, w, params):
-        """``select(PE, w)`` (``_lam_pairs.one_step_side``) with its progress record: one
-        step, every fold and lam scored in one jitted call."""
+        """``select(PE, w)`` (``_lam_pairs.one_step_side``), every fold and lam in one call."""
         from .._progress import Progress
 
         with Progress(self.verbose, 1, "GeneralizedNystrom lambda path (CV)", "fit") as pr:

@@ -195,6 +195,8 @@ def _solve_lam(
     with S0's own certified gap (``_prior_gap``, at most 1 since J >= 0): an unconverged fit
     is never worse than the prior it started from. ``_solve_once`` has the rest."""
     S, it, cert, ok, R = _solve_once(prob, lam, solver, tol, max_iter, S_warm, R_warm, out, S_guess)
+    if not np.isfinite(S).all():  # an overflow (``scale_guard`` names the data's scale)
+        raise FloatingPointError("GeneralizedNystrom's solver returned a non-finite S")
     if ok or prob.objective(S, lam) <= prob.objective(prob.S0, lam):
         return S, it, cert, ok, R
     if out is not None:

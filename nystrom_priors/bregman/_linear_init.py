@@ -1,0 +1,76 @@
+"""The initial projection of ``init="linear"`` on wide data: X's top right singular vectors,
+from the n x n Gram matrix, completed to the rank asked for without a d x d array."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["top_right_singular_vectors", "complete_basis"]
+
+
+def top_right_singular_vectors(X: Any, rank: int) -> np.ndarray:
+    """The top ``rank`` right singular vectors of X (n x d, dense or CSR, n < d) as an
+    orthonormal d x rank matrix, from the n x n Gram matrix ``X X^T = U diag(s^2) U^T``,
+    ``V = X^T U / s``, never a d x d array. Where X has only k < rank non-zero singular
+    values, the other rank - k columns complete the basis (``complete_basis``): X is zero
+    on them, as on the null-space eigenvectors a d x d eigendecomposition would give.
+
+    X is first brought to a largest ``|x|`` in [0.5, 1) by a power of two (the singular
+    vectors do not depend on its scale, the Gram matrix's range does), and V is made
+    orthonormal again by a QR factorisation: ``X^T U / s`` loses orthogonality along
+    small singular values, as the Gram matrix squares them."""
+    A = X.astype(np.float64)
+    data = A.data if hasattr(A, "tocsr") else A
+    top = float(np.abs(data).max(initial=0.0))
+    if top == 0.0:
+        return complete_basis(np.zeros((X.shape[1], 0)), rank)
+    A = A * np.ldexp(1.0, -int(np.frexp(top)[1]))
+    gram = A @ A.T
+    gram = gram.toarray() if hasattr(gram, "toarray") else np.asarray(gram)
+    evals, U = np.linalg.eigh(0.5 * (gram + gram.T))
+    best = np.argsort(evals)[::-1][:rank]
+    floor = evals.max(initial=0.0) * gram.shape[0] * np.finfo(float).eps
+    best = best[evals[best] > floor]
+    Q, R = np.linalg.qr(np.asarray(A.T @ U[:, best]) / np.sqrt(evals[best]))
+    Q = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
+    return np.ascontiguousarray(complete_basis(Q, rank) if best.size < rank else Q)
+
+
+def complete_basis(Q: np.ndarray, rank: int) -> np.ndarray:
+    """``[Q, C]``: Q (d x k, orthonormal columns) completed to ``rank <= d`` orthonormal
+    columns, in O(d rank) memory.
+
+    C is the Gram-Schmidt orthogonalisation, against Q, of the coordinate vectors ``e_j``
+    farthest from span(Q) (residual ``1 - ||Q[j]||^2``, ties to the lower index): a
+    deterministic choice, so that the same X gives the same basis, and the best-conditioned
+    one the coordinates offer. A coordinate whose residual collapses while the others are
+    orthogonalised is skipped for the next one.
+    """
+    d, k = Q.shape
+    residual = 1.0 - np.einsum("ij,ij->i", Q, Q)
+    order = np.argsort(-residual, kind="stable")
+    out = np.empty((d, rank))
+    out[:, :k] = Q
+    filled = k
+    used = np.zeros(d, dtype=bool)
+    # first only coordinates that keep half their residual (well conditioned), then any left
+    for keep in (0.5, 1e-6):
+        for j in order:
+            if filled == rank:
+                return out
+            if used[j]:
+                continue
+            v = -(out[:, :filled] @ out[j, :filled])
+            v[j] += 1.0
+            for _ in range(2):  # twice is enough (Kahan): orthogonal to working precision
+                v -= out[:, :filled] @ (out[:, :filled].T @ v)
+            norm = float(np.linalg.norm(v))
+            if norm > keep * np.sqrt(max(residual[j], 0.0)) and norm > 1e-8:
+                out[:, filled] = v / norm
+                used[j] = True
+                filled += 1
+    if filled < rank:  # pragma: no cover - d coordinate vectors span R^d
+        raise RuntimeError(f"could not complete {k} columns to {rank} in R^{d}")
+    return out
