@@ -84,6 +84,9 @@ _N_SPLITS = 3
 _CV_RANK_MAX = 120
 # scores of more multiply-adds than this (about ten seconds on two cores) are warned about
 _SLOW_SCORES = 1e11
+# multiply-adds that scoring one (row, class) entry costs besides its p + 1 products: its
+# margin, loss and the race's means, which dominate where p (the landmarks) is small
+_SCORE_ENTRY_COST = 30.0
 # the rounds' prepared problems take at most this many floats (32 MiB) unless 8 rounds (or
 # one per thread) take more: many folds (cv = l) are then prepared and scored a batch at a
 # time (``new_state``)
@@ -296,12 +299,14 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
 def _warn_slow_scores(dims: np.ndarray, n_rel: int, rank: int, n_classes: int, l: int) -> None:
     """Warn before a selection whose scores alone take more than ``_SLOW_SCORES``
     multiply-adds. Every task scores its round's rows in every one-vs-rest column: about
-    ``(l_T + l_V) (p + 1) c`` for c classes and p = min(l_T, rank), so many classes with few
-    labels each (thousands of identities) cost labels x classes x rank per round and lam,
-    where the rest of the fit costs little. ``dims``: ``new_state``'s (p, l_T, l_V) rows."""
+    ``(l_T + l_V) (p + 1 + _SCORE_ENTRY_COST) c`` for c classes and p = min(l_T, rank), so
+    many classes with few labels each (thousands of identities) cost labels x classes x
+    (rank + a constant) per round and lam, where the rest of the fit costs little. ``dims``:
+    ``new_state``'s (p, l_T, l_V) rows."""
     c = 1 if n_classes == 2 else n_classes
     lT, lV = dims[:, 1].astype(np.float64), dims[:, 2].astype(np.float64)
-    work = float(n_rel) * c * float(np.sum((lT + lV) * (np.minimum(lT, rank) + 1.0)))
+    per_entry = np.minimum(lT, rank) + 1.0 + _SCORE_ENTRY_COST
+    work = float(n_rel) * c * float(np.sum((lT + lV) * per_entry))
     if work > _SLOW_SCORES:
         import warnings
 
