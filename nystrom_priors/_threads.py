@@ -18,9 +18,8 @@ an eigendecomposition, 0.6 ms on the calling thread). Hence:
   multiply-adds per call runs on one BLAS thread. OpenBLAS goes multi-threaded from about
   2^18 multiply-adds; its second thread saves half a call's time, and then spins on its
   core while every Numba region that follows waits for it, milliseconds each. A call must
-  take tens of milliseconds on one core before the saving pays for that (k-means' GEMMs on
-  scikit-learn's digits, 1797 x 64 rows and 100 centres: the spinning tripled the time of a
-  whole Nystrom fit).
+  take tens of milliseconds on one core before the saving pays for that
+  (``docs/design/performance.md``, "Threads on few cores").
 * ``BLAS_ONE_THREAD``: the drivers whose Numba threads each call BLAS on their own tile limit
   BLAS to one thread, so that the two pools do not oversubscribe the cores.
 """
@@ -96,8 +95,8 @@ def _openblas_control() -> Iterator[None]:
     threadpoolctl 3.8 gives that right to the first thread that sets it and silently ignores
     every other thread until that one calls ``clear_controlling_thread``, which
     ``ThreadpoolController.limit`` never does: after one limit from the main thread, a fit
-    in a worker thread ran with every BLAS thread and its spinning workers (three times
-    slower), and a restore from another thread than the limit's would be dropped. The
+    in a worker thread ran with every BLAS thread and its spinning workers, and a restore
+    from another thread than the limit's would be dropped. The
     limit and its restore happen under ``_SingleThreadedBlas``'s lock, one at a time, so
     taking control for each and releasing it after is safe.
     """
