@@ -129,9 +129,10 @@ def rpcholesky(
     F : ndarray of shape (n, k), float64
         Partial Cholesky factor: ``F F^T = K[:, S] K[S, S]^+ K[S, :]``.
     S : ndarray of shape (k,), int64
-        The pivots in the order they were accepted. When the residual vanishes before ``k``
-        pivots (K has rank < k on these rows), the remaining pivots are unused rows drawn
-        uniformly and ``F``'s remaining columns are zero.
+        The pivots in the order they were accepted. When the residual falls to the rounding
+        level of the kernel's precision before ``k`` pivots (K has rank < k on these rows, or
+        its spectrum ends below float32's resolution), the remaining pivots are unused rows
+        drawn uniformly and ``F``'s remaining columns are zero.
     """
     from scipy.linalg import solve_triangular
 

@@ -5,15 +5,14 @@ of numpy and scipy). On a machine with few cores they get in each other's way. A
 multi-threaded BLAS call OpenBLAS's workers keep spinning for a while, and a Numba parallel
 region started meanwhile waits at its barrier for a thread whose core a spinning worker
 holds; a Numba pool that has gone to sleep also takes up to milliseconds to wake. Either
-costs more than a small job's whole work (a 768 x 76 transform: 7 ms in parallel right after
-an eigendecomposition, 0.6 ms on the calling thread). Hence:
+costs more than a small job's whole work (``docs/design/performance.md``, "Threads on few
+cores", has the figures). Hence:
 
 * ``numba_threads(work)``: a job below ``SERIAL_WORK`` multiply-adds runs on the calling
   thread alone (Numba's thread count is per Python thread, so concurrent callers are
   unaffected). Results do not change: tiles depend on the shapes, never on the threads.
 * ``blas_threads(m)``: dense algebra on m x m matrices with m <= ``SMALL_LINALG`` runs with
-  one BLAS thread, which wakes no worker; a second thread gains little there (eigh at
-  m = 500: 33 ms on two threads, 36 ms on one).
+  one BLAS thread, which wakes no worker; a second thread gains little there.
 * ``blas_for_work(work)``: a BLAS job (a loop of GEMMs) below ``BLAS_SERIAL_WORK``
   multiply-adds per call runs on one BLAS thread. OpenBLAS goes multi-threaded from about
   2^18 multiply-adds; its second thread saves half a call's time, and then spins on its
@@ -44,15 +43,16 @@ class _SingleThreadedBlas:
     """Limit BLAS to one thread while Numba threads each run their own GEMM.
 
     Uses threadpoolctl when installed (it ships with scikit-learn); reference counted and
-    locked, so concurrent calls from several Python threads restore the user's setting exactly
-    once, when the last one leaves.
+    locked, so concurrent calls from several Python threads restore the setting they found
+    exactly once, when the last one leaves. A limit another thread sets with threadpoolctl
+    while one of these sections runs is not coordinated with it (``_openblas_control``).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._depth = 0
-        self._limiter = None
-        self._controller = None
+        self._blas: list[Any] = []  # threadpoolctl's controllers of the loaded BLAS libraries
+        self._saved: list[Any] | None = None  # their counts before the outermost section
         self._available: bool | None = None
 
     def available(self) -> bool:
@@ -64,7 +64,8 @@ class _SingleThreadedBlas:
                     import scipy.linalg.cython_blas  # noqa: F401  (load the BLAS numba calls)
                     from threadpoolctl import ThreadpoolController
 
-                    self._controller = ThreadpoolController()
+                    libs = ThreadpoolController().lib_controllers
+                    self._blas = [lc for lc in libs if lc.user_api == "blas"]
                     self._available = True
                 except Exception:
                     self._available = False
@@ -75,30 +76,49 @@ class _SingleThreadedBlas:
         with self._lock:
             if self._depth == 0 and available:
                 with _openblas_control():
-                    self._limiter = self._controller.limit(limits=1, user_api="blas")
+                    # the counts to come back to are kept until a restore completes: a
+                    # restore cut short (an interrupt) must not make one thread "the user's"
+                    if self._saved is None:
+                        self._saved = [lc.get_num_threads() for lc in self._blas]
+                    try:
+                        for lc in self._blas:
+                            lc.set_num_threads(1)
+                    except BaseException:  # cut short: undo, the section never started
+                        self._restore()
+                        raise
             self._depth += 1
         return self
 
     def __exit__(self, *exc: Any) -> None:
         with self._lock:
             self._depth -= 1
-            if self._depth == 0 and self._limiter is not None:
+            if self._depth == 0 and self._saved is not None:
                 with _openblas_control():
-                    self._limiter.restore_original_limits()
-                self._limiter = None
+                    self._restore()
+
+    def _restore(self) -> None:
+        """Set every BLAS back to ``_saved`` (under the lock and the control); forget it only
+        once all are set."""
+        if self._saved is None:
+            return
+        for lc, n in zip(self._blas, self._saved, strict=True):
+            if n is not None:
+                lc.set_num_threads(n)
+        self._saved = None
 
 
 @contextlib.contextmanager
 def _openblas_control() -> Iterator[None]:
     """Let the calling thread set OpenBLAS's process-wide thread count, then let go.
 
-    threadpoolctl 3.8 gives that right to the first thread that sets it and silently ignores
-    every other thread until that one calls ``clear_controlling_thread``, which
-    ``ThreadpoolController.limit`` never does: after one limit from the main thread, a fit
-    in a worker thread ran with every BLAS thread and its spinning workers, and a restore
-    from another thread than the limit's would be dropped. The
-    limit and its restore happen under ``_SingleThreadedBlas``'s lock, one at a time, so
-    taking control for each and releasing it after is safe.
+    threadpoolctl (3.8 and later) lets only one thread, the first to set a limit, change
+    OpenBLAS's count, and silently ignores the others until that one calls
+    ``clear_controlling_thread``, which ``ThreadpoolController.limit`` never does. The
+    library's sections run in whichever thread calls it, and a restore can come from another
+    thread than its limit, so each limit and restore takes the control and releases it. They
+    run under ``_SingleThreadedBlas``'s lock, one at a time; a ``threadpool_limits`` of the
+    user's in another thread meanwhile is not serialised with them (threadpoolctl offers no
+    lock to share).
     """
     try:
         from threadpoolctl import OpenBLASController

@@ -406,9 +406,9 @@ class BCDNPKL(FactorTransformMixin, BaseEstimator):
             hint += f"; rank={r} may be below the optimum's rank: try a larger rank (or None)"
         if self.delta is None and delta < 0.05:
             hint += f"; the default delta = C / 2 = {delta:.3g} is small: pass a larger delta"
-        elif delta < 1e4 * np.finfo(np.float64).eps:
-            # 1 + delta is within a few thousand ulps of 1: the graph system (1 + delta) I - W
-            # is singular to float64 on a component's constant vector, and the certificate's
+        elif delta < 16.0 * np.finfo(np.float64).eps:
+            # 1 + delta is within a few ulps of 1: the graph system (1 + delta) I - W is
+            # singular to float64 on a component's constant vector, and the certificate's
             # dual bound, which needs it definite, loses all accuracy
             hint += (
                 f"; delta = {delta:.3g} is lost to round-off next to 1 + delta, which leaves "

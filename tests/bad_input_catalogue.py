@@ -477,9 +477,8 @@ case(
 
 
 # near-constant data far from the origin under a linear kernel (J's curvature ~1e156): the
-# first-order solvers' backtracking once raised FloatingPointError, then refused these data as
-# round-off at an absolute cap of 1e30; it stops at max_iter with the warning that says so,
-# without an overflow warning from a trial step too long for float64
+# paper's solver stops at max_iter with the warning that says so, and its trial steps too
+# long for float64 are rejected without an overflow warning
 def _far_offset_pgd():
     Xf = np.full((13, 2), -(2.0**63))
     Xf[9, 0], Xf[10, 1] = -7.09e18, -7.79e18

@@ -152,6 +152,21 @@ def test_first_order_solvers_refuse_a_decrease_swamped_by_round_off(rng, solver)
         run(co, problem._closed_form_V(co), tol=1e-9, max_iter=1000)
 
 
+def test_the_refusal_cap_follows_the_curvature_of_a_large_scale_problem(rng):
+    """With E * 1e10 J's curvature is ~4e42: the unpreconditioned cap is 1e12 times that,
+    far above 1e30, and round-off noise is still refused there, at that cap."""
+    _, S0, E, _, mask = _small_problem(rng, m=15, pairs=True)
+    prob = problem._Problem(S0 * 1e-10, None, None, E * 1e10, *mask)
+    lam = prob.mu_max**2 * 1e-2
+    co = problem._Coords(prob, lam, precondition=False)
+    assert co.lipschitz_cap > 1e50
+    noise = np.random.default_rng(1)
+    exact_f = co.f
+    co.f = lambda V: exact_f(V) + 1e6 * abs(exact_f(V)) * noise.uniform(1.0, 2.0)
+    with pytest.raises(ValueError, match=re.escape(f"past {co.lipschitz_cap:.3g},")):
+        _paper.gradient_mapping(co, problem._closed_form_V(co), tol=1e-9, max_iter=1000)
+
+
 @pytest.mark.parametrize(
     "kernel, scale", [("linear", 1e4), ("linear", 1e6), ("poly", 1e2), ("poly", 1e4)]
 )
@@ -172,9 +187,10 @@ def test_paper_method_works_on_centred_data_at_any_scale(kernel, scale):
     newton = GeneralizedNystrom(10, solver="newton", **kw).fit(X, pairs=pairs)
     paper = GeneralizedNystrom(10, solver="pgd", max_iter=3000, **kw).fit(X, pairs=pairs)
     assert paper.converged_
-    # both certified to the default tol: the same S up to that accuracy
+    # both certified to the default tol: the same S up to that accuracy (at unit scale the
+    # two differ by up to 7e-4 of max |S| on these data)
     scale_S = np.abs(newton.S_).max()
-    np.testing.assert_allclose(paper.S_, newton.S_, rtol=0, atol=1e-2 * scale_S)
+    np.testing.assert_allclose(paper.S_, newton.S_, rtol=0, atol=2e-3 * scale_S)
 
 
 @pytest.mark.parametrize("solver", ["apg", "newton"])

@@ -61,19 +61,46 @@ def test_the_limit_holds_in_a_worker_thread_after_the_main_thread_set_one(two_bl
 
 
 def test_a_restore_from_another_thread_than_the_limit_brings_back_the_setting(two_blas_threads):
+    # the main thread limits, a worker joins, the main thread leaves first: the worker's exit
+    # restores, from another thread than the limit's (threadpoolctl dropped that restore)
+    BLAS_ONE_THREAD.__enter__()
     entered, release = threading.Event(), threading.Event()
+    after: list[list[int]] = []
 
-    def first() -> None:
+    def worker() -> None:
         with BLAS_ONE_THREAD:
             entered.set()
             release.wait()
+        after.append(_blas_threads())
 
-    t = threading.Thread(target=first)
+    t = threading.Thread(target=worker)
     t.start()
     entered.wait()
-    BLAS_ONE_THREAD.__enter__()  # the main thread joins while the worker holds the limit
+    BLAS_ONE_THREAD.__exit__(None, None, None)
+    assert max(_blas_threads()) == 1  # the worker still holds the section
     release.set()
-    t.join()  # the worker leaves first: the limit stays, the main thread still needs it
-    assert max(_blas_threads()) == 1
-    BLAS_ONE_THREAD.__exit__(None, None, None)  # the last to leave restores, from this thread
+    t.join()
+    assert min(after[0]) == 2, after
+
+
+def test_an_interrupted_restore_is_completed_by_the_next_section(two_blas_threads, monkeypatch):
+    # a restore cut short (Ctrl-C) left one thread, which the next section then took for the
+    # user's setting and restored for good
+    lib = BLAS_ONE_THREAD._blas[0]
+    real = lib.set_num_threads
+    calls = []
+
+    def interrupted(n: int) -> None:
+        calls.append(n)
+        if n == 2 and len(calls) == len(BLAS_ONE_THREAD._blas) + 1:
+            raise KeyboardInterrupt  # the first restore call of the first exit
+        real(n)
+
+    monkeypatch.setattr(lib, "set_num_threads", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with BLAS_ONE_THREAD:
+            pass
+    assert max(_blas_threads()) == 1  # left limited
+    with BLAS_ONE_THREAD:
+        assert max(_blas_threads()) == 1
     assert min(_blas_threads()) == 2

@@ -20,13 +20,14 @@ def cholesky_or_empty(V):
 
 @njit(cache=True, nogil=True)
 def solve_or_lstsq(A, B):
-    """``A^-1 B`` (C-ordered), or the least-squares solution of minimum norm where ``A`` is
-    singular to working precision, or NaN where ``A`` is not finite.
+    """``A^-1 B`` (C-ordered) by LU; where LU meets an exactly zero pivot, the least-squares
+    solution of minimum norm; NaN where that fails too (``A`` not finite).
 
-    ``A`` mixes the scale of the kernel (``mu Z``, up to 1e30 for a polynomial kernel on data
-    far from the origin) with the ridge's unit scale, so exact singularity happens on valid
-    data; an exception here would escape a ``prange`` worker as a ``SystemError``. NaN scores
-    make the candidate lose to the prior instead.
+    The cross-validation's ridge system mixes the kernel's scale (``mu Z``, up to 1e30 for a
+    polynomial kernel on data far from the origin) with the ridge's unit scale, so an exactly
+    singular ``A`` happens on valid data, and an exception would escape a ``prange`` worker
+    as a ``SystemError``. A nearly singular ``A`` is solved by LU like any other: its scores
+    are then noisy, not missing. NaN scores make the candidate lose to the prior.
     """
     try:
         return np.ascontiguousarray(np.linalg.solve(A, B))  # solve's result is Fortran-ordered

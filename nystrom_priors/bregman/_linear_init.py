@@ -45,12 +45,23 @@ def complete_basis(Q: np.ndarray, rank: int) -> np.ndarray:
     C is the Gram-Schmidt orthogonalisation, against Q, of the coordinate vectors ``e_j``
     farthest from span(Q) (residual ``1 - ||Q[j]||^2``, ties to the lower index): a
     deterministic choice, so that the same X gives the same basis, and the best-conditioned
-    one the coordinates offer. A coordinate whose residual collapses while the others are
-    orthogonalised is skipped for the next one.
+    one the coordinates offer. The ``rank - k`` farthest are orthogonalised at once (two
+    block projections and a QR factorisation: BLAS-3); where one of them loses more than half
+    its residual to the others, the columns are built one at a time instead, and a coordinate
+    whose residual collapses is skipped for the next one.
     """
     d, k = Q.shape
     residual = 1.0 - np.einsum("ij,ij->i", Q, Q)
     order = np.argsort(-residual, kind="stable")
+    J = order[: rank - k]
+    C = np.zeros((d, J.size))
+    C[J, np.arange(J.size)] = 1.0
+    for _ in range(2):  # twice is enough (Kahan): orthogonal to working precision
+        C -= Q @ (Q.T @ C)
+    Qc, R = np.linalg.qr(C)
+    kept = np.abs(np.diag(R))
+    if (kept > 0.5 * np.sqrt(np.maximum(residual[J], 0.0))).all() and (kept > 1e-8).all():
+        return np.ascontiguousarray(np.hstack([Q, Qc * np.where(np.diag(R) < 0, -1.0, 1.0)]))
     out = np.empty((d, rank))
     out[:, :k] = Q
     filled = k

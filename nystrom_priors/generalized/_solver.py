@@ -105,7 +105,7 @@ def _solve(coords: _Coords, V0: np.ndarray, *, tol: float, max_iter: int):
 # Newton's former lam continuation descended one decade per stage (lam = 1e-300: minutes, m = 20)
 _LAM_RANGE = float(np.finfo(np.float64).eps)
 
-# mu_max^2 above which the exact solvers' products may overflow (scale_guard)
+# mu_max^2 above which the exact solvers' products may overflow harmlessly (scale_guard)
 _HUGE_SCALE = 1e200
 
 # Newton's cold starts below mu_max^2 * this get the barrier-smoothed dual Newton (_solve_lam)
@@ -157,23 +157,25 @@ def scale_guard(scale: float):
     """Report a breakdown of the exact solvers at a huge ``mu_max^2`` as the data's scale.
 
     Their intermediate products reach about ``mu_max^2`` times powers of the number of
-    constrained rows, so past ``_HUGE_SCALE`` they can overflow, which surfaces as LAPACK's
-    ``LinAlgError`` on a non-finite matrix or as numpy's overflow warning: there an overflow
-    raises, and the error names the remedy, which is the user's (rescale X or the kernel).
-    Below that scale a ``LinAlgError`` is not the data's and passes on.
+    constrained rows, so past ``_HUGE_SCALE`` some of them can overflow. Many such overflows
+    are harmless (an infinite candidate multiplier of the certificate loses its ``min``);
+    the harmful ones leave a non-finite matrix, which surfaces as LAPACK's ``LinAlgError`` or
+    a non-finite S (``_solve_lam``'s ``FloatingPointError``). There overflows are silenced and
+    those two errors name the remedy, which is the user's (rescale X or the kernel). Below
+    that scale an overflow is not expected, warns as usual, and a ``LinAlgError`` passes on.
     """
     huge = scale > _HUGE_SCALE
     try:
-        with np.errstate(over="raise" if huge else None):  # an overflow ends the solve there
+        with np.errstate(over="ignore" if huge else None, invalid="ignore" if huge else None):
             yield
     except (np.linalg.LinAlgError, FloatingPointError) as err:
-        if not scale > _HUGE_SCALE:
+        if not huge:
             raise
         raise ValueError(
             f"GeneralizedNystrom's exact solver overflowed float64 at the side information's "
             f"scale mu_max^2 = {scale:.3g} (mu_max: the largest eigenvalue of E^T E over the "
-            f"constrained rows; it works up to about {_HUGE_SCALE:.0e}): the kernel values are "
-            "too large. Rescale X or the kernel (gamma, coef0, degree)."
+            "constrained rows): the kernel values are too large. Rescale X or the kernel "
+            "(gamma, coef0, degree)."
         ) from err
 
 
