@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._fit_lock import fit_lock as _fit_lock
-from ._kernel_param import _KernelAttribute
+from ._kernel_param import _NO_A, _KernelAttribute, missing_A
 from ._products import finite_products, pair_distances, pair_scores, scaled_product
 from ._rows import is_dask_array
 
@@ -27,9 +27,11 @@ def atomic_fit(fit: Callable) -> Callable:
 
     Fits of one instance from several threads run one after another (a lock per instance):
     a fit sets its attributes one at a time, so interleaved fits would mix two models. The
-    last fit to finish is the model. Only fits (and ``fit_transform``) are serialised: a
-    ``transform``, ``kernel`` or ``save`` of an instance while another thread fits it sees a
-    model being built.
+    last fit to finish is the model. ``transform``, ``kernel``, ``pair_score``,
+    ``pair_distance`` and ``save`` take the same lock, so they see the model before or after
+    a fit another thread runs, never one being built (and calls of these on one instance
+    from several threads run one at a time). ``iter_transform`` and ``iter_kernel_rows``,
+    generators the caller drives, do not hold it between their blocks.
     """
 
     @functools.wraps(fit)
@@ -267,7 +269,8 @@ class FactorTransformMixin:
         -------
         scores : ndarray of shape (n_pairs,), float64
         """
-        return pair_scores(*self._pair_rows(pairs), type(self).__name__)
+        with _fit_lock(self):  # the model before or after a fit in another thread
+            return pair_scores(*self._pair_rows(pairs), type(self).__name__)
 
     def pair_distance(self, pairs: Any) -> np.ndarray:
         """Distance induced by the learned kernel for each pair (metric-learn's pairs API).
@@ -283,7 +286,8 @@ class FactorTransformMixin:
         -------
         distances : ndarray of shape (n_pairs,), float64, >= 0
         """
-        return pair_distances(*self._pair_rows(pairs), type(self).__name__)
+        with _fit_lock(self):
+            return pair_distances(*self._pair_rows(pairs), type(self).__name__)
 
     def _check_X(self, X: Any, name: str = "X", names: bool = True) -> np.ndarray:
         """X validated for a fitted model; ``names``: compare its column names with
@@ -395,7 +399,7 @@ class FactorTransformMixin:
 
     kernel = _KernelAttribute()
 
-    def _learned_kernel(self, A: Any, B: Any = None) -> np.ndarray:
+    def _learned_kernel(self, A: Any = _NO_A, B: Any = None) -> np.ndarray:
         """Block of the learned kernel ``k(A, B) = G_A G_B^T`` (``B = A`` if omitted).
 
         Called as ``model.kernel(A, B)``.
@@ -410,8 +414,11 @@ class FactorTransformMixin:
                 return self._transform_array(M)
             return self._transform_validated(self._check_X(M, name=name))
 
-        GA = rows(A, "A")
-        GB = GA if B is None else rows(B, "B")
+        if A is _NO_A:
+            raise missing_A(self)
+        with _fit_lock(self):  # the model before or after a fit in another thread
+            GA = rows(A, "A")
+            GB = GA if B is None else rows(B, "B")
         if is_dask_array(GA) and not is_dask_array(GB):
             GB = GB.astype(GA.dtype, copy=False)
         if is_dask_array(GA):

@@ -17,12 +17,17 @@ from .kernels import KernelSpec
 _NO_A = object()  # kernel() called without A: a message in the method's own terms
 
 
+def missing_A(owner: Any) -> TypeError:
+    """The error of ``kernel()`` called without A, in the method's own terms."""
+    return TypeError(
+        f"{type(owner).__name__}.kernel() missing its required argument A: "
+        "kernel(A, B=None) gives the learned kernel k(A, B) (B defaults to A)."
+    )
+
+
 def _learned(owner: Any, A: Any, B: Any) -> np.ndarray:
     if A is _NO_A:
-        raise TypeError(
-            f"{type(owner).__name__}.kernel() missing its required argument A: "
-            "kernel(A, B=None) gives the learned kernel k(A, B) (B defaults to A)."
-        )
+        raise missing_A(owner)
     return owner._learned_kernel(A, B)
 
 

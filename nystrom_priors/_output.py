@@ -12,7 +12,6 @@ keeps it and ``Pipeline.set_output`` / ``ColumnTransformer.set_output`` reach th
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
 import sys
@@ -70,17 +69,16 @@ def wrap_output(estimator: Any, method: str, data: Any, X: Any) -> Any:
 
 
 def wrap_method(fn: Callable, method: str) -> Callable:
-    """``fn`` (a ``transform`` or ``fit_transform``) returning the configured container. A
-    ``fit_transform`` runs under the instance's fit lock as a whole, its container too: the
-    rows and the column names are those of the model this call fitted, whatever another
-    thread fits."""
+    """``fn`` (a ``transform`` or ``fit_transform``) returning the configured container, under
+    the instance's fit lock as a whole, its container too: a ``fit_transform``'s rows and
+    column names are those of the model it fitted, and a ``transform`` sees the model before
+    or after a fit another thread runs, never one being built."""
     if getattr(fn, "_wraps_output", False):
         return fn
-    locked = fn.__name__ == "fit_transform"
 
     @functools.wraps(fn)
     def wrapped(self: Any, X: Any, *args: Any, **kwargs: Any) -> Any:
-        with fit_lock(self) if locked else contextlib.nullcontext():
+        with fit_lock(self):
             return wrap_output(self, method, fn(self, X, *args, **kwargs), X)
 
     wrapped._wraps_output = True

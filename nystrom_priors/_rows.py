@@ -42,6 +42,14 @@ class RowSource:
                 raise TypeError(
                     f"{name} must hold real numbers, got a dask array of dtype {X.dtype}."
                 )
+            meta = getattr(X, "_meta", None)  # the type of its chunks
+            if meta is not None and not isinstance(meta, np.ndarray):
+                kind = f"{type(meta).__module__}.{type(meta).__name__}"
+                raise TypeError(
+                    f"{name} is a dask array whose chunks are {kind}, not numpy arrays; pass "
+                    "numpy chunks (X.map_blocks(lambda b: b.toarray()) for sparse ones) or the "
+                    "whole matrix as a scipy.sparse matrix."
+                )
             if any(np.isnan(c) for c in X.shape):
                 raise ValueError(f"{name} has unknown chunk sizes; call compute_chunk_sizes().")
             if X.shape[0] < min_samples:

@@ -217,6 +217,14 @@ def save(model: Any, path: str | os.PathLike) -> None:
     >>> bool(np.array_equal(load(path).transform(X), model.transform(X)))
     True
     """
+    from ._fit_lock import fit_lock
+
+    with fit_lock(model):  # the model before or after a fit in another thread, never between
+        _save(model, path)
+
+
+def _save(model: Any, path: str | os.PathLike) -> None:
+    """``save`` under the model's fit lock."""
     from ._io_schema import REGISTRY, validate
     from .kernels import KernelSpec
 

@@ -247,6 +247,11 @@ if _da is not None:
         "Nystrom.all-identical-inexact-data-dask",
         (ValueError, r"'rbf' kernel: the samples are identical or their distances underflow"),
     )(lambda: fit("Nystrom", _da.from_array(np.tile(X[:1], (40, 1)), chunks=10)))
+    # chunks that are scipy.sparse matrices: dask's isfinite raised numpy's ufunc TypeError
+    case(
+        "Nystrom.dask-of-sparse-chunks",
+        (TypeError, r"X is a dask array whose chunks are scipy\.sparse.* not numpy arrays"),
+    )(lambda: fit("Nystrom", _da.from_array(X, chunks=(7, 4)).map_blocks(_csr)))
 
 
 def _csr(A):

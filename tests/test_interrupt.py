@@ -226,3 +226,51 @@ def test_fit_transform_from_two_threads_returns_each_calls_own_frame(make):
         for k in (0, 1):
             assert list(out[k].columns) == list(alone[k].columns)
             np.testing.assert_allclose(out[k].to_numpy(), alone[k].to_numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: npr.LogDetKernelLearner(rank=8, n_landmarks=20, random_state=0),
+        lambda: npr.BCDNPKL(n_neighbors=5, random_state=0),
+    ],
+    ids=["LogDetKernelLearner", "BCDNPKL"],
+)
+def test_readers_during_refits_see_the_old_or_the_new_model(make):
+    """``transform``, ``kernel`` and ``pair_score`` while another thread refits the instance
+    on other data: LogDet's ``projection_`` held the unlearned prior in mid-fit (a factor of
+    neither model, silently) and BCDNPKL's readers met missing attributes (AttributeError).
+    They take the fit lock: every read is that of one of the two models."""
+    rng = np.random.default_rng(0)
+    XA, XB = rng.normal(size=(200, 4)), rng.normal(size=(200, 4)) * 3 + 1
+    y = np.where(np.arange(200) % 2 == 0, np.arange(200) % 3, -1)
+    Q = XA[:30]
+    pairs = np.stack([Q[:10], Q[10:20]], axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        models = [make().fit(X, y) for X in (XA, XB)]
+        expected = [(m.transform(Q), m.kernel(Q), m.pair_score(pairs)) for m in models]
+        model = make().fit(XA, y)
+        stop = time.monotonic() + 1.5
+
+        def refit() -> None:
+            k = 0
+            while time.monotonic() < stop:
+                model.fit(XB if k % 2 == 0 else XA, y)
+                k += 1
+
+        t = threading.Thread(target=refit)
+        t.start()
+        reads = 0
+        try:
+            while time.monotonic() < stop:
+                got = (model.transform(Q), model.kernel(Q), model.pair_score(pairs))
+                for i, g in enumerate(got):  # a refit may come between two reads
+                    assert any(
+                        g.shape == exp[i].shape and np.allclose(g, exp[i], rtol=1e-9, atol=1e-12)
+                        for exp in expected
+                    ), f"read {reads}, output {i} matches neither model"
+                reads += 1
+        finally:
+            t.join()
+    assert reads > 0

@@ -809,3 +809,13 @@ def test_a_far_query_gets_the_zero_limit_beside_a_far_out_sample(graph):
     np.testing.assert_array_equal(far, np.zeros_like(far))
     # nearer queries keep their values: the training rows themselves
     np.testing.assert_allclose(model.transform(X[:5]), model.embedding_[:5], rtol=1e-12)
+
+
+def test_kernel_called_without_samples_says_what_it_needs():
+    # BCDNPKL has no kernel parameter: the method's TypeError named a private helper
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    pairs = np.array([[0, 3, 1], [1, 4, 1], [0, 1, -1], [2, 5, 1], [1, 2, -1]])
+    model = BCDNPKL(random_state=0).fit(X, pairs=pairs)
+    with pytest.raises(TypeError, match=r"^BCDNPKL\.kernel\(\) missing its required argument A"):
+        model.kernel()
+    assert model.kernel(X[:2]).shape == (2, 2) and model.kernel(X[:2], X[:3]).shape == (2, 3)
