@@ -13,7 +13,9 @@ from nystrom_priors._threads import BLAS_ONE_THREAD  # noqa: E402
 
 
 def _blas_threads() -> list[int]:
-    return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+    # the libraries the limit drives (numpy's and scipy's), read from the libraries themselves;
+    # another package's BLAS loaded later (cvxpy's SCS ships a single-threaded one) is not one
+    return [lc.get_num_threads() for lc in BLAS_ONE_THREAD._blas]
 
 
 @pytest.fixture
