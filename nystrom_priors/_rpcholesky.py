@@ -145,11 +145,7 @@ def rpcholesky(
     # The diagonal comes from float64 row norms, the kernel columns in the rows' own precision
     # (float32 rows give float32 kernels): residuals below a few ulps of that precision are
     # rounding, and treating them as mass would sample, and never accept, noise forever.
-    probe = src.take(np.zeros(1, dtype=np.int64))
-    rel = 64.0 * float(
-        np.finfo(np.result_type(extrapolate(probe, probe, kernel=spec), np.float32)).eps
-    )
-    rel = max(rel, 1e-14)
+    rel = 64.0 * float(np.finfo(src.dtype).eps)
     d = diag.copy()
     F = np.zeros((n, k))
     S = np.empty(k, dtype=np.int64)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # below this many multiply-adds (about a millisecond on one core) a job runs on one thread
@@ -45,7 +45,7 @@ class _SingleThreadedBlas:
     Uses threadpoolctl when installed (it ships with scikit-learn); reference counted and
     locked, so concurrent calls from several Python threads restore the setting they found
     exactly once, when the last one leaves. A limit another thread sets with threadpoolctl
-    while one of these sections runs is not coordinated with it (``_openblas_control``).
+    while one of these sections runs is not coordinated with it (``_openblas_release``).
     """
 
     def __init__(self) -> None:
@@ -53,6 +53,7 @@ class _SingleThreadedBlas:
         self._depth = 0
         self._blas: list[Any] = []  # threadpoolctl's controllers of the loaded BLAS libraries
         self._saved: list[Any] | None = None  # their counts before the outermost section
+        self._release: Callable[[], None] = lambda: None  # ``_openblas_release``
         self._available: bool | None = None
 
     def available(self) -> bool:
@@ -66,6 +67,7 @@ class _SingleThreadedBlas:
 
                     libs = ThreadpoolController().lib_controllers
                     self._blas = [lc for lc in libs if lc.user_api == "blas"]
+                    self._release = _openblas_release()
                     self._available = True
                 except Exception:
                     self._available = False
@@ -75,7 +77,7 @@ class _SingleThreadedBlas:
         available = self.available()
         with self._lock:
             if self._depth == 0 and available:
-                with _openblas_control():
+                with self._control():
                     # the counts to come back to are kept until a restore completes: a
                     # restore cut short (an interrupt) must not make one thread "the user's"
                     if self._saved is None:
@@ -93,8 +95,17 @@ class _SingleThreadedBlas:
         with self._lock:
             self._depth -= 1
             if self._depth == 0 and self._saved is not None:
-                with _openblas_control():
+                with self._control():
                     self._restore()
+
+    @contextlib.contextmanager
+    def _control(self) -> Iterator[None]:
+        """The enclosed limit or restore is this thread's to make (``_openblas_release``)."""
+        self._release()
+        try:
+            yield
+        finally:
+            self._release()
 
     def _restore(self) -> None:
         """Set every BLAS back to ``_saved`` (under the lock and the control); forget it only
@@ -107,32 +118,22 @@ class _SingleThreadedBlas:
         self._saved = None
 
 
-@contextlib.contextmanager
-def _openblas_control() -> Iterator[None]:
-    """Let the calling thread set OpenBLAS's process-wide thread count, then let go.
+def _openblas_release() -> Callable[[], None]:
+    """What lets the calling thread set OpenBLAS's process-wide thread count.
 
     threadpoolctl (3.8 and later) lets only one thread, the first to set a limit, change
     OpenBLAS's count, and silently ignores the others until that one calls
     ``clear_controlling_thread``, which ``ThreadpoolController.limit`` never does. The
     library's sections run in whichever thread calls it, and a restore can come from another
-    thread than its limit, so each limit and restore takes the control and releases it. They
-    run under ``_SingleThreadedBlas``'s lock, one at a time; a ``threadpool_limits`` of the
-    user's in another thread meanwhile is not serialised with them (threadpoolctl offers no
-    lock to share).
+    thread than its limit, so each limit and restore releases the control before and after
+    (``_SingleThreadedBlas._control``). They run under ``_SingleThreadedBlas``'s lock, one at
+    a time; a ``threadpool_limits`` of the user's in another thread meanwhile is not
+    serialised with them (threadpoolctl offers no lock to share). A no-op before 3.8.
     """
-    try:
-        from threadpoolctl import OpenBLASController
-    except ImportError:  # pragma: no cover - available() found threadpoolctl
-        yield
-        return
-    clear = getattr(OpenBLASController, "clear_controlling_thread", None)  # 3.8 and later
-    if clear is not None:
-        clear(force=True)
-    try:
-        yield
-    finally:
-        if clear is not None:
-            clear(force=True)
+    from threadpoolctl import OpenBLASController
+
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+    return (lambda: None) if clear is None else (lambda: clear(force=True))
 
 
 BLAS_ONE_THREAD = _SingleThreadedBlas()
