@@ -366,3 +366,17 @@ def test_float32_sparse_far_from_the_origin_warns_once_without_a_cast_overflow()
     kinds = [w.category for w in caught]
     assert RuntimeWarning not in kinds, [str(w.message) for w in caught]
     assert kinds.count(UserWarning) == 1 and "far from the origin" in str(caught[0].message)
+
+
+def test_completed_basis_falls_back_column_by_column_where_the_block_collapses():
+    # Q pairs e0 with e1 and e2 with e3: the two farthest coordinates, e0 and e1, leave
+    # opposite residuals (e0 - e1 and e1 - e0), so the block's QR loses its second column;
+    # column by column, e1 is skipped for e2
+    from nystrom_priors.bregman._linear_init import complete_basis
+
+    Q = np.zeros((4, 2))
+    Q[[0, 1], 0] = Q[[2, 3], 1] = 2**-0.5
+    B = complete_basis(Q, 4)
+    np.testing.assert_allclose(B.T @ B, np.eye(4), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(B[:, 2], [2**-0.5, -(2**-0.5), 0, 0], atol=1e-14)
+    np.testing.assert_allclose(B[:, 3], [0, 0, 2**-0.5, -(2**-0.5)], atol=1e-14)
