@@ -243,7 +243,8 @@ def make_kernel(
                 f"The {name!r} kernel's gamma = 1 / width must be positive and finite in "
                 f"float64, got gamma={g!r}."
             )
-        return KernelSpec(name, gamma=float(g))
+        # degree and coef0 kept (and checked) though unused, as the learners keep them
+        return KernelSpec(name, gamma=float(g), degree=degree, coef0=coef0)
     if width is not None:
         raise ValueError(
             f"width applies to the 'rbf' and 'laplacian' kernels only, got width={width!r} "
@@ -260,7 +261,7 @@ def make_kernel(
         return KernelSpec("poly", gamma=gamma, degree=degree, coef0=coef0)  # it checks them
     if gamma is not None:
         raise ValueError(f"gamma does not apply to the {name!r} kernel, got gamma={gamma!r}.")
-    return KernelSpec(name)
+    return KernelSpec(name, degree=degree, coef0=coef0)
 
 
 def _scale_and_spread(X: Any) -> tuple[float, float]:

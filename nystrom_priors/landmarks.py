@@ -26,7 +26,13 @@ import numpy as np
 
 from ._feature_names import _user_stacklevel
 from ._threads import blas_for_work
-from ._validation import check_array, check_random_state, check_scalar, float_target
+from ._validation import (
+    check_array,
+    check_random_state,
+    check_random_state_param,
+    check_scalar,
+    float_target,
+)
 
 __all__ = ["LANDMARK_METHODS", "kmeans", "select_landmarks"]
 
@@ -309,6 +315,18 @@ def select_landmarks(
 
     src = X if isinstance(X, RowSource) else RowSource(X)
     n, d = src.shape
+    # checked whatever the method, landmarks given as an array too: a value a method ignores
+    # is still a mistake to report
+    max_iter = int(check_scalar(max_iter, "max_iter", kind="int", lo=0))
+    check_random_state_param(random_state)
+    if sample_size is not None:
+        sample_size = int(check_scalar(sample_size, "sample_size", kind="int", lo=1))
+    from .kernels import KernelSpec, _canonical_name, make_kernel
+
+    if width is not None or gamma is not None:  # the kernel with them, as rpcholesky builds it
+        make_kernel(kernel, width=width, gamma=gamma)
+    elif not isinstance(kernel, KernelSpec):
+        _canonical_name(kernel)
     if isinstance(method, np.ndarray) or (
         not isinstance(method, str) and hasattr(method, "__len__")
     ):
@@ -328,19 +346,9 @@ def select_landmarks(
             f"got {method!r}."
         )
     m = _check_n_landmarks(n_landmarks, n)
-    max_iter = int(check_scalar(max_iter, "max_iter", kind="int", lo=0))
     rng = check_random_state(random_state)
-    # checked whatever the method: a value a method ignores is still a mistake to report
-    if sample_size is not None:
-        s = int(check_scalar(sample_size, "sample_size", kind="int", lo=1))
-        if s < m:
-            raise ValueError(f"sample_size ({s}) must be at least n_landmarks ({m}).")
-    from .kernels import KernelSpec, _canonical_name, make_kernel
-
-    if width is not None or gamma is not None:  # the kernel with them, as rpcholesky builds it
-        make_kernel(kernel, width=width, gamma=gamma)
-    elif not isinstance(kernel, KernelSpec):
-        _canonical_name(kernel)
+    if sample_size is not None and sample_size < m:
+        raise ValueError(f"sample_size ({sample_size}) must be at least n_landmarks ({m}).")
     if method == "uniform":
         idx = np.sort(rng.choice(n, size=m, replace=False))
         return src.take(idx)

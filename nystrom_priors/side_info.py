@@ -31,7 +31,12 @@ from ._labels import (
     check_labels,
     fitted_classes,
 )
-from ._validation import check_random_state, check_scalar, dense_array
+from ._validation import (
+    check_random_state,
+    check_random_state_param,
+    check_scalar,
+    dense_array,
+)
 
 __all__ = [
     "Labels",
@@ -273,7 +278,15 @@ def _labels_to_pairs(
     if l < 2:
         raise ValueError(_ONE_LABELED)
     total = l * (l - 1) // 2
-    if n_constraints is None:
+    # checked even where every pair is returned and they are unused: a bad value is a mistake
+    k = (
+        None
+        if n_constraints is None
+        else int(check_scalar(n_constraints, "n_constraints", kind="int", lo=1))
+    )
+    frac = check_scalar(same_fraction, "same_fraction", lo=0.0, hi=1.0)
+    if k is None:
+        check_random_state_param(random_state)  # not drawn from: a RandomState stays as it is
         if total > _MAX_ALL_PAIRS:
             raise ValueError(
                 f"y has {l} labeled samples: all {total} pairs would take "
@@ -290,8 +303,6 @@ def _labels_to_pairs(
             block[:, 2] = np.where(codes[i + 1 :] == codes[i], 1, -1)
             start += l - 1 - i
         return out
-    k = int(check_scalar(n_constraints, "n_constraints", kind="int", lo=1))
-    frac = check_scalar(same_fraction, "same_fraction", lo=0.0, hi=1.0)
     rng = check_random_state(random_state)
     if k > total:
         raise ValueError(

@@ -779,6 +779,28 @@ case("normalized_mutual_info.length-mismatch", (ValueError, r"same length.*40.*3
 case(
     "pair_accuracy.pairs-out-of-range", (ValueError, r"pairs reference samples outside \[0, 39\]")
 )(lambda: _fns().pair_accuracy(Y, Y, pairs=np.array([[0, 99, 1]])))
+# the kernels that ignore degree and coef0 dropped them unchecked (the learners refuse them)
+case("make_kernel.rbf-bad-degree", (ValueError, r"degree must be in \[1, 64\], got 0"))(
+    lambda: _fns().make_kernel("rbf", gamma=1.0, degree=0)
+)
+case("extrapolate.linear-nan-coef0", (ValueError, r"coef0 must be a number, got NaN"))(
+    lambda: _fns().extrapolate(X, X[:2], kernel="linear", coef0=float("nan"))
+)
+# landmarks given as an array returned before any other argument was checked
+case(
+    "select_landmarks.array-bad-max_iter", (ValueError, r"max_iter must be in \[0, inf\), got -1")
+)(lambda: _fns().select_landmarks(X, 5, method=X[:5], max_iter=-1))
+case("select_landmarks.array-bad-kernel", (ValueError, r"Unknown kernel 'bogus'"))(
+    lambda: _fns().select_landmarks(X, 5, method=X[:5], kernel="bogus")
+)
+# without n_constraints every pair is returned, and same_fraction / random_state went unchecked
+case(
+    "labels_to_pairs.same_fraction-all-pairs",
+    (ValueError, r"same_fraction must be in \[0, 1\], got 5.0"),
+)(lambda: _fns().labels_to_pairs(np.array([0, 0, 1, 1, -1]), same_fraction=5.0))
+case("labels_to_pairs.random_state-all-pairs", (TypeError, r"random_state must be None.*got str"))(
+    lambda: _fns().labels_to_pairs(np.array([0, 0, 1, 1, -1]), random_state="seed")
+)
 case(
     "labels_to_pairs.single-labeled-sample",
     (ValueError, r"y labels only one sample; no pair can be formed"),
@@ -797,10 +819,20 @@ case("knn_graph.n_neighbors-too-many", (ValueError, r"n_neighbors=40 must be < n
 case("Nystrom.poly-kernel-underflows", (ValueError, r"or its values underflow float64 to zero"))(
     lambda: _fns().Nystrom(5, kernel="poly", gamma=1e-10, coef0=0.0, degree=64).fit(X)
 )
+# a relative tolerance: 1e300 squared overflowed a Python float (OverflowError)
 case(
     "distance_bounds.zero_length-huge",
-    (ValueError, r"every pair is closer than zero_length=1000000.0 .* lower zero_length"),
-)(lambda: _fns().distance_bounds(X, PAIRS, zero_length=1e6))
+    (ValueError, r"zero_length must be in \[0, 1\), got 1e\+300"),
+)(lambda: _fns().distance_bounds(X, PAIRS, zero_length=1e300))
+case(
+    "distance_bounds.zero_length-every-pair",
+    (ValueError, r"every pair is closer than zero_length=0.1 .* lower zero_length"),
+)(lambda: _fns().distance_bounds(1.0 + 1e-3 * X, PAIRS, zero_length=0.1))
+# the relative rule blamed float64 ("rescale G0") for what the caller's zero_length did
+case(
+    "distance_bounds.relative-zero_length",
+    (ValueError, r"closer than zero_length=0.1 times their norm.*Lower zero_length"),
+)(lambda: _fns().distance_bounds(1.0 + 1e-3 * X, PAIRS, zero_length=0.1, rule="relative"))
 case("distance_bounds.unknown-rule", (ValueError, r"^rule must be one of .*got 'median'"))(
     lambda: _fns().distance_bounds(X @ X.T, PAIRS, rule="median")
 )

@@ -232,10 +232,11 @@ def distance_bounds(
         Reversed or out-of-range percentiles are refused (``ValueError``).
     random_state : None, int or Generator
         Sampling of pairs for the percentiles when there are more than 200,000.
-    zero_length : float, optional
+    zero_length : float in [0, 1), optional
         Pairs of rows closer than ``zero_length * ||(g_i, g_j)||`` count as coincident and are
         left out of the percentiles (duplicated samples would otherwise give a zero bound).
-        Default: ~1e-12 for float64 ``G0``, ~8e-6 for float32.
+        A relative tolerance: from 1 on it would call coincident any two rows at an acute
+        angle. Default: ~1e-12 for float64 ``G0``, ~8e-6 for float32.
 
     Returns
     -------
@@ -253,7 +254,7 @@ def distance_bounds(
     zero_tol = (
         _zero_length_tol(G0.dtype)
         if zero_length is None
-        else check_scalar(zero_length, "zero_length", lo=0.0)
+        else check_scalar(zero_length, "zero_length", lo=0.0, hi=1.0, hi_closed=False)
     )
     G0 = G0.astype(np.float64, copy=False)
     with np.errstate(over="ignore"):
@@ -264,10 +265,19 @@ def distance_bounds(
         zero, differ = pair_lengths(G0[i], G0[j], zero_tol, "distance_bounds")
         if (zero & differ).any():
             k = int(np.flatnonzero(zero & differ)[0])
+            v = G0[i[k]] - G0[j[k]]
+            # what made it coincident: the caller's zero_length, or float64 itself
+            by_length = zero_length is not None and float(v @ v) >= _TINY
             raise ValueError(
-                f"distance_bounds: the pair {pairs[k, :2].tolist()} joins different rows whose "
-                "squared distance is zero in float64 (it underflows, or the rows differ by "
-                "round-off only): no relative bound. Rescale G0 or pass bounds explicitly."
+                f"distance_bounds: the pair {pairs[k, :2].tolist()} joins different rows "
+                + (
+                    f"closer than zero_length={zero_tol!r} times their norm, which count as "
+                    "coincident: no relative bound. Lower zero_length or pass bounds explicitly."
+                    if by_length
+                    else "whose squared distance is zero in float64 (it underflows, or the rows "
+                    "differ by round-off only): no relative bound. Rescale G0 or pass bounds "
+                    "explicitly."
+                )
             )
         d0 = ((G0[i] - G0[j]) ** 2).sum(axis=1)
         return np.where(s > 0, (1.0 - eps) * d0, (1.0 + eps) * d0)
