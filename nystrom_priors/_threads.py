@@ -21,9 +21,6 @@ cores", has the figures). Hence:
   (``docs/design/performance.md``, "Threads on few cores").
 * ``BLAS_ONE_THREAD``: the drivers whose Numba threads each call BLAS on their own tile limit
   BLAS to one thread, so that the two pools do not oversubscribe the cores.
-* ``WORKERS``: Python threads for stages whose every share is one call of a ``nogil`` jitted
-  function over a large tree of kernels (lam="auto"'s rounds), where a ``prange`` loop
-  would compile that tree twice more on first use (``_Workers``).
 """
 
 from __future__ import annotations
@@ -172,55 +169,3 @@ def blas_for_work(work: float) -> contextlib.AbstractContextManager:
 def blas_threads(m: int) -> contextlib.AbstractContextManager:
     """One BLAS thread for the enclosed m x m algebra when m <= ``SMALL_LINALG``."""
     return BLAS_ONE_THREAD if m <= SMALL_LINALG else contextlib.nullcontext()
-
-
-class _Workers:
-    """A pool of Python threads for jitted ``nogil`` functions: ``run(fn, jobs)``.
-
-    Where a parallel stage calls a large tree of jitted functions, a ``prange`` loop around it
-    costs its first use dearly: Numba compiles the loop's body as a function of its own that
-    links the whole tree and optimises it again, and the function holding the loop links and
-    optimises it once more. Python threads calling one serial jitted function per share of
-    the work run it as parallel as a ``prange`` (the function releases the GIL) with the tree
-    compiled once. The pool is made on first use and again after ``os.fork`` (a child
-    inherits the pool object but not its threads) or when more threads are asked for.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pool: Any = None
-        self._size = 0
-        self._pid = -1
-
-    def _get(self, size: int) -> Any:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with self._lock:
-            if self._pool is None or self._pid != os.getpid() or self._size < size:
-                if self._pool is not None and self._pid == os.getpid():
-                    self._pool.shutdown(wait=False)
-                self._pool = ThreadPoolExecutor(size, thread_name_prefix="nystrom_priors")
-                self._size, self._pid = size, os.getpid()
-            return self._pool
-
-    def run(self, fn: Callable[..., None], jobs: list[tuple]) -> None:
-        """``fn(*args)`` for every ``args`` of ``jobs`` at once: the first on the calling thread,
-        the others on the pool's. Returns when all have; an exception of one is raised after
-        all have stopped, so that none still writes into the caller's arrays."""
-        if not jobs:
-            return
-        if len(jobs) == 1:
-            fn(*jobs[0])
-            return
-        from concurrent.futures import wait
-
-        futures = [self._get(len(jobs) - 1).submit(fn, *args) for args in jobs[1:]]
-        try:
-            fn(*jobs[0])
-        finally:
-            wait(futures)
-        for future in futures:
-            future.result()
-
-
-WORKERS = _Workers()

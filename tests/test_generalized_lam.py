@@ -965,8 +965,8 @@ def test_many_classes_are_warned_about_before_the_selection(monkeypatch):
     y = np.full(400, -1)
     y[:96] = np.arange(96) % 8
     calls, seen = [], []  # calls: how many warnings had been issued when the scoring began
-    real = lam_cv.raced_rounds
-    monkeypatch.setattr(lam_cv, "raced_rounds", lambda *a: calls.append(len(seen)) or real(*a))
+    real = drivers.raced_rounds
+    monkeypatch.setattr(drivers, "raced_rounds", lambda *a: calls.append(len(seen)) or real(*a))
 
     def fit():
         with warnings.catch_warnings():  # restores showwarning

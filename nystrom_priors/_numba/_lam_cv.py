@@ -403,7 +403,7 @@ def new_state(roles, rank, n_classes, max_floats=-1, min_slots=8):
     ``max_floats`` floats (-1: no limit); then there are ``max(min_slots, max_floats //
     per_slot)`` slots (at most one per round; ``min_slots``: at least the threads, which a
     batch of rounds then keeps busy), and the caller prepares and scores that many
-    consecutive rounds at a time (``_lam.raced_rounds``): many folds (cv = l) then cost
+    consecutive rounds at a time (``_lam_race.raced_rounds``): many folds (cv = l) then cost
     ``O(max(max_floats, min_slots per_slot))`` memory, not ``O(n_rounds per_slot)``. ``meta`` =
     ``(n_slots, P, TT, VV, c, owner...)``, owner[k] the round slot k holds (-1: none), which
     a task checks. ``rank``: the number of S0's eigen-coordinates (p <= rank)."""

@@ -1,14 +1,14 @@
-"""Jitted pieces of lam="auto"'s cross-validation on labels, and its race.
+"""Jitted drivers of lam="auto"'s cross-validation on labels, and its race.
 
 Private: arrays and scalars only; the rule and its reasons are in
 ``nystrom_priors/generalized/_lam.py`` (``select_lam``, ``race``, ``balanced_order``), whose
-Python functions call the kernels here. ``select_lam`` runs a selection split by split:
-``run_share`` is one thread's share of a stage (rounds prepared, ``_lam_cv.prepare_round``,
-and tasks scored, ``_lam_cv.score_task``), run on Python threads (``_threads.WORKERS``);
-``shares``, ``_race_step`` and ``_split_tasks`` decide between the stages which candidates a
-split scores and how its rounds and tasks are dealt. For the studies,
-``prepare_rounds`` and ``score_rounds`` deal rounds and tasks to Numba's threads, and
-``cv_losses`` scores every round at every lam.
+Python functions call the kernels here. The drivers deal ``_lam_cv``'s rounds and tasks to
+Numba's threads: ``prepare_rounds`` and ``score_rounds`` any of them, ``cv_losses`` every
+round at every lam, and ``raced_rounds`` a whole selection in one call:
+per split, the rounds prepared (``_lam_cv.prepare_round``), the race deciding which
+candidates the split scores, the tasks dealt by cost and scored (``_lam_cv.score_task``).
+Between the parallel stages there is only a little arithmetic on a few dozen numbers, which
+in Python took about as long as the stages themselves on a set of a few hundred rows.
 """
 
 import numpy as np
@@ -121,66 +121,54 @@ def _race_step(out, criterion, start, threshold, narrow):
     return race_keep(out[criterion, :start], threshold, narrow)
 
 
-@njit(cache=True, nogil=True)
-def prepare_chunk(state, PE, w, codes, n_classes, roles, first, stop, lapack):
-    """Prepare the rounds ``first:stop`` into ``state`` (``_lam_cv.prepare_round``), one after
-    another: one thread's share of a stage of ``_lam.select_lam``."""
-    for t in range(first, stop):
-        prepare_round(state, PE, w, codes, n_classes, roles, t, lapack)
+@njit(cache=True, parallel=True)
+def raced_rounds(
+    state, PE, w, codes, n_classes, roles, ends, rel, alpha, cost, race_first, race_later,
+    narrow, criterion, out, n_threads, lapack,
+):  # fmt: skip
+    """Score the rounds of ``roles`` split by split into ``out`` (4, n_rounds, n_lams: each
+    round's mean held-out losses, ``_lam_cv.score_task``).
 
-
-@njit(cache=True, nogil=True)
-def shares(first, last, keep, n_threads):
-    """One stage's work per thread when a split's rounds ``first:last`` are scored at the
-    candidates ``keep``: ``(prep, prep_ends, task_round, task_lam, task_ends)``, share k
-    preparing ``prep[prep_ends[k]:prep_ends[k + 1]]`` and scoring the tasks
-    ``task_ends[k]:task_ends[k + 1]``.
-
-    Each thread takes q = (last - first) // n_threads consecutive rounds, prepares them and
-    scores them at every candidate kept: the rounds of a split cost about the same, so the
-    shares are even and need no hand-off between preparing a round and scoring it. The
-    r = (last - first) % n_threads rounds left over are prepared one per share; their tasks
-    are a second stage, dealt by cost (``_split_tasks``)."""
-    n = last - first
-    q = n // n_threads
-    even = first + q * n_threads
-    lams = np.flatnonzero(keep)
-    c = lams.size
-    prep = np.empty(n, dtype=np.int64)
-    prep_ends = np.zeros(n_threads + 1, dtype=np.int64)
-    task_round = np.empty(q * n_threads * c, dtype=np.int64)
-    task_lam = np.empty(q * n_threads * c, dtype=np.int64)
-    task_ends = np.zeros(n_threads + 1, dtype=np.int64)
-    n_prep = 0
-    n_tasks = 0
-    for k in range(n_threads):
-        for t in range(first + k * q, first + (k + 1) * q):
-            prep[n_prep] = t
-            n_prep += 1
-            for j in range(c):
-                task_round[n_tasks] = t
-                task_lam[n_tasks] = lams[j]
-                n_tasks += 1
-        if even + k < last:
-            prep[n_prep] = even + k
-            n_prep += 1
-        prep_ends[k + 1] = n_prep
-        task_ends[k + 1] = n_tasks
-    return prep, prep_ends, task_round, task_lam, task_ends
-
-
-@njit(cache=True, nogil=True)
-def run_share(
-    state, PE, w, codes, n_classes, roles, prep, task_round, task_lam, rel, alpha, out, lapack
-):
-    """One thread's share of a stage of ``_lam.select_lam``: prepare the rounds ``prep``
-    (``_lam_cv.prepare_round``), then score the tasks ``(task_round[k], task_lam[k])``
-    (``_lam_cv.score_task``), whose rounds are prepared already or among ``prep``."""
-    for t in prep:
-        prepare_round(state, PE, w, codes, n_classes, roles, t, lapack)
-    for k in range(task_round.size):
-        t, j = task_round[k], task_lam[k]
-        score_task(state, roles, codes, n_classes, rel, alpha, t, j, out, lapack)
+    Split s is rounds ``ends[s - 1]:ends[s]``. The first scores every candidate ``rel``; a
+    later one only those ``race_keep`` keeps from the per-round means of loss ``criterion`` of
+    the splits before it, at ``race_first`` standard errors after one split and
+    ``race_later`` after more, none left ending the selection. A split's rounds are prepared
+    just before it (``_lam_cv.prepare_round``), with as many after them as keep every thread
+    busy (``n_threads``: Numba's, from the caller, since reading them here would keep this
+    function out of the cache); its tasks are dealt by ``cost`` (per candidate) in
+    ``balanced_order``. Where ``state`` holds fewer slots than rounds (``new_state``'s
+    memory bound), a split is prepared and scored a batch of that many rounds at a time:
+    the same scores, as every task depends on its own round alone. The serial steps between
+    the parallel loops are calls, which Numba does not parallelise: each array expression
+    here would be a parallel region of its own."""
+    n_rounds = roles.shape[0]
+    n_slots = state[10][0]
+    every = n_slots >= n_rounds  # else a batch of n_slots rounds at a time (``new_state``)
+    keep = np.ones(rel.size, dtype=np.bool_)
+    prepared = 0
+    # int64, not the literal 0: a literal argument compiles its callees a second time
+    start = np.int64(0)
+    for s in range(ends.size):
+        end = ends[s]
+        if s > 0:
+            threshold = race_first if s == 1 else race_later
+            keep = _race_step(out, criterion, start, threshold, narrow)
+            if not keep[: rel.size - 1].any():  # no candidate left for this split to test
+                break
+        first = start
+        while first < end:
+            last = end if every else min(end, first + n_slots)
+            if last > prepared:  # Python's modulo: rounds after ``last`` that fill the threads
+                stop = min(n_rounds, last + (prepared - last) % n_threads) if every else last
+                for k in prange(stop - prepared):
+                    prepare_round(state, PE, w, codes, n_classes, roles, prepared + k, lapack)
+                prepared = stop
+            task_round, task_lam = _split_tasks(first, last, keep, cost, n_threads)
+            for k in prange(task_round.size):
+                t, j = task_round[k], task_lam[k]
+                score_task(state, roles, codes, n_classes, rel, alpha, t, j, out, lapack)
+            first = last
+        start = end
 
 
 @njit(cache=True, parallel=True)

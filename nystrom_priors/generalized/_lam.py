@@ -252,6 +252,7 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
     import numba
 
     from .._numba import _lam_cv as jit
+    from .._numba._lam_race import raced_rounds
     from .._numba._lapack import addresses
     from .._threads import BLAS_ONE_THREAD as _BLAS
 
@@ -284,65 +285,15 @@ def select_lam(PE, w, codes, n_classes, exps, rng, n_folds, groups=None):
     # gives l rounds, and per-sample losses would be O(l^2))
     out = np.full((4, n_rounds, n_rel), np.nan)
     with _BLAS, numba_threads(work):
-        problem = (PE, w, codes64, int(n_classes), roles)
-        raced_rounds(state, problem, ends, rel, cost, out, numba.get_num_threads(), lapack)
+        raced_rounds(
+            state, PE, w, codes64, int(n_classes), roles, ends, rel, _RIDGE_ALPHA, cost,
+            _RACE_FIRST, _RACE, _RACE_NARROW, _CRITERION, out, numba.get_num_threads(), lapack,
+        )  # fmt: skip
     scored = ~np.isnan(out[_CRITERION][:, -1])  # every kept round scores the prior
     j = choose(out[_CRITERION])
     crit = _nanmean_columns(out[_CRITERION][scored])
     err = _nanmean_columns(out[2][scored])
     return (None if j == n_rel - 1 else float(exps[j])), crit, err
-
-
-def raced_rounds(state, problem, ends, rel, cost, out, n_threads, lapack) -> None:
-    """Score the rounds of ``problem = (PE, w, codes, n_classes, roles)`` split by split into
-    ``out`` (4, n_rounds, n_lams: each round's mean held-out losses, ``_lam_cv.score_task``).
-
-    Split s is rounds ``ends[s - 1]:ends[s]``. The first scores every candidate ``rel``; a
-    later one only those ``race`` keeps from the per-round means of ``_CRITERION`` of the
-    splits before it, at ``_RACE_FIRST`` standard errors after one split and ``_RACE`` after
-    more, none left ending the selection. A split is a stage on ``n_threads`` threads, each
-    preparing and scoring its share of the rounds (``_lam_race.shares``); rounds that do not
-    share evenly are prepared there and scored in a second stage, their tasks dealt by
-    ``cost`` (per candidate) in ``balanced_order``. The stages run on Python threads
-    (``_threads.WORKERS``), each calling one jitted function on its share, which the first
-    compilation of a ``prange`` loop around the round kernels would cost a minute more. Where
-    ``state`` holds fewer slots than rounds (``_lam_cv.new_state``'s memory bound), a split
-    is prepared and scored a batch of that many rounds at a time: the same scores, as every
-    task depends on its own round alone."""
-    from .._numba._lam_race import _race_step, _split_tasks, run_share, shares
-    from .._threads import WORKERS
-
-    roles, no_prep = problem[4], np.zeros(0, dtype=np.int64)
-    n_slots = int(state[10][0])
-    every = n_slots >= roles.shape[0]  # else a batch of n_slots rounds at a time
-
-    def run(jobs):  # share k: (rounds to prepare, task rounds, task candidates)
-        WORKERS.run(
-            lambda *job: run_share(state, *problem, *job, rel, _RIDGE_ALPHA, out, lapack),
-            [job for job in jobs if job[0].size or job[1].size],
-        )
-
-    keep = np.ones(rel.size, dtype=np.bool_)
-    start = 0
-    for s, end in enumerate(int(e) for e in ends):
-        if s > 0:
-            threshold = _RACE_FIRST if s == 1 else _RACE
-            keep = _race_step(out, _CRITERION, start, threshold, _RACE_NARROW)
-            if not keep[:-1].any():  # no candidate left for this split to test
-                break
-        first = start
-        while first < end:
-            last = end if every else min(end, first + n_slots)
-            prep, pe, tr, tl, te = shares(first, last, keep, n_threads)
-            run([(prep[pe[k] : pe[k + 1]], tr[te[k] : te[k + 1]], tl[te[k] : te[k + 1]])
-                 for k in range(n_threads)])  # fmt: skip
-            left = (last - first) % n_threads
-            if left:  # the rounds left over, prepared above: their tasks dealt by cost
-                tr, tl = _split_tasks(last - left, last, keep, cost, n_threads)
-                cut = np.array_split(np.arange(tr.size), n_threads)
-                run([(no_prep, tr[k[0] : k[-1] + 1], tl[k[0] : k[-1] + 1]) for k in cut if k.size])
-            first = last
-        start = end
 
 
 def _warn_slow_scores(dims: np.ndarray, n_rel: int, rank: int, n_classes: int, l: int) -> None:
