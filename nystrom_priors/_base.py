@@ -106,6 +106,38 @@ def side_info_fit(fit: Callable) -> Callable:
     return wrapper
 
 
+# rows checked a block at a time: on any usable model the first block has a non-zero entry
+_ZERO_CHECK_ROWS = 1024
+
+
+def _warn_if_zero_rows(model: Any, G: Any) -> None:
+    """Warn when ``fit_transform``'s output is zero on every training sample: the kernel
+    between the samples and the landmarks is zero, or underflows float64, for all of them
+    (landmarks far from the data, or a kernel far too narrow), so the kernel learned on the
+    training data is identically 0. Only ``fit_transform`` sees the training rows' features
+    at no extra cost; far from the landmarks, zero rows of new samples are expected."""
+    if not isinstance(G, np.ndarray) or G.ndim != 2 or 0 in G.shape:
+        return
+    for start in range(0, G.shape[0], _ZERO_CHECK_ROWS):
+        if G[start : start + _ZERO_CHECK_ROWS].any():
+            return
+    import warnings
+
+    from ._feature_names import _user_stacklevel
+
+    kernel = getattr(model, "kernel_", None)
+    gamma = getattr(model, "gamma_", None)
+    what = f" (kernel={kernel!r}, gamma={gamma!r})" if kernel is not None else ""
+    warnings.warn(
+        f"{type(model).__name__}.fit_transform: the features of all {G.shape[0]} training "
+        f"samples are zero: the kernel between them and the landmarks is zero or underflows "
+        f"float64{what}, so the learned kernel is 0 on the training data. Use landmarks "
+        "drawn from X or a wider kernel (smaller gamma), or rescale X.",
+        UserWarning,
+        stacklevel=_user_stacklevel(),
+    )
+
+
 class BaseEstimator:
     """Parameter handling in the scikit-learn style.
 
@@ -395,7 +427,9 @@ class FactorTransformMixin:
 
         if "pairs" in inspect.signature(type(self).fit).parameters:  # fit takes point pairs
             refuse_point_pairs_transform(X, type(self).__name__)
-        return self.fit(X, y, **fit_params).transform(X)
+        G = self.fit(X, y, **fit_params).transform(X)
+        _warn_if_zero_rows(self, G)
+        return G
 
     kernel = _KernelAttribute()
 
