@@ -12,7 +12,13 @@ import numpy as np
 
 from ._fit_lock import fit_lock as _fit_lock
 from ._kernel_param import _NO_A, _KernelAttribute, missing_A
-from ._products import finite_products, pair_distances, pair_scores, scaled_product
+from ._products import (
+    finite_products,
+    pair_distances,
+    pair_scores,
+    scaled_product,
+    warn_if_zero_rows,
+)
 from ._rows import is_dask_array
 
 
@@ -104,38 +110,6 @@ def side_info_fit(fit: Callable) -> Callable:
             return inner(self, *args, **kwargs)
 
     return wrapper
-
-
-# rows checked a block at a time: on any usable model the first block has a non-zero entry
-_ZERO_CHECK_ROWS = 1024
-
-
-def _warn_if_zero_rows(model: Any, G: Any) -> None:
-    """Warn when ``fit_transform``'s output is zero on every training sample: the kernel
-    between the samples and the landmarks is zero, or underflows float64, for all of them
-    (landmarks far from the data, or a kernel far too narrow), so the kernel learned on the
-    training data is identically 0. Only ``fit_transform`` sees the training rows' features
-    at no extra cost; far from the landmarks, zero rows of new samples are expected."""
-    if not isinstance(G, np.ndarray) or G.ndim != 2 or 0 in G.shape:
-        return
-    for start in range(0, G.shape[0], _ZERO_CHECK_ROWS):
-        if G[start : start + _ZERO_CHECK_ROWS].any():
-            return
-    import warnings
-
-    from ._feature_names import _user_stacklevel
-
-    kernel = getattr(model, "kernel_", None)
-    gamma = getattr(model, "gamma_", None)
-    what = f" (kernel={kernel!r}, gamma={gamma!r})" if kernel is not None else ""
-    warnings.warn(
-        f"{type(model).__name__}.fit_transform: the features of all {G.shape[0]} training "
-        f"samples are zero: the kernel between them and the landmarks is zero or underflows "
-        f"float64{what}, so the learned kernel is 0 on the training data. Use landmarks "
-        "drawn from X or a wider kernel (smaller gamma), or rescale X.",
-        UserWarning,
-        stacklevel=_user_stacklevel(),
-    )
 
 
 class BaseEstimator:
@@ -339,12 +313,20 @@ class FactorTransformMixin:
         return max(1, self._transform_elements // max(1, self.projection_.shape[0]))
 
     def _transform_validated(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        P = np.ascontiguousarray(self.projection_, dtype=X.dtype)
+        with np.errstate(over="ignore"):
+            P = np.ascontiguousarray(self.projection_, dtype=X.dtype)
         if out is None:
             out = np.empty((X.shape[0], P.shape[1]), dtype=X.dtype)
+        if P.dtype != self.projection_.dtype and not np.isfinite(P).all():
+            # the projection exceeds float32 where the features need not (tiny X, small lam):
+            # the product in the projection's float64, rounded once
+            return self._rounded_from_float64(X, out)
         # landmark learners project tile by tile inside one parallel region when they can
         project = getattr(self, "_project_into", None)
         if project is not None and project(X, P, out):
+            bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
+            if bad.size:  # as below: these rows again, each at its own scale
+                out[bad] = scaled_product(self._features_block(X[bad]), P, type(self).__name__)
             return out
         step = self._block_rows_default()
         for s in range(0, X.shape[0], step):
@@ -357,6 +339,17 @@ class FactorTransformMixin:
             bad = np.flatnonzero(~np.isfinite(out[s : s + step]).all(axis=1))
             if bad.size:  # only these rows: their own scale, not the block's
                 out[s + bad] = scaled_product(F[bad], P, type(self).__name__)
+        return out
+
+    def _rounded_from_float64(self, X: Any, out: np.ndarray) -> np.ndarray:
+        """``transform`` of float32 ``X`` in float64, rounded into ``out`` where it fits."""
+        G = self._transform_validated(X.astype(np.float64))
+        with np.errstate(over="ignore"):
+            out[...] = G
+        if not np.isfinite(out).all():
+            big = f"{float(np.abs(G).max()):.3g}"
+            raise ValueError(f"the factor rows of this {type(self).__name__} overflow float32 "
+                             f"(max |G| = {big}): pass float64 data or rescale X.")  # fmt: skip
         return out
 
     def transform(self, X: Any) -> np.ndarray:
@@ -428,7 +421,7 @@ class FactorTransformMixin:
         if "pairs" in inspect.signature(type(self).fit).parameters:  # fit takes point pairs
             refuse_point_pairs_transform(X, type(self).__name__)
         G = self.fit(X, y, **fit_params).transform(X)
-        _warn_if_zero_rows(self, G)
+        warn_if_zero_rows(self, G)
         return G
 
     kernel = _KernelAttribute()

@@ -1,7 +1,9 @@
 """Products of factor rows, refused with a ValueError where they leave the float range.
 
 A learned kernel ``G_A G_B^T``, a transform ``F @ P``, pair scores and pair distances can
-overflow for data near the float range; none of them may return inf or NaN silently.
+overflow for data near the float range; none of them may return inf or NaN silently. And a
+``fit_transform`` whose rows are all zero (the kernel to the landmarks underflowed) is
+warned about (``warn_if_zero_rows``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ import numpy as np
 
 from ._unit_rows import row_norms
 
-__all__ = ["finite_products", "pair_distances", "pair_scores", "scaled_product"]
+__all__ = [
+    "finite_products",
+    "pair_distances",
+    "pair_scores",
+    "scaled_product",
+    "warn_if_zero_rows",
+]
 
 
 def finite_products(GA: np.ndarray, GB: np.ndarray, owner: str) -> np.ndarray:
@@ -74,3 +82,35 @@ def pair_distances(GA: np.ndarray, GB: np.ndarray, owner: str) -> np.ndarray:
             f"rows up to {float(np.abs(GA).max(initial=0.0)):.3g}). Rescale the pairs' points."
         )
     return dist
+
+
+# rows checked a block at a time: on any usable model the first block has a non-zero entry
+_ZERO_CHECK_ROWS = 1024
+
+
+def warn_if_zero_rows(model: Any, G: Any) -> None:
+    """Warn when ``fit_transform``'s output is zero on every training sample: the kernel
+    between the samples and the landmarks is zero, or underflows float64, for all of them
+    (landmarks far from the data, or a kernel far too narrow), so the kernel learned on the
+    training data is identically 0. Only ``fit_transform`` sees the training rows' features
+    at no extra cost; far from the landmarks, zero rows of new samples are expected."""
+    if not isinstance(G, np.ndarray) or G.ndim != 2 or 0 in G.shape:
+        return
+    for start in range(0, G.shape[0], _ZERO_CHECK_ROWS):
+        if G[start : start + _ZERO_CHECK_ROWS].any():
+            return
+    import warnings
+
+    from ._feature_names import _user_stacklevel
+
+    kernel = getattr(model, "kernel_", None)
+    gamma = getattr(model, "gamma_", None)
+    what = f" (kernel={kernel!r}, gamma={gamma!r})" if kernel is not None else ""
+    warnings.warn(
+        f"{type(model).__name__}.fit_transform: the features of all {G.shape[0]} training "
+        f"samples are zero: the kernel between them and the landmarks is zero or underflows "
+        f"float64{what}, so the learned kernel is 0 on the training data. Use landmarks "
+        "drawn from X or a wider kernel (smaller gamma), or rescale X.",
+        UserWarning,
+        stacklevel=_user_stacklevel(),
+    )

@@ -131,3 +131,23 @@ def test_bcdnpkl_float32_transform_of_training_samples_is_their_learned_rows():
     X32 = (X + 1e3).astype(np.float32)
     model = fit("BCDNPKL", X32, labels, pairs, Z)
     assert np.array_equal(model.transform(X32), model.embedding_.astype(np.float32))
+
+
+@pytest.mark.parametrize("project", ["parallel", "blocks"])
+def test_a_projection_beyond_float32_still_transforms_float32_rows(project, monkeypatch):
+    """Rows of ~1e-20 and a small lam give a projection above float32's range (~3e39) while
+    the factor rows are ~1: cast to float32, the projection was inf and transform returned
+    NaN silently. The product now runs in float64 and is rounded once."""
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(20, 3)) * 1e-20).astype(np.float32)
+    y = np.full(20, -1)
+    y[:10] = [0, 1] * 5
+    model = GeneralizedNystrom(n_landmarks=5, kernel="linear", lam=1e-160, random_state=0)
+    model.fit(X, y)
+    assert np.abs(model.projection_).max() > np.finfo(np.float32).max
+    if project == "blocks":  # the row-block path instead of the landmark learners' own
+        monkeypatch.setattr(type(model), "_project_into", lambda self, X, P, out: False)
+    G = model.transform(X)
+    want = model.transform(X.astype(np.float64))
+    assert G.dtype == np.float32
+    np.testing.assert_allclose(G, want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
