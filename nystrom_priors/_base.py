@@ -324,9 +324,6 @@ class FactorTransformMixin:
         # landmark learners project tile by tile inside one parallel region when they can
         project = getattr(self, "_project_into", None)
         if project is not None and project(X, P, out):
-            bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
-            if bad.size:  # as below: these rows again, each at its own scale
-                out[bad] = scaled_product(self._features_block(X[bad]), P, type(self).__name__)
             return out
         step = self._block_rows_default()
         for s in range(0, X.shape[0], step):

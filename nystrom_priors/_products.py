@@ -8,10 +8,12 @@ warned about (``warn_if_zero_rows``).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
+from ._feature_names import _user_stacklevel
 from ._unit_rows import row_norms
 
 __all__ = [
@@ -99,10 +101,6 @@ def warn_if_zero_rows(model: Any, G: Any) -> None:
     for start in range(0, G.shape[0], _ZERO_CHECK_ROWS):
         if G[start : start + _ZERO_CHECK_ROWS].any():
             return
-    import warnings
-
-    from ._feature_names import _user_stacklevel
-
     kernel = getattr(model, "kernel_", None)
     gamma = getattr(model, "gamma_", None)
     what = f" (kernel={kernel!r}, gamma={gamma!r})" if kernel is not None else ""
