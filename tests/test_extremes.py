@@ -461,3 +461,37 @@ def test_bcdnpkl_with_a_delta_below_round_off_names_delta_not_only_tol():
     with pytest.warns(npr.ConvergenceWarning, match=r"delta = 1e-100 .* pass a larger delta"):
         model.fit(X, y)
     assert not model.converged_
+
+
+# ----- a large common offset: init="linear" keeps the directions of the spread --------------
+
+
+def test_von_neumann_linear_init_keeps_every_direction_under_a_large_offset():
+    """X + 1e8: the spread's directions are 1e-8 of the offset's in G0's singular values,
+    below sqrt(eps) (the eigenvalues of G0^T G0 dropped them, leaving rank 1 and unmet
+    constraints) but far above eps: the basis keeps rank d, as LogDet's factor does."""
+    X = _data(40, 4) + 1e8
+    pairs = PAIRS[:5]
+    vn = npr.VonNeumannKernelLearner(init="linear", random_state=0).fit(X, pairs=pairs)
+    ld = npr.LogDetKernelLearner(init="linear", random_state=0).fit(X, pairs=pairs)
+    assert vn.n_components_ == ld.n_components_ == 4
+    assert vn.converged_ and vn.max_violation_ < 1e-3
+
+
+@pytest.mark.parametrize("n, d", [(40, 4), (6, 30)], ids=["tall", "wide"])
+@pytest.mark.parametrize("cls", ["LogDetKernelLearner", "VonNeumannKernelLearner"])
+def test_linear_init_rank_spans_the_top_singular_directions_under_a_large_offset(n, d, cls):
+    """init="linear" with rank < d projects on X's top right singular vectors (oracle:
+    numpy's SVD of X). With X + 1e8 the second and later ones are 1e-8 of the first: from
+    the eigenvectors of X^T X (or X X^T) they came out as rounding noise."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d)) * np.linspace(3.0, 0.5, d) + 1e8
+    rank = 3
+    Vt = np.linalg.svd(X, full_matrices=False)[2][:rank]
+    model = getattr(npr, cls)(init="linear", rank=rank, max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", npr.ConvergenceWarning)
+        model.fit(X, pairs=np.array([[0, 1, 1], [2, 3, -1]]))
+    P = model.P0_
+    np.testing.assert_allclose(P.T @ P, np.eye(rank), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(P @ P.T, Vt.T @ Vt, rtol=0, atol=1e-6)

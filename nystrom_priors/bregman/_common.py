@@ -57,7 +57,7 @@ from ._bounds import (
     zero_length_message,
 )
 from ._diagnostics import _stretch_hint
-from ._linear_init import top_right_singular_vectors
+from ._linear_init import top_right_singular_vectors, top_right_singular_vectors_streamed
 from ._sweeps import run_sweeps
 
 _INITS = ("nystrom", "linear")
@@ -142,9 +142,9 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
 class _FactorRows:
     """Rows of the initial factor ``G0 = F(X) P0`` computed on demand (float64).
 
-    The learners need G0 only on the constrained samples (plus, for von Neumann, the r x r Gram
-    ``G0^T G0``, one streaming pass), so fitting reads the sampled landmark rows, the constrained
-    rows and at most one pass over X: memmaps and dask arrays stay out of core.
+    The learners need G0 only on the constrained samples (plus, for von Neumann, G0's r x r
+    triangular factor, one streaming pass), so fitting reads the sampled landmark rows, the
+    constrained rows and at most one pass over X: memmaps and dask arrays stay out of core.
     """
 
     def __init__(self, learner: Any, src: Any) -> None:
@@ -183,14 +183,17 @@ class _FactorRows:
         rows, inv = np.unique(pairs[:, :2], return_inverse=True)
         return self[rows], np.column_stack([inv.reshape(-1, 2), pairs[:, 2]])
 
-    def gram(self) -> np.ndarray:
-        """``G0^T G0`` over all training rows, one block at a time."""
-        r = self.vals.shape[1]
-        H = np.zeros((r, r))
+    def r_factor(self) -> np.ndarray:
+        """R (at most r x r, upper triangular) with ``R^T R = G0^T G0`` over all training
+        rows, by a QR factorisation of each block stacked under the R so far (one pass).
+
+        R's singular values are G0's to about eps times the largest: the Gram matrix G0^T G0
+        would hold them squared, with rounding eps times the largest square, and lose every
+        direction below sqrt(eps) times the strongest (X with a large common offset)."""
+        R = np.zeros((0, self.vals.shape[1]))
         for _, blk in self.src.blocks():
-            g = self._rows(blk)
-            H += g.T @ g
-        return H
+            R = np.linalg.qr(np.vstack([R, self._rows(blk)]), mode="r")
+        return R
 
 
 class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimator):
@@ -270,15 +273,8 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
                 P0 = np.eye(d)
             elif wide is not None:
                 P0 = wide
-            else:
-                # best rank-r linear kernel: top right singular vectors of X (one pass)
-                XtX = np.zeros((d, d))
-                for _, blk in X.blocks():
-                    b64 = blk.astype(np.float64)
-                    g = b64.T @ b64  # sparse for sparse X (d x d, at most nnz^2 entries)
-                    XtX += g.toarray() if hasattr(g, "toarray") else g
-                evals, evecs = np.linalg.eigh(XtX)
-                P0 = np.ascontiguousarray(evecs[:, ::-1][:, :rank])
+            else:  # best rank-r linear kernel: top right singular vectors of X (one pass)
+                P0 = top_right_singular_vectors_streamed(X, rank)
         if rank is not None and rank > P0.shape[1]:
             warnings.warn(
                 f"rank={rank} exceeds the rank {P0.shape[1]} of the initial kernel; Bregman "

@@ -1,5 +1,8 @@
-"""The initial projection of ``init="linear"`` on wide data: X's top right singular vectors,
-from the n x n Gram matrix, completed to the rank asked for without a d x d array."""
+"""The initial projection of ``init="linear"`` with a rank: X's top right singular vectors.
+
+Tall X (``top_right_singular_vectors_streamed``): one pass over its row blocks, the d x d
+Gram matrix of the rows less their mean. Wide X (``top_right_singular_vectors``): from the
+rows themselves, completed to the rank asked for without a d x d array."""
 
 from __future__ import annotations
 
@@ -7,28 +10,34 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["top_right_singular_vectors", "complete_basis"]
+__all__ = ["top_right_singular_vectors", "top_right_singular_vectors_streamed", "complete_basis"]
 
 
 def top_right_singular_vectors(X: Any, rank: int) -> np.ndarray:
     """The top ``rank`` right singular vectors of X (n x d, dense or CSR, n < d) as an
-    orthonormal d x rank matrix, from the n x n Gram matrix ``X X^T = U diag(s^2) U^T``,
-    ``V = X^T U / s``, never a d x d array. Where X has only k < rank non-zero singular
-    values, the other rank - k columns complete the basis (``complete_basis``): X is zero
-    on them, as on the null-space eigenvectors a d x d eigendecomposition would give.
+    orthonormal d x rank matrix, never a d x d array. Where X has only k < rank non-zero
+    singular values, the other rank - k columns complete the basis (``complete_basis``): X
+    is zero on them, as on the null-space eigenvectors a d x d eigendecomposition would give.
 
-    X is first brought to a largest ``|x|`` in [0.5, 1) by a power of two (the singular
-    vectors do not depend on its scale, the Gram matrix's range does), and V is made
-    orthonormal again by a QR factorisation: ``X^T U / s`` loses orthogonality along
-    small singular values, as the Gram matrix squares them."""
+    Dense X: its thin SVD, O(n^2 d), whose singular values carry rounding of eps times the
+    largest. CSR X: the n x n Gram matrix ``X X^T = U diag(s^2) U^T``, ``V = X^T U / s``,
+    which keeps X sparse but squares the singular values (a direction below sqrt(eps) times
+    the strongest is lost; sparse rows seldom share a large offset). X is first brought to a
+    largest ``|x|`` in [0.5, 1) by a power of two (the singular vectors do not depend on its
+    scale, the Gram matrix's range does), and V is made orthonormal again by a QR
+    factorisation: ``X^T U / s`` loses orthogonality along small singular values."""
     A = X.astype(np.float64)
-    data = A.data if hasattr(A, "tocsr") else A
-    top = float(np.abs(data).max(initial=0.0))
+    sparse = hasattr(A, "tocsr")
+    top = float(np.abs(A.data if sparse else A).max(initial=0.0))
     if top == 0.0:
         return complete_basis(np.zeros((X.shape[1], 0)), rank)
     A = A * np.ldexp(1.0, -int(np.frexp(top)[1]))
-    gram = A @ A.T
-    gram = gram.toarray() if hasattr(gram, "toarray") else np.asarray(gram)
+    if not sparse:
+        _, s, Vt = np.linalg.svd(A, full_matrices=False)
+        k = int(np.count_nonzero(s[:rank] > s[0] * max(A.shape) * np.finfo(float).eps))
+        Q = np.ascontiguousarray(Vt[:k].T)
+        return np.ascontiguousarray(complete_basis(Q, rank) if k < rank else Q)
+    gram = (A @ A.T).toarray()
     evals, U = np.linalg.eigh(0.5 * (gram + gram.T))
     best = np.argsort(evals)[::-1][:rank]
     floor = evals.max(initial=0.0) * gram.shape[0] * np.finfo(float).eps
@@ -36,6 +45,44 @@ def top_right_singular_vectors(X: Any, rank: int) -> np.ndarray:
     Q, R = np.linalg.qr(np.asarray(A.T @ U[:, best]) / np.sqrt(evals[best]))
     Q = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
     return np.ascontiguousarray(complete_basis(Q, rank) if best.size < rank else Q)
+
+
+def top_right_singular_vectors_streamed(X: Any, rank: int) -> np.ndarray:
+    """The top ``rank`` right singular vectors of X (a ``RowSource``, n x d) as an
+    orthonormal d x rank matrix, in one pass over its row blocks and O(d^2) memory.
+
+    With mu the rows' mean and ``C = (X - 1 mu^T)^T (X - 1 mu^T)``, ``X^T X = C + n mu mu^T =
+    B^T B`` for ``B = [diag(sqrt(c)) U^T; sqrt(n) mu^T]`` ((d + 1) x d; ``C = U diag(c) U^T``),
+    and X's right singular vectors are B's. The SVD of B holds X's singular values, not
+    their squares: the eigendecomposition of ``X^T X`` itself rounds every eigenvalue by eps
+    times the largest, so where the rows share a large offset (X + 1e8) the directions of
+    their spread, sqrt(eps) times weaker, came out as noise. Dense blocks are shifted by the
+    first block's mean before their products (C's sum then carries the spread's rounding,
+    not the offset's); CSR blocks are multiplied as they are, to stay sparse."""
+    d = X.shape[1]
+    gram = np.zeros((d, d))
+    total = np.zeros(d)  # column sums of the shifted rows
+    shift = np.zeros(d)
+    n = 0
+    for start, blk in X.blocks():
+        b = blk.astype(np.float64)
+        if hasattr(b, "tocsr"):
+            g = b.T @ b
+            gram += g.toarray() if hasattr(g, "toarray") else g
+            total += np.asarray(b.sum(axis=0)).ravel()
+        else:
+            if start == 0:
+                shift = b.mean(axis=0)
+            b = b - shift
+            gram += b.T @ b
+            total += b.sum(axis=0)
+        n += b.shape[0]
+    mean = total / max(n, 1)
+    C = gram - n * np.outer(mean, mean)  # the centred rows' Gram matrix
+    c, U = np.linalg.eigh(0.5 * (C + C.T))
+    B = np.vstack([(U * np.sqrt(np.maximum(c, 0.0))).T, np.sqrt(n) * (shift + mean)])
+    Vt = np.linalg.svd(B, full_matrices=False)[2]
+    return np.ascontiguousarray(Vt[:rank].T)
 
 
 def complete_basis(Q: np.ndarray, rank: int) -> np.ndarray:

@@ -16,7 +16,6 @@ import numpy as np
 
 from .._base import side_info_fit
 from .._validation import check_random_state
-from ..nystrom import psd_pinv
 from ._common import _COMMON_PARAMS_DOC, _BregmanKernelLearner
 
 __all__ = ["VonNeumannKernelLearner"]
@@ -124,13 +123,13 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         rng = check_random_state(self.random_state)
         G0 = self._initial_factor(X, rng)
         c = self._constraints(G0, y, pairs, bounds, None, None, rng)
-        # orthonormal basis of range(G0): G0^T G0 = P diag(sig) P^T, V0 = G0 P sig^-1/2
-        sig, P = psd_pinv(G0.gram(), G0.shape[1] * np.finfo(np.float64).eps)
-        T = P / np.sqrt(sig)
+        # orthonormal basis of range(G0): G0 = Q R, R = U diag(s) P^T, V0 = G0 P s^-1
+        s, P = _range(G0.r_factor(), max(G0.shape))
+        T = P / s
         V = np.ascontiguousarray(G0[c["rows"]] @ T)
         r = T.shape[1]
         W = np.eye(r)
-        dlog = np.log(sig)
+        dlog = 2.0 * np.log(s)  # log of G0^T G0's eigenvalues, never squared (no overflow)
         nc = c["b"].shape[0]
         lam = np.zeros(nc)
         evals = []  # per step call: its sweeps' evaluation counts (O(sweeps done), not max_iter)
@@ -208,3 +207,22 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
             hard=True,  # no slack: max_iter's warning gives the infeasibility remedy too
         )
         return self
+
+
+def _range(R: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(s, P)``: the singular values of the initial factor G0 (n x r; those of its
+    triangular factor R, ``R^T R = G0^T G0``) above ``max(n, r) eps`` times the largest
+    (numpy's ``matrix_rank`` tolerance: a smaller one is G0's rounding, not a direction of
+    the initial kernel), descending, and their right singular vectors (r x k):
+    ``range(G0) = range(G0 P)``."""
+    _, s, Pt = np.linalg.svd(R, full_matrices=False)
+    if not (s.size and s[0] > 0.0 and np.isfinite(s[0])):
+        raise ValueError(
+            "The initial factor G0 is zero (or not finite) on the training samples: the "
+            "initial kernel is zero on X. Choose another init, kernel or landmarks, or rescale "
+            "X or the kernel (width, kernel_gamma, coef0)."
+        )
+    eps, big = np.finfo(np.float64).eps, np.finfo(np.float64).max
+    # 1 / s must stay finite too: it scales the basis V0 = G0 P / s
+    keep = (s > max(n, R.shape[1]) * eps * s[0]) & (s > 1.0 / big)
+    return s[keep], np.ascontiguousarray(Pt[keep].T)
