@@ -270,15 +270,27 @@ def knn_search(
     return idx, _unscaled(dist, e, "neighbour distances")
 
 
-def _sigma_from_knn(dist: np.ndarray) -> float:
-    """Half the mean distance to the (up to) 10 nearest neighbours (Hu et al., Sec. 4.2)."""
-    sigma = 0.5 * float(dist[:, :10].mean())
+def _sigma_from_knn(dist: np.ndarray, floor: float = 0.0) -> float:
+    """Half the mean distance to the (up to) 10 nearest neighbours (Hu et al., Sec. 4.2).
+    Distances up to ``floor`` count as 0: the rounding of ``||a||^2 + ||b||^2 - 2 a.b``
+    (``_rounding_floor``), which would otherwise make a width of duplicated samples."""
+    near = dist[:, :10]
+    sigma = 0.5 * float(np.where(near > floor, near, 0.0).mean())
     if not sigma > 0:
         raise ValueError(
-            "all samples coincide with their nearest neighbours (mean neighbour distance 0); "
-            "the Gaussian graph width is undefined."
+            f"every sample's {near.shape[1]} nearest neighbours are at distance 0"
+            + (" (up to rounding)" if floor > 0 else "")
+            + ": each sample has that many duplicates or more, so the default Gaussian "
+            "width (half the mean distance to the 10 nearest neighbours) is 0. Pass sigma, "
+            "or remove the duplicated samples."
         )
     return sigma
+
+
+def _rounding_floor(sq_norms: np.ndarray, d: int) -> float:
+    """The distance below which ``sqrt(||a||^2 + ||b||^2 - 2 a.b)`` is rounding: its square's
+    error is a few ``(d + 2) eps`` times the larger squared norm."""
+    return float(np.sqrt(4.0 * (d + 2) * np.finfo(np.float64).eps * sq_norms.max(initial=0.0)))
 
 
 def gaussian_weights(dist: np.ndarray, sigma: float, e: int) -> np.ndarray:
@@ -351,10 +363,11 @@ def _knn_graph(X: Any, n_neighbors: int, weights: str, sigma: float | None):
             f"always Gaussian), got sigma={sigma!r} with binary kNN weights."
         )
     kk = max(k, min(10, n - 1)) if (weights == "gaussian" and sigma is None) else k
-    idx, dist, e, _ = _knn_scaled(X, None, kk)
+    idx, dist, e, norms = _knn_scaled(X, None, kk)
     if weights == "gaussian":
         if sigma is None:
-            sigma = float(_unscaled(_sigma_from_knn(dist), e, "the Gaussian graph width"))
+            width = _sigma_from_knn(dist, _rounding_floor(norms, X.shape[1]))
+            sigma = float(_unscaled(width, e, "the Gaussian graph width"))
         else:
             sigma = float(check_scalar(sigma, "sigma", lo=0.0, lo_closed=False))
         vals = gaussian_weights(dist[:, :k], sigma, e)
@@ -403,7 +416,13 @@ def gaussian_graph(X: Any, *, sigma: float | None = None) -> tuple[np.ndarray, f
         np.fill_diagonal(Dn, np.inf)
         sigma = float(
             _unscaled(
-                _sigma_from_knn(np.sort(Dn, axis=1)[:, : min(10, n - 1)]),
+                _sigma_from_knn(
+                    np.sort(Dn, axis=1)[:, : min(10, n - 1)],
+                    # cdist subtracts dense rows exactly; CSR distances come from the norms
+                    _rounding_floor(_sq_norms(_as_float(X, np.float64, e)), X.shape[1])
+                    if is_sparse(X)
+                    else 0.0,
+                ),
                 e,
                 "the Gaussian graph width",
             )

@@ -201,6 +201,28 @@ def test_knn_graph_warns_about_samples_whose_gaussian_edges_all_underflow():
         knn_graph(X, 3)  # binary edges are never lost
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_default_gaussian_width_of_duplicated_samples_is_refused_or_exact(sparse):
+    """Five points repeated twelve times: every sample's ten nearest neighbours are copies, so
+    the default width (half their mean distance) is 0. The kNN search's distances of copies
+    are rounding (~1e-8), which made a width of 2e-9 under which every edge between distinct
+    points vanished; the dense graph said "all samples coincide". Both refuse, naming the
+    duplicates and sigma. With nine copies the width is the exact distances' (cdist oracle)."""
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.normal(size=(5, 4)), 12, axis=0)
+    Xin = sp.csr_matrix(X) if sparse else X
+    with pytest.raises(ValueError, match="nearest neighbours are at distance 0.*duplicates.*sigma"):
+        knn_graph(Xin, 3, weights="gaussian")
+    with pytest.raises(ValueError, match="nearest neighbours are at distance 0.*duplicates.*sigma"):
+        BCDNPKL(graph="dense", random_state=0).fit(Xin, pairs=[[0, 12, -1], [0, 24, -1]])
+    X = np.repeat(rng.normal(size=(6, 4)), 9, axis=0)
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    np.fill_diagonal(D, np.inf)
+    expected = 0.5 * np.sort(D, axis=1)[:, :10].mean()
+    _, sigma = knn_graph(sp.csr_matrix(X) if sparse else X, 3, weights="gaussian")
+    np.testing.assert_allclose(sigma, expected, rtol=1e-12)
+
+
 @pytest.mark.parametrize("solver", ["lu", "cg"])
 @given(seed=st.integers(0, 10_000), l=st.integers(2, 30))
 def test_schur_complement_identity(solver, seed, l):
