@@ -18,6 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from ._fit_lock import fit_lock
+from ._products import finite_products
+
 __all__ = ["plot_lambda_path", "plot_spectrum", "plot_kernel_heatmap"]
 
 
@@ -82,22 +85,24 @@ def plot_lambda_path(
     """
     from ._validation import check_is_fitted
 
-    check_is_fitted(model)
-    lams = np.asarray(getattr(model, "lam_path_", np.array([])), dtype=np.float64)
+    with fit_lock(model):  # one fit's path, criterion and lam, never two fits' mixed
+        check_is_fitted(model)
+        lams = np.asarray(getattr(model, "lam_path_", np.array([])), dtype=np.float64)
+        crit_all = np.asarray(getattr(model, "criterion_path_", lams), dtype=np.float64)
+        scale, lam, lam_param = float(getattr(model, "lam_scale_", 1.0)), model.lam_, model.lam
+        classes = getattr(model, "classes_", [])
     if lams.size == 0:
         raise ValueError(
             "plot_lambda_path needs a searched lambda path; this model has none: fit a "
             "GeneralizedNystrom with lam='auto' or lam='nka' on side information it can score "
             "(labels of two classes or more, or pairs); a fixed lam searches nothing."
         )
-    crit_all = np.asarray(model.criterion_path_, dtype=np.float64)
     finite = np.isfinite(lams)  # lam="auto" on labels ends with lam = inf, the prior
     crit = crit_all[finite]
-    scale = float(model.lam_scale_)
     x = np.log10(lams[finite] / scale)
     ax = _axes(ax)
-    is_cv = model.lam == "auto"
-    pairs_only = np.size(getattr(model, "classes_", [])) == 0  # no labels: scored on pairs
+    is_cv = lam_param == "auto"
+    pairs_only = np.size(classes) == 0  # no labels: scored on pairs
     if not is_cv:
         label, ylabel = "eq. 12 criterion (NKA)", "alignment criterion"
     elif pairs_only:
@@ -108,10 +113,8 @@ def plot_lambda_path(
     if not finite.all():
         ax.axhline(float(crit_all[~finite][0]), color="C0", ls=":", label="prior (lam = inf)")
     ax.set_ylabel(ylabel)
-    if np.isfinite(model.lam_):
-        ax.axvline(
-            np.log10(model.lam_ / scale), color="C3", ls="--", label=f"chosen lam={model.lam_:.3g}"
-        )
+    if np.isfinite(lam):
+        ax.axvline(np.log10(lam / scale), color="C3", ls="--", label=f"chosen lam={lam:.3g}")
     ax.set_xlabel("log10(lam / mu_max^2)")
     handles, labels = ax.get_legend_handles_labels()
     if errors is not None:
@@ -152,9 +155,21 @@ def _prior_rows(model: Any, X: np.ndarray) -> np.ndarray | None:
     return F @ P0
 
 
-def _spectrum(G: np.ndarray) -> np.ndarray:
-    s = np.linalg.svd(np.asarray(G, dtype=np.float64), compute_uv=False)
-    return s**2  # eigenvalues of G G^T, descending
+def _spectrum(G: np.ndarray, owner: str, kernel: str) -> np.ndarray:
+    """Eigenvalues of ``G G^T``, descending, refused where they leave float64 (as the
+    model's ``kernel`` refuses that kernel: an inf eigenvalue would draw nothing true)."""
+    G = np.asarray(G, dtype=np.float64)
+    finite = np.isfinite(G).all()
+    if finite:
+        with np.errstate(over="ignore"):
+            ev = np.linalg.svd(G, compute_uv=False) ** 2
+        finite = np.isfinite(ev).all()
+    if not finite:
+        raise ValueError(
+            f"the {kernel} kernel of this {owner} overflows float64 on these samples: its "
+            f"factor rows reach {float(np.abs(G).max(initial=0.0)):.3g}. Rescale X."
+        )
+    return ev
 
 
 def _checked_rows(model: Any, X: Any) -> np.ndarray:
@@ -215,16 +230,18 @@ def plot_spectrum(model: Any, X: Any, *, n_eigenvalues: int | None = None, ax: A
     """
     from ._validation import check_scalar
 
-    X = _checked_rows(model, X)
     if n_eigenvalues is not None:
         n_eigenvalues = int(check_scalar(n_eigenvalues, "n_eigenvalues", kind="int", lo=1))
-    learned = _spectrum(_factor_rows(model, X))
-    prior_rows = _prior_rows(model, X)
+    owner = type(model).__name__
+    with fit_lock(model):  # the model before or after a fit in another thread, never between
+        X = _checked_rows(model, X)
+        learned = _spectrum(_factor_rows(model, X), owner, "learned")
+        prior_rows = _prior_rows(model, X)
+        prior = None if prior_rows is None else _spectrum(prior_rows, owner, "prior")
     k = learned.size if n_eigenvalues is None else n_eigenvalues
     ax = _axes(ax)
     floor = np.finfo(np.float64).tiny
-    if prior_rows is not None:
-        prior = _spectrum(prior_rows)
+    if prior is not None:
         ax.semilogy(
             np.arange(1, min(k, prior.size) + 1),
             np.maximum(prior[:k], floor),
@@ -358,13 +375,14 @@ def plot_kernel_heatmap(
     """
     from ._validation import check_random_state, check_scalar
 
-    X = _checked_rows(model, X)
-    groups, names = _label_groups(y, X.shape[0])
     cap = int(check_scalar(max_samples, "max_samples", kind="int", lo=2))
-    keep = _stratified_rows(groups, cap, check_random_state(random_state))
-    order = keep[np.argsort(groups[keep], kind="stable")]
-    G = _factor_rows(model, X[order])
-    K = G @ G.T
+    with fit_lock(model):  # the model before or after a fit in another thread, never between
+        X = _checked_rows(model, X)
+        groups, names = _label_groups(y, X.shape[0])
+        keep = _stratified_rows(groups, cap, check_random_state(random_state))
+        order = keep[np.argsort(groups[keep], kind="stable")]
+        G = _factor_rows(model, X[order])
+    K = finite_products(G, G, type(model).__name__)
     ax = _axes(ax)
     image = ax.imshow(K, cmap="viridis", interpolation="nearest")
     ax.figure.colorbar(image, ax=ax, fraction=0.046)

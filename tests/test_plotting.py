@@ -338,3 +338,54 @@ def test_figures_of_a_model_fitted_on_a_dataframe(data):
         with pytest.warns(UserWarning, match="does not have valid feature names") as record:
             fig(on_df, X)
         assert len(record) == 1
+
+
+def test_figures_refuse_a_kernel_beyond_float64_as_kernel_does():
+    """X * 1e200 under a linear initial kernel: factor rows of ~3e200, whose kernel and
+    eigenvalues overflow. ``model.kernel`` refuses it; the figures drew inf eigenvalues and
+    an inf image with only a RuntimeWarning."""
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    model = LogDetKernelLearner(init="linear", random_state=0)
+    model.fit(X, pairs=np.array([[0, 3, 1], [1, 2, -1]]))
+    big = X * 1e200
+    with pytest.raises(ValueError, match="overflows float64"):
+        model.kernel(big)
+    with pytest.raises(ValueError, match="learned kernel of this LogDetKernelLearner overflows"):
+        plot_spectrum(model, big)
+    with pytest.raises(ValueError, match="learned kernel of this LogDetKernelLearner overflows"):
+        plot_kernel_heatmap(model, big, np.arange(40) % 3)
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda m, X: plot_spectrum(m, X),
+        lambda m, X: plot_kernel_heatmap(m, X, np.arange(X.shape[0]) % 2),
+        lambda m, X: plot_lambda_path(m),
+    ],
+    ids=["spectrum", "heatmap", "lambda_path"],
+)
+def test_figures_wait_for_a_fit_of_the_model_in_another_thread(data, draw):
+    """A figure reads the model once, under its fit lock, like ``transform``: during a refit
+    in another thread a Bregman learner's ``projection_`` holds the unlearned prior, which
+    the spectrum drew as the learned kernel. Here the lock is held as a fit holds it: the
+    figure must wait for it, not draw."""
+    import threading
+
+    from nystrom_priors._fit_lock import fit_lock
+
+    X, _, y_partial = data
+    model = GeneralizedNystrom(n_landmarks=12, lam="nka", random_state=0).fit(X, y_partial)
+    draw(model, X)  # imports and compiles outside the timed part
+    done = threading.Event()
+
+    def figure() -> None:
+        draw(model, X)
+        done.set()
+
+    with fit_lock(model):
+        t = threading.Thread(target=figure)
+        t.start()
+        assert not done.wait(1.0), "the figure was drawn while a fit held the model"
+    t.join(30.0)
+    assert done.is_set()
