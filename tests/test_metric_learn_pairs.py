@@ -165,6 +165,15 @@ def test_point_pairs_mapping_is_exact_and_in_first_appearance_order():
         (lambda m, P: m.fit(P, np.ones(3)), r"y must have shape \(10,\), one \+-1 per pair"),
         (lambda m, P: m.fit(P[0], pairs=P), r"got point pairs as pairs=; pass them as the"),
         (lambda m, P: m.fit(P[:, [0, 0]], np.ones(10)), r"pairs\[0\] joins a point with itself"),
+        # rows 2 and 7 join the same two points (in either order) with opposite labels: named
+        # by the user's rows, not by the library's indices of the distinct points
+        (
+            lambda m, P: m.fit(
+                np.concatenate([P[:7], P[2:3, ::-1], P[8:]]), np.where(np.arange(10) == 7, 1, -1)
+            ),
+            r"X\[2\] and X\[7\] are point pairs of the same two points with opposite labels "
+            r"\(y\[2\] = -1, y\[7\] = \+1\)",
+        ),
         (lambda m, P: m.pair_score(P[:, 0]), r"point pairs of shape \(n_pairs, 2, n_features\)"),
     ],
 )
