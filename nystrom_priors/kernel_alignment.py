@@ -57,8 +57,19 @@ def _centred_or_zero(C: np.ndarray, M: np.ndarray) -> np.ndarray:
 def _dense(A: np.ndarray, B: np.ndarray, centered: bool, zero: float | None = None) -> float:
     """Alignment of validated float64 kernel matrices (``zero``: value for a zero kernel)."""
     if centered:
-        A = _centred_or_zero(A - A.mean(axis=0) - A.mean(axis=1)[:, None] + A.mean(), A)
-        B = _centred_or_zero(B - B.mean(axis=0) - B.mean(axis=1)[:, None] + B.mean(), B)
+        Ac = _centred_or_zero(A - A.mean(axis=0) - A.mean(axis=1)[:, None] + A.mean(), A)
+        Bc = _centred_or_zero(B - B.mean(axis=0) - B.mean(axis=1)[:, None] + B.mean(), B)
+        for C, M, name in ((Ac, A, "K1"), (Bc, B, "K2")):
+            if zero is None and M.any() and not C.any():
+                raise ValueError(
+                    f"{name} is constant once centred, to float64's rounding: its centred part "
+                    f"is below 16 eps ||{name}||_F. Either the kernel is constant, or its "
+                    "samples share an offset far larger than their spread (features + 1e8), "
+                    "which the kernel's entries cannot hold apart. Align the factors with "
+                    "factored_alignment (it centres them before the products), or pass "
+                    "centered=False."
+                )
+        A, B = Ac, Bc
     return _ratio(float(np.vdot(A, B)), float(np.vdot(A, A)), float(np.vdot(B, B)), zero=zero)
 
 

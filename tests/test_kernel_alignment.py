@@ -165,12 +165,24 @@ def test_alignment_of_constant_kernels_is_refused_for_every_constant(c1, c2, n):
     K1, K2 = np.full((n, n), c1), np.full((n, n), c2)
     other = np.eye(n)
     for A, B in [(K1, K2), (K1, other), (other, K2)]:
-        with pytest.raises(ValueError, match="zero Frobenius norm"):
+        with pytest.raises(ValueError, match="K[12] is constant once centred"):
             alignment(A, B)
     G1, G2 = np.full((n, 1), np.sqrt(c1)), np.full((n, 2), np.sqrt(c2))
     with pytest.raises(ValueError, match="zero Frobenius norm"):
         factored_alignment(G1, G2)
     assert alignment(K1, K2, centered=False) == pytest.approx(1.0)
+
+
+def test_a_kernel_of_offset_samples_is_refused_naming_the_offset_and_the_factors():
+    """Features + 1e8: the linear kernel's entries are ~4e16, and its centred part (~4) is
+    at their rounding, so the dense kernel cannot be centred; the error said it had zero
+    Frobenius norm. It now names the offset and factored_alignment, which centres the
+    factors first and aligns them exactly (1 for a factor and its shift)."""
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    G = X + 1e8
+    with pytest.raises(ValueError, match=r"K1 is constant once centred.*offset.*factored_align"):
+        alignment(G @ G.T, X @ X.T)
+    assert factored_alignment(G, X) == pytest.approx(1.0, abs=1e-12)
 
 
 def test_alignment_stays_within_its_bounds_and_sees_small_variation_on_a_constant():
