@@ -96,6 +96,8 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
             f"cannot save to {path!r}: it ends with a path separator, so it names a "
             "directory; pass a file path",
         )
+    if "\0" in path:  # os functions raise a ValueError that names no argument
+        raise ValueError(f"cannot save to {path!r}: a path cannot contain a NUL character.")
     # through a symbolic link: replace the file it points to, as open(path, "wb") wrote it
     given, path = path, os.path.realpath(path)
     directory, base = os.path.split(path)
@@ -105,6 +107,10 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
             errno.EISDIR, f"cannot save to {given!r}: it is a directory; pass a file path"
         )
     if not os.path.isdir(directory):
+        if os.path.exists(directory):
+            raise NotADirectoryError(
+                errno.ENOTDIR, f"cannot save to {given!r}: {directory!r} is not a directory"
+            )
         raise FileNotFoundError(
             errno.ENOENT, f"cannot save to {given!r}: directory {directory!r} does not exist"
         )
@@ -114,6 +120,8 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
         kind = os.stat(path).st_mode
     except FileNotFoundError:
         kind = None
+    except OSError as exc:  # a loop of symbolic links, a name too long: name the path given
+        raise type(exc)(exc.errno, f"cannot save to {given!r}: {exc.strerror}") from None
     if kind is not None and not stat.S_ISREG(kind):
         raise ValueError(
             f"cannot save to {given!r}: it exists and is not a regular file (a device, FIFO "
@@ -153,11 +161,15 @@ def _write_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and exc.errno is not None:  # a full disk, a size limit
+            raise type(exc)(
+                exc.errno, f"cannot save to {given!r}: {exc.strerror}; the file there is unchanged"
+            ) from exc
         raise
     if hasattr(os, "O_DIRECTORY"):  # make the rename itself durable (POSIX)
         try:

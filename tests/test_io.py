@@ -5,6 +5,7 @@ import io
 import json
 import os
 import stat
+import sys
 import tracemalloc
 import warnings
 import zipfile
@@ -594,6 +595,55 @@ def test_save_refuses_a_path_ending_with_a_separator(tmp_path, models):
     with pytest.raises(IsADirectoryError, match="ends with a path separator"):
         save(models["Nystrom"], str(tmp_path / "model.npz") + os.sep)
     assert _listing(tmp_path) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symbolic links")
+def test_save_errors_name_the_path_given_and_what_is_wrong(tmp_path, models):
+    """A NUL in the path, a file where the directory should be and a loop of symbolic links
+    gave "embedded null byte", "directory ... does not exist" (it exists, as a file) and a
+    bare Errno 40; each now names the path given and the reason, and writes nothing."""
+    (tmp_path / "afile").write_bytes(b"")
+    os.symlink(tmp_path / "loop1", tmp_path / "loop2")
+    os.symlink(tmp_path / "loop2", tmp_path / "loop1")
+    cases = [
+        (str(tmp_path / "a\0b.npz"), ValueError, r"a\\x00b.npz'.*cannot contain a NUL"),
+        (tmp_path / "afile" / "m.npz", NotADirectoryError, r"m.npz'.*afile' is not a directory"),
+        (tmp_path / "loop1", OSError, r"cannot save to '.*loop1'.*symbolic links"),
+    ]
+    for path, kind, match in cases:
+        with pytest.raises(kind, match=match):
+            save(models["Nystrom"], path)
+    assert _listing(tmp_path) == ["afile", "loop1", "loop2"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_save_beyond_a_file_size_limit_names_the_path_and_keeps_the_file(tmp_path, models):
+    """RLIMIT_FSIZE below the archive's size: the write fails with EFBIG, which reached the
+    user as a bare "File too large". The error names the path and says the file is intact;
+    the old file and the directory are as they were (in a child process, whose limit does
+    not outlive it)."""
+    import subprocess
+
+    path = tmp_path / "model.npz"
+    save(models["Nystrom"], path)
+    before = path.read_bytes()
+    child = (
+        "import resource, signal, sys\n"
+        "from nystrom_priors import load, save\n"
+        "model = load(sys.argv[1])\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1000, resource.RLIM_INFINITY))\n"
+        "try:\n"
+        "    save(model, sys.argv[1])\n"
+        "except OSError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", child, str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert "model.npz': File too large; the file there is unchanged" in out.stdout, out.stdout
+    assert path.read_bytes() == before and _listing(tmp_path) == ["model.npz"]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
