@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import json
+import numbers
 import os
 import stat
 import warnings
@@ -52,6 +53,11 @@ def _to_json_value(value: Any, what: str) -> Any:
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
+        return float(value)
+    # other numbers fit accepts (fractions.Fraction): the value fit reads, as int or float
+    if isinstance(value, numbers.Rational) and value.denominator == 1:
+        return int(value)
+    if isinstance(value, numbers.Real):
         return float(value)
     if isinstance(value, tuple):  # JSON has no tuple; keep the type (get_params round-trips)
         return {"__tuple__": [_to_json_value(v, what) for v in value]}

@@ -1,6 +1,7 @@
 """Persistence: exact round trips, clear refusals of untrusted files, atomic saves."""
 
 import copy
+import fractions
 import io
 import json
 import os
@@ -876,3 +877,28 @@ def test_array_like_parameters_fit_accepts_are_saved_as_arrays(tmp_path, rng, pa
     np.testing.assert_array_equal(back.transform(X), model.transform(X))
     refit = back.fit(X, y)  # the stored parameter fits again, to the same model
     np.testing.assert_array_equal(refit.transform(X), model.transform(X))
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(lam=fractions.Fraction(1, 2)),
+        dict(tol=fractions.Fraction(1, 1000)),
+        dict(n_landmarks=fractions.Fraction(10, 1)),
+    ],
+    ids=["lam", "tol", "n_landmarks"],
+)
+def test_parameters_of_other_number_types_are_saved_as_the_numbers_fit_reads(tmp_path, rng, kw):
+    # fit takes any numbers.Real (a Fraction); save warned "saved as None" and then refused the
+    # model, whose None is not a valid value: a model that fits must save and load
+    X = rng.normal(size=(60, 3))
+    y = np.r_[np.arange(20) % 2, np.full(40, -1)]
+    model = GeneralizedNystrom(**{"n_landmarks": 8, "random_state": 0, **kw}).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "saved as None"
+        save(model, tmp_path / "m.npz")
+    back = load(tmp_path / "m.npz")
+    ((key, given),) = kw.items()
+    read = int(given) if given.denominator == 1 else float(given)
+    assert back.get_params()[key] == read and type(back.get_params()[key]) is type(read)
+    np.testing.assert_array_equal(back.transform(X), model.transform(X))
