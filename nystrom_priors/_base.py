@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._fit_lock import fit_lock as _fit_lock
+from ._float32 import float32_conditioned
 from ._kernel_param import _NO_A, _KernelAttribute, missing_A
 from ._products import (
     finite_products,
@@ -317,9 +318,10 @@ class FactorTransformMixin:
             P = np.ascontiguousarray(self.projection_, dtype=X.dtype)
         if out is None:
             out = np.empty((X.shape[0], P.shape[1]), dtype=X.dtype)
-        if P.dtype != self.projection_.dtype and not np.isfinite(P).all():
-            # the projection exceeds float32 where the features need not (tiny X, small lam):
-            # the product in the projection's float64, rounded once
+        if P.dtype != self.projection_.dtype and not (
+            np.isfinite(P).all() and float32_conditioned(self)
+        ):  # float32 features, and a projection beyond float32 (tiny X, small lam) or one
+            # that amplifies their rounding past float32's accuracy: in float64, rounded once
             return self._rounded_from_float64(X, out)
         # landmark learners project tile by tile inside one parallel region when they can
         project = getattr(self, "_project_into", None)
@@ -339,14 +341,16 @@ class FactorTransformMixin:
         return out
 
     def _rounded_from_float64(self, X: Any, out: np.ndarray) -> np.ndarray:
-        """``transform`` of float32 ``X`` in float64, rounded into ``out`` where it fits."""
-        G = self._transform_validated(X.astype(np.float64))
-        with np.errstate(over="ignore"):
-            out[...] = G
-        if not np.isfinite(out).all():
-            big = f"{float(np.abs(G).max()):.3g}"
-            raise ValueError(f"the factor rows of this {type(self).__name__} overflow float32 "
-                             f"(max |G| = {big}): pass float64 data or rescale X.")  # fmt: skip
+        """``transform`` of float32 ``X`` in float64 a block of rows at a time (no float64
+        copy of X), rounded into ``out`` where it fits."""
+        for s in range(0, X.shape[0], step := self._block_rows_default()):
+            G = self._transform_validated(X[s : s + step].astype(np.float64))
+            with np.errstate(over="ignore"):
+                out[s : s + step] = G
+            if not np.isfinite(out[s : s + step]).all():
+                big, name = f"{float(np.abs(G).max()):.3g}", type(self).__name__
+                raise ValueError(f"the factor rows of this {name} overflow float32 (max |G| = "
+                                 f"{big}): pass float64 data or rescale X.")  # fmt: skip
         return out
 
     def transform(self, X: Any) -> np.ndarray:

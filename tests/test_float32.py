@@ -148,3 +148,39 @@ def test_a_projection_beyond_float32_still_transforms_float32_rows():
     want = model.transform(X.astype(np.float64))
     assert G.dtype == np.float32
     np.testing.assert_allclose(G, want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("name", ["Nystrom", "GeneralizedNystrom"])
+def test_float32_rows_stay_accurate_where_the_projection_amplifies_their_rounding(name):
+    """2-D Gaussian data, 100 landmarks: W's eigenvalues span about 13 decades, and the
+    projection turned float32's rounding of the features into kernel values off by 4e-2
+    (a Gaussian kernel's diagonal of 1.04). Such a model computes float32 rows in float64 and
+    rounds them once: the kernel of the float32 points is then the float64 model's to float32
+    accuracy. Oracle: the same model on the float32 points cast to float64."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 2))
+    y = np.r_[(X[:100, 0] > 0).astype(int), np.full(900, -1)]
+    model = (
+        Nystrom(random_state=0).fit(X)
+        if name == "Nystrom"
+        else GeneralizedNystrom(random_state=0, lam=1.0).fit(X, y)
+    )
+    Q = X[:200].astype(np.float32)
+    exact = model.kernel(Q.astype(np.float64))
+    K32 = model.kernel(Q)
+    assert K32.dtype == np.float32 and model.transform(Q).dtype == np.float32
+    assert np.abs(K32 - exact).max() <= 1e-5 * np.abs(exact).max()
+
+
+def test_float32_rows_of_a_well_conditioned_projection_are_computed_in_float32():
+    """On 30 features the amplification is small (about 1e2): float32 input keeps its own
+    path (features and product in float32, twice float64's throughput), so its rows are not
+    the float64 rows rounded, yet within float32's accuracy of them."""
+    rng = np.random.default_rng(0)
+    X = rng.random((600, 30))
+    model = Nystrom(n_landmarks=60, random_state=0).fit(X)
+    Q = X[:100].astype(np.float32)
+    G32 = model.transform(Q)
+    rounded = model.transform(Q.astype(np.float64)).astype(np.float32)
+    assert not np.array_equal(G32, rounded)
+    assert np.abs(G32 - rounded).max() <= 1e-5 * np.abs(rounded).max()
