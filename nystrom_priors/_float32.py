@@ -29,6 +29,7 @@ __all__ = ["eps32_amplification", "float32_conditioned"]
 # most this share of its size: an amplification of up to about 1.7e3
 _MAX_REL_ERROR = 1e-4
 
+_EPS32 = float(np.finfo(np.float32).eps)
 _VERDICTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -43,7 +44,7 @@ def float32_conditioned(model: Any) -> bool:
         ref, snapshot, verdict = cached
         if ref is P and (snapshot is None or np.array_equal(snapshot, P)):
             return verdict
-    verdict = eps32_amplification(model) * float(np.finfo(np.float32).eps) <= _MAX_REL_ERROR
+    verdict = eps32_amplification(model) * _EPS32 <= _MAX_REL_ERROR
     snapshot = None if not P.flags.writeable else np.array(P, copy=True)
     try:
         _VERDICTS[model] = (P, snapshot, verdict)
@@ -54,7 +55,8 @@ def float32_conditioned(model: Any) -> bool:
 
 def eps32_amplification(model: Any) -> float:
     """The factor of ``float32_conditioned``: the median over the landmarks' feature rows f of
-    ``||f|| sigma_max(P) / ||f P||`` (inf where P is not finite or a row's factor is 0),
+    ``||f|| sigma_max(P) / ||f P||`` (inf where P is not finite, a row's factor is 0 or its
+    features fall below float32's normal range),
     ``cond(P)`` for a learner without landmarks."""
     P = np.asarray(model.projection_, dtype=np.float64)
     if P.size == 0:
@@ -68,5 +70,8 @@ def eps32_amplification(model: Any) -> float:
     F = np.asarray(model._features_block(np.asarray(Z, dtype=np.float64)), dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = np.linalg.norm(F, axis=1) * s[0] / np.linalg.norm(F @ P, axis=1)
-    ratio = np.where(np.isnan(ratio), np.inf, ratio)
+    # a row whose features are below float32's normal range (a linear kernel on X of 1e-21)
+    # keeps fewer than float32's 24 bits in them: no amplification makes up for that
+    subnormal = np.abs(F).max(axis=1, initial=0.0) < np.finfo(np.float32).tiny / _EPS32
+    ratio = np.where(np.isnan(ratio) | subnormal, np.inf, ratio)
     return float(np.median(ratio))

@@ -207,15 +207,18 @@ class _LandmarkKernelMixin:
         return self._prepared(X.dtype).project(X, P, out)
 
     def _landmark_gram(self) -> np.ndarray:
-        """W = k(Z, Z) in float64 (from Z in the training dtype). Many features that are mostly
-        zeros (landmarks drawn from a sparse X): by the sparse path, which skips the zeros,
-        instead of an m x m x d GEMM."""
-        Z = self.landmarks_
+        """W = k(Z, Z) computed in float64, also from float32 landmarks: float32 values of W
+        below float32's normal range (a linear kernel on X of 1e-21) would keep only a few
+        bits, and its m x m algebra is float64 anyway. Many features that are mostly zeros
+        (landmarks drawn from a sparse X): by the sparse path, which skips the zeros, instead
+        of an m x m x d GEMM."""
+        Z = np.asarray(self.landmarks_, dtype=np.float64)
+        Zq = Z
         if Z.shape[1] >= 1024 and np.count_nonzero(Z) <= Z.size // 8:
             import scipy.sparse as sp
 
-            Z = sp.csr_matrix(Z)
-        return extrapolate(Z, self.landmarks_, kernel=self._kernel_spec()).astype(np.float64)
+            Zq = sp.csr_matrix(Z)
+        return extrapolate(Zq, Z, kernel=self._kernel_spec()).astype(np.float64)
 
     def _fit_prior(self, with_eig: bool = False):
         """Set ``eigenvalues_`` and ``S0_ = W^+``; return the prior's factor ``U diag(lam)^-1/2``

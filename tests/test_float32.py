@@ -184,3 +184,21 @@ def test_float32_rows_of_a_well_conditioned_projection_are_computed_in_float32()
     rounded = model.transform(Q.astype(np.float64)).astype(np.float32)
     assert not np.array_equal(G32, rounded)
     assert np.abs(G32 - rounded).max() <= 1e-5 * np.abs(rounded).max()
+
+
+@pytest.mark.parametrize("fit_dtype", [np.float64, np.float32])
+def test_float32_rows_whose_features_fall_below_float32s_normal_range(fit_dtype):
+    """A linear kernel on X of 1e-22: k(x, z) ~ 1e-44 is subnormal in float32 and keeps a few
+    bits, so float32 features gave factor rows off by 3e-2 (all zeros at 1e-23), and a
+    float32 fit's W was computed from them. W is now computed in float64, and float32 rows
+    of such a model in float64, rounded once: the factor rows (about 1e-22, normal in
+    float32) are the float64 model's on the same points."""
+    X = np.random.default_rng(0).normal(size=(200, 5)) * 1e-22
+    model = Nystrom(n_landmarks=15, random_state=0, kernel="linear").fit(X.astype(fit_dtype))
+    ref = Nystrom(n_landmarks=15, random_state=0, kernel="linear").fit(X)
+    np.testing.assert_allclose(model.eigenvalues_, ref.eigenvalues_, rtol=1e-5)
+    Q = X[:20].astype(np.float32)
+    G32 = model.transform(Q)
+    G64 = model.transform(Q.astype(np.float64))
+    assert G32.dtype == np.float32
+    assert np.abs(G32 - G64).max() <= 1e-6 * np.abs(G64).max()

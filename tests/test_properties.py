@@ -78,8 +78,8 @@ def test_nystrom_kernel_is_psd_low_rank_and_E_Wplus_Et(X, kernel, m_frac, seed):
 @given(X=datasets(max_n=40), kernel=KERNELS, seed=st.integers(0, 2**16))
 def test_W_plus_is_pseudo_inverse_on_kept_spectrum(X, kernel, seed):
     model = Nystrom(n_landmarks=10, kernel=kernel, landmarks="kmeans++", random_state=seed).fit(X)
-    Z = model.landmarks_
-    W = extrapolate(Z, Z, kernel=model._kernel_spec()).astype(np.float64)
+    Z = model.landmarks_.astype(np.float64)  # W is computed in float64, also for float32 X
+    W = extrapolate(Z, Z, kernel=model._kernel_spec())
     S = model.S0_
     Ws = 0.5 * (W + W.T)
     lam = np.linalg.eigvalsh(Ws)
