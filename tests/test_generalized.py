@@ -1162,6 +1162,32 @@ def test_pair_folds_hold_out_samples_not_pairs():
     assert all(np.array_equal(held, scored) for held, scored in sparse)
 
 
+@pytest.mark.parametrize("with_pairs", [False, True])
+def test_convergence_warning_names_ws_conditioning_where_it_limits_the_certificate(with_pairs):
+    """1-D data with 100 landmarks: W's kept eigenvalues span 3e13, so rounding in S is about
+    7e-3 of the kernel. An exact solve stopped at a certificate of 1.5e-2 after 2,000
+    iterations and grew with max_iter, while the warning only said to raise max_iter; it now
+    names W's spread and the remedies that work here (fewer landmarks, a larger rcond;
+    solver='onestep' only where it takes the side information)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 1))
+    truth = (X[:, 0] > 0).astype(int)
+    y = np.where(np.arange(400) < 60, truth, -1)
+    kw = {"pairs": np.array([[100, 101, 1 if truth[100] == truth[101] else -1]])}
+    with pytest.warns(ConvergenceWarning) as record:
+        GeneralizedNystrom(lam=1.0, max_iter=3, random_state=0).fit(
+            X, y, **(kw if with_pairs else {})
+        )
+    (message,) = [str(w.message) for w in record if w.category is ConvergenceWarning]
+    assert "increase max_iter or relax tol" in message
+    assert re.search(r"W's kept eigenvalues span a ratio of \d\.\de\+1\d", message)
+    assert "fewer n_landmarks or a larger rcond" in message
+    assert ("solver='onestep'" in message) is not with_pairs
+    with warnings.catch_warnings():  # what it advises converges
+        warnings.simplefilter("error", ConvergenceWarning)
+        GeneralizedNystrom(lam=1.0, rcond=1e-8, random_state=0).fit(X, y)
+
+
 def test_convergence_warning_names_max_iter(rng):
     X, y, _ = _toy(rng)
     with pytest.warns(ConvergenceWarning, match="increase max_iter or relax tol"):

@@ -100,7 +100,7 @@ from ..nystrom import _LandmarkKernelMixin
 from ..side_info import all_unlabeled, check_labels, check_pairs
 from . import _lam, _lam_pairs
 from ._problem import _build_problem, _factor, _in_range, _sym, _top_gram_eig
-from ._solver import _LAM_RANGE, _solve_lam, scale_guard
+from ._solver import _LAM_RANGE, _solve_lam, convergence_remedy, scale_guard
 
 __all__ = ["GeneralizedNystrom"]
 
@@ -397,12 +397,12 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
             warnings.warn(
                 f"GeneralizedNystrom's {params['solver']!r} solver stopped after {it} iterations "
                 f"at lam={lam:.3g} with a certified optimality measure of {cert:.2e} > "
-                f"tol={params['tol']:g}; increase max_iter or relax tol"
-                + (
-                    " (or use solver='auto': the paper's first-order gradient mapping crawls "
-                    "where lam is small against mu_max^2)."
-                    if params["solver"] == "pgd"
-                    else "."
+                f"tol={params['tol']:g}; "
+                + convergence_remedy(
+                    self.eigenvalues_,
+                    params["tol"],
+                    params["solver"],
+                    labels is None or pairs_arr is None,
                 )
                 + empty,
                 ConvergenceWarning,
