@@ -239,8 +239,9 @@ class _LandmarkKernelMixin:
     def _default_rcond(self) -> float:
         if self.rcond is not None:
             return float(check_scalar(self.rcond, "rcond", lo=0.0, hi=1.0, hi_closed=False))
-        # entries of W carry ~eps relative error in the training dtype; eigenvalues below
-        # m * eps * lam_max are round-off
+        # eigenvalues below m * eps * lam_max of the training dtype are the data's rounding
+        # (float32 data: W's weak directions move with it), and float32 features could not
+        # resolve them either (``_float32``): W itself is computed in float64
         return self.landmarks_.shape[0] * float(np.finfo(self.landmarks_.dtype).eps)
 
 
