@@ -128,8 +128,8 @@ def point_pairs(pairs: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     same = np.flatnonzero(idx[:, 0] == idx[:, 1])
     if same.size:
         raise ValueError(
-            f"pairs[{same[0]}] joins a point with itself (both sides are equal); its distance "
-            "is 0 under every kernel, so it cannot be a constraint."
+            f"X[{same[0]}] is a point pair that joins a point with itself (both sides are "
+            "equal); its distance is 0 under every kernel, so it cannot be a constraint."
         )
     _refuse_contradictions(idx, yy.astype(np.int64))
     X = points[first[order]]

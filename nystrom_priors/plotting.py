@@ -89,7 +89,8 @@ def plot_lambda_path(
         check_is_fitted(model)
         lams = np.asarray(getattr(model, "lam_path_", np.array([])), dtype=np.float64)
         crit_all = np.asarray(getattr(model, "criterion_path_", lams), dtype=np.float64)
-        scale, lam, lam_param = float(getattr(model, "lam_scale_", 1.0)), model.lam_, model.lam
+        scale = float(getattr(model, "lam_scale_", 1.0))
+        lam, lam_param = getattr(model, "lam_", np.inf), getattr(model, "lam", None)
         classes = getattr(model, "classes_", [])
     if lams.size == 0:
         raise ValueError(

@@ -240,7 +240,7 @@ def _warm_up() -> None:
         npr.GeneralizedNystrom(n_landmarks=30, random_state=0, lam=1e-6).fit(X, y)
 
 
-def mnist_sized(lines: list[str], n: int, rounds: int) -> None:
+def mnist_sized(lines: list[str], n: int, rounds: int, svm_c: float = 1.0) -> None:
     import nystrom_priors as npr
 
     rng = np.random.default_rng(0)
@@ -262,7 +262,7 @@ def mnist_sized(lines: list[str], n: int, rounds: int) -> None:
         G = model.transform(X)
         t_gn.append(time.perf_counter() - t)
     tn, tg = float(np.median(t_nys)), float(np.median(t_gn))
-    e0, e1 = _svm_error(G0, y, lab, unl), _svm_error(G, y, lab, unl)
+    e0, e1 = _svm_error(G0, y, lab, unl, svm_c), _svm_error(G, y, lab, unl, svm_c)
     lines += [
         f"### MNIST-sized: {n:,} x {d} Gaussian blobs, m = {m}, 100 labels",
         "",
@@ -496,7 +496,7 @@ def _finish(lines: list[str], args) -> int:
     if args.low_dim:
         low_dim(lines, args.splits, args.rounds)
     if args.mnist:
-        mnist_sized(lines, args.mnist_n, args.rounds)
+        mnist_sized(lines, args.mnist_n, args.rounds, args.svm_c)
     if args.out:
         write_lines(args.out, lines)
     return 0

@@ -202,3 +202,18 @@ def test_float32_rows_whose_features_fall_below_float32s_normal_range(fit_dtype)
     G64 = model.transform(Q.astype(np.float64))
     assert G32.dtype == np.float32
     assert np.abs(G32 - G64).max() <= 1e-6 * np.abs(G64).max()
+
+
+def test_float32_transform_of_a_model_that_cannot_be_hashed():
+    """A subclass that defines __eq__ (so __hash__ is None): the float32 verdict is cached by
+    the model's id, as the fit lock is, not in a dict keyed by the model."""
+
+    class Learner(LogDetKernelLearner):
+        def __eq__(self, other):
+            return self is other
+
+    X = np.random.default_rng(0).normal(size=(60, 4))
+    model = Learner(init="linear", random_state=0).fit(X, pairs=np.array([[0, 1, 1], [2, 3, -1]]))
+    G = model.transform(X[:3].astype(np.float32))
+    assert G.dtype == np.float32
+    np.testing.assert_allclose(G, model.transform(X[:3]), rtol=1e-5, atol=1e-6)

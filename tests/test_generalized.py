@@ -1183,6 +1183,10 @@ def test_convergence_warning_names_ws_conditioning_where_it_limits_the_certifica
     assert re.search(r"W's kept eigenvalues span a ratio of \d\.\de\+1\d", message)
     assert "fewer n_landmarks or a larger rcond" in message
     assert ("solver='onestep'" in message) is not with_pairs
+    with pytest.warns(ConvergenceWarning) as record:  # lam="nka" refuses solver='onestep'
+        GeneralizedNystrom(lam="nka", max_iter=3, random_state=0).fit(X, y)
+    messages = [str(w.message) for w in record if w.category is ConvergenceWarning]
+    assert messages and not any("solver='onestep'" in m for m in messages)
     with warnings.catch_warnings():  # what it advises converges
         warnings.simplefilter("error", ConvergenceWarning)
         GeneralizedNystrom(lam=1.0, rcond=1e-8, random_state=0).fit(X, y)

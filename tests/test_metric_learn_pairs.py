@@ -164,7 +164,10 @@ def test_point_pairs_mapping_is_exact_and_in_first_appearance_order():
         (lambda m, P: m.fit(P), r"they need y: \+1 for a similar pair"),
         (lambda m, P: m.fit(P, np.ones(3)), r"y must have shape \(10,\), one \+-1 per pair"),
         (lambda m, P: m.fit(P[0], pairs=P), r"got point pairs as pairs=; pass them as the"),
-        (lambda m, P: m.fit(P[:, [0, 0]], np.ones(10)), r"pairs\[0\] joins a point with itself"),
+        (
+            lambda m, P: m.fit(P[:, [0, 0]], np.ones(10)),
+            r"X\[0\] is a point pair that joins a point with itself",
+        ),
         # rows 2 and 7 join the same two points (in either order) with opposite labels: named
         # by the user's rows, not by the library's indices of the distinct points
         (

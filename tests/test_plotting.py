@@ -389,3 +389,11 @@ def test_figures_wait_for_a_fit_of_the_model_in_another_thread(data, draw):
         assert not done.wait(1.0), "the figure was drawn while a fit held the model"
     t.join(30.0)
     assert done.is_set()
+
+
+def test_lambda_path_of_a_model_without_one_names_what_it_needs(data):
+    """A Nystrom model has no lam: reading lam_ under the fit lock raised AttributeError
+    before the check that says what plot_lambda_path needs."""
+    X, _, _ = data
+    with pytest.raises(ValueError, match="needs a searched lambda path"):
+        plot_lambda_path(Nystrom(n_landmarks=10, random_state=0).fit(X))

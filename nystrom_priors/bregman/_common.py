@@ -142,9 +142,10 @@ def _check_bounds(bounds: Any, k: int, name: str, *, positive: bool) -> np.ndarr
 class _FactorRows:
     """Rows of the initial factor ``G0 = F(X) P0`` computed on demand (float64).
 
-    The learners need G0 only on the constrained samples (plus, for von Neumann, G0's r x r
-    triangular factor, one streaming pass), so fitting reads the sampled landmark rows, the
-    constrained rows and at most one pass over X: memmaps and dask arrays stay out of core.
+    The learners need G0 only on the constrained samples (plus, for von Neumann, the r x r
+    Gram matrix ``G0^T G0`` or G0's triangular factor, a streaming pass each), so fitting
+    reads the sampled landmark rows, the constrained rows and one or two passes over X:
+    memmaps and dask arrays stay out of core.
     """
 
     def __init__(self, learner: Any, src: Any) -> None:
@@ -182,6 +183,15 @@ class _FactorRows:
         """(rows of G0 for the pairs' samples, the pairs re-indexed into them)."""
         rows, inv = np.unique(pairs[:, :2], return_inverse=True)
         return self[rows], np.column_stack([inv.reshape(-1, 2), pairs[:, 2]])
+
+    def gram(self) -> np.ndarray:
+        """``G0^T G0`` over all training rows, one block at a time."""
+        r = self.vals.shape[1]
+        H = np.zeros((r, r))
+        for _, blk in self.src.blocks():
+            g = self._rows(blk)
+            H += g.T @ g
+        return H
 
     def r_factor(self) -> np.ndarray:
         """R (at most r x r, upper triangular) with ``R^T R = G0^T G0`` over all training

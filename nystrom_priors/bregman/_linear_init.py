@@ -1,14 +1,19 @@
 """The initial projection of ``init="linear"`` with a rank: X's top right singular vectors.
 
-Tall X (``top_right_singular_vectors_streamed``): one pass over its row blocks, the d x d
-Gram matrix of the rows less their mean. Wide X (``top_right_singular_vectors``): from the
-rows themselves, completed to the rank asked for without a d x d array."""
+Streamed X (``top_right_singular_vectors_streamed``): one pass over its row blocks, the
+d x d Gram matrix of the rows less their mean. Wide X in memory
+(``top_right_singular_vectors``): the n x n Gram matrix, or X's QR factorisation where that
+loses the directions asked for, completed to the rank asked for without a d x d array."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+
+# eigenvectors of a Gram matrix serve while their eigenvalues lie within this ratio of the
+# largest: their rounding, eps times the largest, is then at most 1e-8 of their own
+_GRAM_SPREAD = 1e-8
 
 __all__ = ["top_right_singular_vectors", "top_right_singular_vectors_streamed", "complete_basis"]
 
@@ -19,28 +24,32 @@ def top_right_singular_vectors(X: Any, rank: int) -> np.ndarray:
     singular values, the other rank - k columns complete the basis (``complete_basis``): X
     is zero on them, as on the null-space eigenvectors a d x d eigendecomposition would give.
 
-    Dense X: its thin SVD, O(n^2 d), whose singular values carry rounding of eps times the
-    largest. CSR X: the n x n Gram matrix ``X X^T = U diag(s^2) U^T``, ``V = X^T U / s``,
-    which keeps X sparse but squares the singular values (a direction below sqrt(eps) times
-    the strongest is lost; sparse rows seldom share a large offset). X is first brought to a
-    largest ``|x|`` in [0.5, 1) by a power of two (the singular vectors do not depend on its
-    scale, the Gram matrix's range does), and V is made orthonormal again by a QR
-    factorisation: ``X^T U / s`` loses orthogonality along small singular values."""
+    From the n x n Gram matrix ``X X^T = U diag(s^2) U^T``, ``V = X^T U / s``, made
+    orthonormal again by a QR factorisation (``X^T U / s`` loses orthogonality along small
+    singular values). The Gram matrix squares the singular values, so its eigenvectors of
+    eigenvalues below ``_GRAM_SPREAD`` of the largest carry rounding of their own size; where
+    the top ``rank`` reach there (rows sharing a large offset), a dense X takes the QR
+    factorisation of ``X^T`` and the SVD of its n x n factor instead (O(n^2 d), as the Gram
+    matrix, but holding the d x n factor Q), while a CSR X keeps the Gram matrix, to stay
+    sparse. X is first brought to a largest ``|x|`` in [0.5, 1) by a power of two (the
+    singular vectors do not depend on its scale, the Gram matrix's range does)."""
     A = X.astype(np.float64)
     sparse = hasattr(A, "tocsr")
     top = float(np.abs(A.data if sparse else A).max(initial=0.0))
     if top == 0.0:
         return complete_basis(np.zeros((X.shape[1], 0)), rank)
     A = A * np.ldexp(1.0, -int(np.frexp(top)[1]))
-    if not sparse:
-        _, s, Vt = np.linalg.svd(A, full_matrices=False)
-        k = int(np.count_nonzero(s[:rank] > s[0] * max(A.shape) * np.finfo(float).eps))
-        Q = np.ascontiguousarray(Vt[:k].T)
-        return np.ascontiguousarray(complete_basis(Q, rank) if k < rank else Q)
-    gram = (A @ A.T).toarray()
+    gram = A @ A.T
+    gram = gram.toarray() if hasattr(gram, "toarray") else np.asarray(gram)
     evals, U = np.linalg.eigh(0.5 * (gram + gram.T))
     best = np.argsort(evals)[::-1][:rank]
     floor = evals.max(initial=0.0) * gram.shape[0] * np.finfo(float).eps
+    if not sparse and evals[best].min() < _GRAM_SPREAD * evals.max():
+        Q, R = np.linalg.qr(A.T)
+        Ur, s, _ = np.linalg.svd(R)
+        k = int(np.count_nonzero(s[:rank] > s[0] * max(A.shape) * np.finfo(float).eps))
+        Q = np.ascontiguousarray(Q @ Ur[:, :k])
+        return np.ascontiguousarray(complete_basis(Q, rank) if k < rank else Q)
     best = best[evals[best] > floor]
     Q, R = np.linalg.qr(np.asarray(A.T @ U[:, best]) / np.sqrt(evals[best]))
     Q = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
@@ -56,9 +65,10 @@ def top_right_singular_vectors_streamed(X: Any, rank: int) -> np.ndarray:
     and X's right singular vectors are B's. The SVD of B holds X's singular values, not
     their squares: the eigendecomposition of ``X^T X`` itself rounds every eigenvalue by eps
     times the largest, so where the rows share a large offset (X + 1e8) the directions of
-    their spread, sqrt(eps) times weaker, came out as noise. Dense blocks are shifted by the
-    first block's mean before their products (C's sum then carries the spread's rounding,
-    not the offset's); CSR blocks are multiplied as they are, to stay sparse."""
+    their spread, sqrt(eps) times weaker, would be lost in that rounding. Dense blocks are
+    shifted by the first block's mean before their products (C's sum then carries the
+    spread's rounding, not the offset's); CSR blocks are multiplied as they are, to stay
+    sparse, and centred only through C's formula."""
     d = X.shape[1]
     gram = np.zeros((d, d))
     total = np.zeros(d)  # column sums of the shifted rows

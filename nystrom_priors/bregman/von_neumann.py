@@ -21,6 +21,10 @@ from ._common import _COMMON_PARAMS_DOC, _BregmanKernelLearner
 __all__ = ["VonNeumannKernelLearner"]
 
 
+# G0^T G0's eigenvalues serve while they all lie within this ratio of the largest (``_range``)
+_GRAM_SPREAD = 1e-8
+
+
 class VonNeumannKernelLearner(_BregmanKernelLearner):
     __doc__ = (
         """Low-rank kernel learning in von Neumann divergence (Kulis et al. 2006, Alg. 2).
@@ -124,7 +128,7 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         G0 = self._initial_factor(X, rng)
         c = self._constraints(G0, y, pairs, bounds, None, None, rng)
         # orthonormal basis of range(G0): G0 = Q R, R = U diag(s) P^T, V0 = G0 P s^-1
-        s, P = _range(G0.r_factor(), max(G0.shape))
+        s, P = _range(G0)
         T = P / s
         V = np.ascontiguousarray(G0[c["rows"]] @ T)
         r = T.shape[1]
@@ -209,13 +213,23 @@ class VonNeumannKernelLearner(_BregmanKernelLearner):
         return self
 
 
-def _range(R: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(s, P)``: the singular values of the initial factor G0 (n x r; those of its
-    triangular factor R, ``R^T R = G0^T G0``) above ``max(n, r) eps`` times the largest
-    (numpy's ``matrix_rank`` tolerance: a smaller one is G0's rounding, not a direction of
-    the initial kernel), descending, and their right singular vectors (r x k):
-    ``range(G0) = range(G0 P)``."""
-    _, s, Pt = np.linalg.svd(R, full_matrices=False)
+def _range(G0: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(s, P)``: the singular values of the initial factor G0 (n x r) above ``max(n, r)
+    eps`` times the largest (numpy's ``matrix_rank`` tolerance: a smaller one is G0's
+    rounding, not a direction of the initial kernel), descending, and their right singular
+    vectors (r x k): ``range(G0) = range(G0 P)``.
+
+    From the eigenpairs of ``G0^T G0`` (one Gram pass) where its eigenvalues all lie within
+    ``_GRAM_SPREAD`` of the largest: their rounding, eps times the largest, is then at most
+    1e-8 of each. Otherwise from the SVD of G0's triangular factor R (``R^T R = G0^T G0``, a
+    QR pass): the Gram matrix squares the singular values, and a direction below sqrt(eps)
+    times the strongest (X with a large common offset) would be lost in its rounding."""
+    H = G0.gram()
+    ev, V = np.linalg.eigh(0.5 * (H + H.T))
+    ev, V = ev[::-1], V[:, ::-1]
+    if ev.size and np.isfinite(ev).all() and ev[-1] > _GRAM_SPREAD * ev[0] > 0.0:
+        return np.sqrt(ev), np.ascontiguousarray(V)
+    _, s, Pt = np.linalg.svd(G0.r_factor(), full_matrices=False)
     if not (s.size and s[0] > 0.0 and np.isfinite(s[0])):
         raise ValueError(
             "The initial factor G0 is zero (or not finite) on the training samples: the "
@@ -224,5 +238,5 @@ def _range(R: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         )
     eps, big = np.finfo(np.float64).eps, np.finfo(np.float64).max
     # 1 / s must stay finite too: it scales the basis V0 = G0 P / s
-    keep = (s > max(n, R.shape[1]) * eps * s[0]) & (s > 1.0 / big)
+    keep = (s > max(G0.shape) * eps * s[0]) & (s > 1.0 / big)
     return s[keep], np.ascontiguousarray(Pt[keep].T)

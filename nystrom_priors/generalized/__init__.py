@@ -402,7 +402,7 @@ class GeneralizedNystrom(_LandmarkKernelMixin, FactorTransformMixin, BaseEstimat
                     self.eigenvalues_,
                     params["tol"],
                     params["solver"],
-                    labels is None or pairs_arr is None,
+                    self.lam != "nka" and (labels is None or pairs_arr is None),
                 )
                 + empty,
                 ConvergenceWarning,
