@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ._validation import check_array, dense_array
+from .side_info import _contradicting_rows
 
 __all__ = ["is_point_pairs", "point_pairs", "pair_sides"]
 
@@ -131,27 +132,17 @@ def point_pairs(pairs: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
             f"X[{same[0]}] is a point pair that joins a point with itself (both sides are "
             "equal); its distance is 0 under every kernel, so it cannot be a constraint."
         )
-    _refuse_contradictions(idx, yy.astype(np.int64))
-    X = points[first[order]]
-    return X, np.column_stack([idx, yy.astype(np.int64)])
-
-
-def _refuse_contradictions(idx: np.ndarray, signs: np.ndarray) -> None:
-    """Refuse two point pairs that join the same two points with opposite labels, naming
-    them by their rows in X and y (the indices ``idx`` into the distinct points are the
-    library's, not the user's)."""
-    key = np.sort(idx, axis=1)
-    order = np.lexsort((signs, key[:, 1], key[:, 0]))
-    k, s = key[order], signs[order]
-    same = (k[1:] == k[:-1]).all(axis=1) & (s[1:] != s[:-1])
-    if same.any():
-        t = int(np.flatnonzero(same)[0])
-        a, b = sorted((int(order[t]), int(order[t + 1])))
+    signs = yy.astype(np.int64)
+    clash = _contradicting_rows(np.column_stack([np.sort(idx, axis=1), signs]))
+    if clash is not None:  # named by the user's rows: idx indexes the library's distinct points
+        a, b = clash
         raise ValueError(
             f"X[{a}] and X[{b}] are point pairs of the same two points with opposite labels "
-            f"(y[{a}] = {int(signs[a]):+d}, y[{b}] = {int(signs[b]):+d}): a pair cannot be "
-            "both similar and dissimilar."
+            f"(y[{a}] = {signs[a]:+d}, y[{b}] = {signs[b]:+d}): a pair cannot be both similar "
+            "and dissimilar."
         )
+    X = points[first[order]]
+    return X, np.column_stack([idx, signs])
 
 
 def resolve_side_info(X: Any, y: Any, kwargs: dict, owner: str) -> tuple[Any, Any, dict]:

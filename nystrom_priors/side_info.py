@@ -134,6 +134,18 @@ def canonical_pairs(pairs: Any, n_samples: int, name: str = "pairs") -> np.ndarr
     return np.stack([np.minimum(i, j), np.maximum(i, j), arr[:, 2]], axis=1)
 
 
+def _contradicting_rows(canon: np.ndarray) -> tuple[int, int] | None:
+    """Rows ``(r, s)``, ``r < s``, of ``canon`` ((k, 3) rows ``[i, j, sign]`` with ``i < j``)
+    that give the same pair with opposite signs (the smallest such pair), or None."""
+    order = np.lexsort((canon[:, 2], canon[:, 1], canon[:, 0]))
+    k = canon[order]
+    clash = np.flatnonzero((k[1:, :2] == k[:-1, :2]).all(axis=1) & (k[1:, 2] != k[:-1, 2]))
+    if not clash.size:
+        return None
+    r, s = sorted((int(order[clash[0]]), int(order[clash[0] + 1])))
+    return r, s
+
+
 def check_pairs(
     pairs: Any, n_samples: int, *, name: str = "pairs", return_index: bool = False
 ) -> Any:
@@ -157,11 +169,12 @@ def check_pairs(
             UserWarning,
             stacklevel=_user_stacklevel(),
         )
-    keys, counts = np.unique(uniq[:, :2], axis=0, return_counts=True)
-    if (counts > 1).any():
-        a, b = keys[np.flatnonzero(counts > 1)[0]]
+    clash = _contradicting_rows(canon)
+    if clash is not None:
+        a, b = canon[clash[0], :2]
         raise ValueError(
-            f"{name} has the pair ({a}, {b}) both as must-link (+1) and as cannot-link (-1)."
+            f"{name} has the pair ({a}, {b}) both as must-link (+1) and as cannot-link (-1) "
+            f"(rows {clash[0]} and {clash[1]})."
         )
     kept = np.sort(first)
     if return_index:

@@ -17,12 +17,9 @@ import numpy as np
 from .._base import side_info_fit
 from .._validation import check_random_state
 from ._common import _COMMON_PARAMS_DOC, _BregmanKernelLearner
+from ._linear_init import _GRAM_SPREAD
 
 __all__ = ["VonNeumannKernelLearner"]
-
-
-# G0^T G0's eigenvalues serve while they all lie within this ratio of the largest (``_range``)
-_GRAM_SPREAD = 1e-8
 
 
 class VonNeumannKernelLearner(_BregmanKernelLearner):
