@@ -557,6 +557,26 @@ case(
     "LogDetKernelLearner.projections-overflow",
     (ValueError, r"the Bregman projections overflowed float64 .*bounds span .* to .*e\+\d\d"),
 )(lambda: fit("LogDetKernelLearner", X * 3, kernel="poly", degree=64))
+
+
+# bounds 1e320 apart: the factor stays finite while the duals and relative violations reach
+# inf; the sweeps used to run to max_iter on inf and return a model 1e322 off its bounds
+def _far_bounds(name, lo):
+    from nystrom_priors import labels_to_pairs
+
+    X60 = np.random.default_rng(0).normal(size=(60, 4))
+    y = np.where(np.arange(60) % 2 == 0, np.arange(60) % 3, -1)
+    P = labels_to_pairs(y, 20, random_state=0)
+    bounds = np.where(P[:, 2] > 0, lo, 1.0 / lo)
+    return make(name, m=4, n_landmarks=10).fit(X60, pairs=P, bounds=bounds)
+
+
+for _learner in ("LogDetKernelLearner", "VonNeumannKernelLearner"):
+    for _lo in (1e-160, 1e-300):
+        case(
+            f"{_learner}.bounds-{_lo:g}-to-{1 / _lo:g}",
+            (ValueError, rf"overflowed float64 .*duals.*bounds span {_lo:g} to {1 / _lo:g}"),
+        )(lambda _learner=_learner, _lo=_lo: _far_bounds(_learner, _lo))
 # a cannot-link pair of near-duplicates: hard projections must stretch it ~1e18-fold and
 # overflow; the error used to blame the kernel's scale only
 case(

@@ -443,19 +443,26 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
         hard: bool,
     ) -> None:
         """Store the sweeps' record and warn on infeasibility (status 2), a round-off stall
-        (3) or max_iter (1); ``hard``: the constraints have no slack, so max_iter's warning
-        also gives the infeasibility ``remedy``."""
-        if not np.isfinite(self.projection_).all():
+        (3) or max_iter (1), or raise on an overflow (4, or a factor or violation that is
+        not finite); ``hard``: the constraints have no slack, so max_iter's warning also
+        gives the infeasibility ``remedy``."""
+        if (
+            status == 4
+            or not np.isfinite(self.projection_).all()
+            or not np.isfinite(self.max_violation_)
+        ):
             # the projections multiply squared distances together: with a kernel of extreme
-            # scale (poly of high degree: distances ~1e88) they overflow
-            # distance bounds, and the similarity bounds where those are all there is
+            # scale (poly of high degree: distances ~1e88) they overflow, and so do the duals
+            # and relative violations of bounds hundreds of orders apart. The span named is
+            # that of the distance bounds and the similarity bounds together
             sim = getattr(self, "similarity_bounds_", np.empty(0))
             b = np.abs(np.concatenate([np.ravel(self.bounds_), np.ravel(sim)]))
             lo, hi = float(b.min(initial=np.inf)), float(b.max(initial=0.0))
             raise ValueError(
-                f"{type(self).__name__}: the Bregman projections overflowed float64 (the learned "
-                f"factor is not finite); the constraints' bounds span {lo:.3g} to {hi:.3g}. "
-                "Rescale X or the kernel (width, kernel_gamma, degree) to a moderate scale."
+                f"{type(self).__name__}: the Bregman projections overflowed float64 (the "
+                "learned factor, its duals or its violations are not finite); the "
+                f"constraints' bounds span {lo:.3g} to {hi:.3g}. Rescale X or the kernel "
+                "(width, kernel_gamma, degree) to a moderate scale, and the bounds with it."
                 + _stretch_hint(stretch)
             )
         self.n_iter_ = int(n_sweeps)

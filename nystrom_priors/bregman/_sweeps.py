@@ -3,7 +3,8 @@ tests between chunks that stop them early (infeasible constraints, a tol below r
 
 ``run_sweeps`` returns a status: 0 converged (the sweep kernels' own test), 1 max_iter
 reached, 2 the constraints look infeasible (a Farkas certificate, ``_diagnostics``), 3 the
-sweeps are stationary at round-off while tol asks for less (``at_round_off``).
+sweeps are stationary at round-off while tol asks for less (``at_round_off``), 4 the duals or
+the violations overflowed float64 (the learner raises; more sweeps would only carry inf on).
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ _ROUND_OFF = 1e3 * float(np.finfo(np.float64).eps)
 # of linear growth: an infeasible set's duals grow linearly in the sweeps (share ~1), a
 # feasible set's converge (share -> 0), so a tenth separates them with room on both sides
 _LINEAR_SHARE = 0.1
-OUTCOMES = ("converged", "max_iter reached", "looks infeasible", "stalled at round-off")
+OUTCOMES = (
+    "converged",
+    "max_iter reached",
+    "looks infeasible",
+    "stalled at round-off",
+    "overflowed",
+)
 
 
 def at_round_off(conv: np.ndarray, viol: np.ndarray, nc: int, before: float, tol: float) -> bool:
@@ -85,6 +92,11 @@ def run_sweeps(
             if status != 1:
                 break
             chunk = slice(done - k, done)
+            # bounds 1e320 apart: the duals reach inf while the factor stays finite, and the
+            # tests below would compare inf with inf until max_iter
+            if not (np.isfinite(lamnorm[chunk]).all() and np.isfinite(viol[chunk]).all()):
+                status = 4
+                break
             if at_round_off(conv[chunk], viol[chunk], lam.size, best, tol):
                 status = 3
                 break
