@@ -124,6 +124,11 @@ def _is_marker(v: Any) -> bool:
     return bool(v == -1 or v != v)
 
 
+# the unlabeled markers as str() writes them (-1, -1.0, None, NaN, pd.NA): as class names they
+# would most likely be unlabeled samples that went through a string conversion
+_MARKER_STRINGS = np.array(["-1", "-1.0", "None", "nan", "NaN", "<NA>"])
+
+
 def _unlabeled_mask(arr: np.ndarray) -> np.ndarray:
     """Boolean mask of the unlabeled entries of a 1-D label array (see :func:`check_labels`)."""
     kind = arr.dtype.kind
@@ -145,19 +150,21 @@ def _unlabeled_mask(arr: np.ndarray) -> np.ndarray:
         strings = arr.astype(str)
     elif kind == "O":
         mask = np.fromiter((_is_marker(v) for v in arr), dtype=bool, count=arr.shape[0])
-        strings = np.array([isinstance(v, str) and v == "-1" for v in arr], dtype=bool)
-        strings = np.where(strings, "-1", "")
+        strings = np.array([v if isinstance(v, str) else "" for v in arr], dtype=str)
     else:
         raise TypeError(
             f"Unknown label type: y must hold class labels (numbers, strings or other sortable "
             f"objects; -1, None or NaN for unlabeled), got dtype {arr.dtype}."
         )
-    ambiguous = np.flatnonzero(strings == "-1")
+    ambiguous = np.flatnonzero(np.isin(strings, _MARKER_STRINGS))
     if ambiguous.size:
+        i = ambiguous[0]
         raise ValueError(
-            f"y[{ambiguous[0]}] is the string '-1': ambiguous between a class named '-1' and "
-            "the unlabeled marker. Mark unlabeled samples with the integer -1, None or NaN "
-            "(in an object array), or rename the class."
+            f"y[{i}] is the string {str(strings[i])!r}: what an unlabeled marker (-1, None, "
+            "NaN or pd.NA) becomes when y is converted to strings (y.astype(str), a CSV file), "
+            f"ambiguous between a class named {str(strings[i])!r} and an unlabeled sample. "
+            "Mark unlabeled samples with the integer -1, None or NaN (in an object array), "
+            "or rename the class."
         )
     return mask if kind == "O" else np.zeros(arr.shape[0], dtype=bool)
 
@@ -232,8 +239,9 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
     ``None`` or by ``NaN`` (pandas' missing values, ``pd.NA`` included). The classes are the
     distinct labels of the labeled samples, sorted; every other value is a class.
 
-    Two inputs are refused because they are ambiguous or mistaken: the *string* ``'-1'``
-    (a class named '-1', or a marker that went through a CSV file?) and labels of mixed
+    Two inputs are refused because they are ambiguous or mistaken: the *strings* ``'-1'``,
+    ``'-1.0'``, ``'None'``, ``'nan'``, ``'NaN'`` and ``'<NA>'`` (a class of that name, or a
+    marker that went through ``y.astype(str)`` or a CSV file?) and labels of mixed
     types (``'a'`` and ``3``: sorting them has no meaning and usually means a bug upstream).
 
     Parameters

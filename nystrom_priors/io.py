@@ -300,7 +300,9 @@ def _save(model: Any, path: str | os.PathLike) -> None:
                     "which cannot be stored without pickle. Numbers, booleans, strings and "
                     "bytes can"
                     + (
-                        "; refit with the labels mapped to one of those (e.g. y.astype(str))."
+                        "; refit with the classes mapped to one of those and the unlabeled "
+                        "samples kept as -1 or None (e.g. np.array([v if v is None else "
+                        "str(v) for v in y], dtype=object))."
                         if key == "classes_"
                         else "."
                     )

@@ -575,7 +575,11 @@ for _learner in ("LogDetKernelLearner", "VonNeumannKernelLearner"):
     for _lo in (1e-160, 1e-300):
         case(
             f"{_learner}.bounds-{_lo:g}-to-{1 / _lo:g}",
-            (ValueError, rf"overflowed float64 .*duals.*bounds span {_lo:g} to {1 / _lo:g}"),
+            (
+                ValueError,
+                r"overflowed float64 .*duals.*bounds span "
+                + rf"{_lo:g} to {1 / _lo:g}".replace("+", r"\+"),
+            ),
         )(lambda _learner=_learner, _lo=_lo: _far_bounds(_learner, _lo))
 # a cannot-link pair of near-duplicates: hard projections must stretch it ~1e18-fold and
 # overflow; the error used to blame the kernel's scale only

@@ -150,8 +150,14 @@ def test_check_labels_markers_and_types():
             TypeError,
             r"y mixes labels of different types: bool \(e.g. True\) and number \(e.g. 1\)",
         ),
-        (np.array(["a", "-1", "b"]), ValueError, r"y\[1\] is the string '-1': ambiguous"),
+        (np.array(["a", "-1", "b"]), ValueError, r"y\[1\] is the string '-1': what an unl"),
         (["a", "-1", None], ValueError, r"y\[1\] is the string '-1'"),
+        # what y.astype(str) makes of the markers None, NaN, -1.0 and pd.NA: they used to
+        # become classes named 'None', 'nan', ... and every unlabeled sample a labeled one
+        (np.array(["a", "b", None], dtype=object).astype(str), ValueError, r"y\[2\] .* 'None'"),
+        (np.array([0.0, 1.0, np.nan]).astype(str), ValueError, r"y\[2\] is the string 'nan'"),
+        (np.array([0.0, 1.0, -1.0]).astype(str), ValueError, r"y\[2\] is the string '-1.0'"),
+        (np.array(["a", "<NA>", "b"], dtype=object), ValueError, r"y\[1\] .* '<NA>'"),
         (np.array([1.0, np.inf, 2.0]), ValueError, r"y contains infinite values \(e.g. y\[1\]"),
         (np.array([None, np.nan, -1], dtype=object), ValueError, r"no labeled sample"),
         (
@@ -225,11 +231,18 @@ def test_classes_save_cannot_store_are_refused_by_name_before_writing():
         ([datetime.date(2020, 1, k) for k in (1, 2, 3)], "date"),
     ):
         labels = np.empty(y.size, dtype=object)
-        labels[:] = [values[v] for v in y]
+        labels[:] = [None if v == -1 else values[v] for v in y]
         model = _fit("GeneralizedNystrom", X, labels)
-        with pytest.raises(TypeError, match=rf"'classes_': it holds {kind} objects.*astype\(str\)"):
+        with pytest.raises(TypeError, match=rf"'classes_': it holds {kind} objects.*kept as -1"):
             npr.save(model, path)
         assert not os.path.exists(path)
+        # the advised mapping keeps the unlabeled samples unlabeled (y.astype(str), the
+        # advice before, made them a class 'None') and can be saved
+        mapped = np.array([v if v is None else str(v) for v in labels], dtype=object)
+        model = _fit("GeneralizedNystrom", X, mapped)
+        assert list(model.classes_) == sorted(str(v) for v in values)
+        npr.save(model, path)
+        os.remove(path)
 
 
 @pytest.mark.parametrize("name", ["GeneralizedNystrom", "GeneralizedNystrom lam=1", "LogDet"])
