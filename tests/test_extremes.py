@@ -240,6 +240,17 @@ def test_bregman_learners_name_a_width_that_makes_every_sample_alike(cls, kw):
         cls(n_landmarks=10, max_iter=20, random_state=0, **kw).fit(_data(), pairs=PAIRS)
 
 
+@pytest.mark.parametrize("cls", [npr.LogDetKernelLearner, npr.VonNeumannKernelLearner])
+@pytest.mark.parametrize("kernel", ["linear", "cosine", "poly"])
+def test_bregman_learners_name_duplicates_without_a_width(cls, kernel):
+    """Every pair joins a sample and its copy. With a Gaussian kernel the refusal named the
+    duplicates; with the kernels that have no width it stopped at 'nothing to learn'."""
+    X = np.repeat(_data(), 2, axis=0)
+    pairs = np.array([[0, 1, 1], [2, 3, -1], [4, 5, 1]])
+    with pytest.raises(ValueError, match=r"nothing to learn\. 3 of them .*duplicated samples"):
+        cls(rank=4, n_landmarks=10, kernel=kernel, random_state=0).fit(X, pairs=pairs)
+
+
 @pytest.mark.parametrize("rule", ["percentile", "relative"])
 @pytest.mark.parametrize("scale, word", [(1e160, "overflow"), (1e-300, "underflow")])
 def test_distance_bounds_name_overflow_and_underflow(rule, scale, word):

@@ -98,6 +98,19 @@ def zero_length_message(
     null = zero & ~A.any(axis=1) & ~B.any(axis=1)
     width = getattr(learner, "width_", None)
     if getattr(learner, "init_", None) != "nystrom" or not isinstance(width, float):
+        # no width to blame (linear, cosine, poly, init="linear"): the samples coincide
+        same = zero & ~null
+        if null.any():
+            text += (
+                f" {int(null.sum())} of them join samples that the initial kernel maps to 0 "
+                "(zero rows of X, or kernel values that underflow: rescale X)."
+            )
+        if same.any():
+            text += (
+                f" {int(same.sum())} of them join samples that the initial kernel does not "
+                "tell apart: duplicated samples, or rows it maps alike (parallel rows under "
+                "the cosine kernel); drop such pairs or the duplicates."
+            )
         return text
     if null.any():
         text += (
