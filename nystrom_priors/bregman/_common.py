@@ -286,9 +286,16 @@ class _BregmanKernelLearner(_LandmarkKernelMixin, FactorTransformMixin, BaseEsti
             else:  # best rank-r linear kernel: top right singular vectors of X (one pass)
                 P0 = top_right_singular_vectors_streamed(X, rank)
         if rank is not None and rank > P0.shape[1]:
+            # the linear kernel's rank is X's, which only the d columns of G0 = X bound
+            what = (
+                f"the rank {P0.shape[1]} of the initial kernel"
+                if init == "nystrom"
+                else f"the {P0.shape[1]} features of X, the largest rank of the initial "
+                "kernel X X^T (init='linear')"
+            )
             warnings.warn(
-                f"rank={rank} exceeds the rank {P0.shape[1]} of the initial kernel; Bregman "
-                f"learning preserves the initial rank, so rank {P0.shape[1]} is used.",
+                f"rank={rank} exceeds {what}; Bregman learning preserves the initial rank, so "
+                f"at most rank {P0.shape[1]} is used.",
                 UserWarning,
                 stacklevel=_user_stacklevel(),
             )
