@@ -62,7 +62,7 @@ def plot_lambda_path(
     model : fitted GeneralizedNystrom with a searched path (``lam="auto"`` or ``"nka"``)
     errors : array-like of shape (n_lams,), optional
         An error measured for each lambda of ``model.lam_path_`` (e.g. a held-out error from
-        refits), drawn on a second y axis.
+        refits), a fraction drawn as a percentage on a second y axis; finite.
     error_label : str
     ax : matplotlib Axes, optional
 
@@ -132,8 +132,16 @@ def plot_lambda_path(
                 f"errors must have shape {x.shape} (one per finite lambda) or {lams.shape}, got "
                 f"{err.shape}."
             )
+        with np.errstate(over="ignore", invalid="ignore"):
+            pct = err * 100.0
+        bad = np.flatnonzero(~np.isfinite(pct))
+        if bad.size:  # NaN, inf, or a fraction too large to draw as a percentage
+            raise ValueError(
+                f"errors must be finite fractions, drawn as percentages; errors[{bad[0]}] = "
+                f"{err[bad[0]]!r}."
+            )
         right = ax.twinx()
-        right.plot(x, err * 100.0, "s-", color="C1", label=error_label)
+        right.plot(x, pct, "s-", color="C1", label=error_label)
         right.set_ylabel(f"{error_label} (%)")
         h2, l2 = right.get_legend_handles_labels()
         handles, labels = handles + h2, labels + l2

@@ -93,6 +93,14 @@ def test_lambda_path_refuses_a_fixed_lambda_and_bad_errors(data):
     # attribute 'plot'", and "has no lam_path_" for a model never fitted
     with pytest.raises(ValueError, match="errors must be numbers, one per lambda"):
         plot_lambda_path(gn, errors=["a"] * gn.lam_path_.size)
+    # NaN and inf were drawn silently, 1e308 overflowed to inf with numpy's RuntimeWarning
+    for value in (np.nan, np.inf, 1e308):
+        errors = np.full(gn.lam_path_.size, 0.1)
+        errors[1] = value
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError, match=r"errors must be finite .*errors\[1\] = "):
+                plot_lambda_path(gn, errors=errors)
     with pytest.raises(TypeError, match="ax must be a matplotlib Axes or None, got str"):
         plot_lambda_path(gn, ax="foo")
     with pytest.raises(NotFittedError):
