@@ -841,3 +841,58 @@ def test_kernel_called_without_samples_says_what_it_needs():
     with pytest.raises(TypeError, match=r"^BCDNPKL\.kernel\(\) missing its required argument A"):
         model.kernel()
     assert model.kernel(X[:2]).shape == (2, 2) and model.kernel(X[:2], X[:3]).shape == (2, 3)
+
+
+def test_duality_gap_above_800_constrained_samples_is_reproducible():
+    """The certificate of more than 800 constrained samples came from ARPACK with its own
+    random start: the same random_state gave gaps that differ in the last digits (and so,
+    where the gap decides the stop, different models), and at 2,000 samples it took ~16 s a
+    call or failed to converge (gap inf, sweeps to max_iter). Dense LAPACK takes it there."""
+    rng = np.random.default_rng(0)
+    n, k = 1300, 1000
+    X = rng.normal(size=(n, 5))
+    i = rng.integers(0, n, k)
+    j = (i + 1 + rng.integers(0, n - 1, k)) % n
+    pairs = np.stack([i, j, np.where(i % 2 == j % 2, 1, -1)], 1)
+    gaps = []
+    for _ in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = BCDNPKL(random_state=0, max_iter=5).fit(X, pairs=pairs)
+        assert model.constrained_.size > 800  # the path ARPACK used to take
+        gaps.append(model.gap_)
+    assert np.isfinite(gaps[0]) and gaps[0] > 0.0
+    assert gaps[1] == gaps[0] and gaps[2] == gaps[0]
+
+
+def test_a_certificate_that_fails_is_not_blamed_on_max_iter(monkeypatch):
+    """Where the gap's eigenvalue solver fails (gap inf) no number of sweeps certifies the
+    result; the warning advised increasing max_iter."""
+    import nystrom_priors._bcd_gap as bcd_gap
+
+    monkeypatch.setattr(bcd_gap, "relative_gap", lambda *args: np.inf)
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    pairs = labels_to_pairs(np.arange(60) % 3, 40, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="could not certify .*cannot help") as record:
+        model = BCDNPKL(random_state=0, max_iter=50).fit(X, pairs=pairs)
+    assert not any("increase max_iter" in str(w.message) for w in record)
+    assert not model.converged_ and np.isinf(model.gap_)
+
+
+def test_dense_smallest_eigenvalue_of_the_certificate_matches_numpy():
+    """The in-place build of ``A - Wt Wt^T - B`` (upper triangle by BLAS, repeated pairs
+    summed as the sparse B sums them) against numpy on the explicit matrix."""
+    from nystrom_priors._bcd_gap import _smallest_dense
+
+    rng = np.random.default_rng(1)
+    l, r, k = 40, 3, 60
+    A = sp.random(l, l, density=0.2, random_state=1)
+    A = sp.csr_matrix(A + A.T + 5.0 * sp.eye(l))
+    Wt = rng.normal(size=(l, r))
+    i = rng.integers(0, l, k)
+    pos = np.stack([i, (i + 1 + rng.integers(0, l - 1, k)) % l], 1)
+    pos[-1] = pos[0]  # a repeated pair
+    w = np.tile(rng.normal(size=k), 2)
+    B = sp.csr_matrix((w, (np.r_[pos[:, 0], pos[:, 1]], np.r_[pos[:, 1], pos[:, 0]])), (l, l))
+    M = A.toarray() - Wt @ Wt.T - B.toarray()
+    assert np.isclose(_smallest_dense(A, Wt, pos, w), np.linalg.eigvalsh(M)[0], rtol=1e-12)
