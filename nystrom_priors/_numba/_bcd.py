@@ -310,6 +310,34 @@ def _update_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss
 
 
 @njit(cache=True, nogil=True)
+def _solve_square_rank(tptr, tidx, tsgn, V, i, C, g, d):
+    """Row i of V for the square loss from ``(d I + C A A^T) v = -g + C A 1`` (r x r), A =
+    [T_ij v_j] over the t pairs at i: ``A A^T = sum_j v_j v_j^T`` (T_ij^2 = 1)."""
+    r = V.shape[1]
+    t0, t1 = tptr[i], tptr[i + 1]
+    H = np.zeros((r, r))
+    rhs = np.empty(r)
+    for c in range(r):
+        rhs[c] = -g[c]
+        H[c, c] = d
+    for k in range(t0, t1):
+        j = tidx[k]
+        sg = tsgn[k]
+        for c in range(r):
+            vc = V[j, c]
+            rhs[c] += C * sg * vc
+            for e in range(c + 1):
+                H[c, e] += C * vc * V[j, e]
+    for c in range(r):
+        for e in range(c):
+            H[e, c] = H[c, e]
+    v = np.empty(r)
+    _cholesky_solve(H, rhs, v)
+    for c in range(r):
+        V[i, c] = v[c]
+
+
+@njit(cache=True, nogil=True)
 def _solve_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss, g, dual):
     r = V.shape[1]
     d = _row_g(indptr, indices, data, Wt, P, V, i, g)
@@ -318,6 +346,12 @@ def _solve_column(indptr, indices, data, Wt, P, tptr, tidx, tsgn, V, i, C, loss,
     if t == 0:
         for c in range(r):
             V[i, c] = -g[c] / d
+        return
+    if loss == SQUARE and t > r:
+        # more pairs at sample i than the rank (one sample in thousands of pairs): the r x r
+        # system itself, O(t r^2) time and O(r^2) memory, not Woodbury's t x t one (cubic in
+        # t, two t x t arrays)
+        _solve_square_rank(tptr, tidx, tsgn, V, i, C, g, d)
         return
     # A = [T_ij v_j] (r x t), AtA (t x t)
     AtA = np.empty((t, t))
