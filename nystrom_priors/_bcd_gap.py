@@ -61,7 +61,7 @@ def _smallest_dense(A, Wt, pos, w):
     from scipy.linalg import LinAlgError, eigh
     from scipy.linalg.blas import dsyrk
 
-    M = np.asfortranarray(A.toarray(), dtype=np.float64)
+    M = A.toarray(order="F").astype(np.float64, copy=False)  # F: dsyrk works in place
     M = dsyrk(-1.0, np.asfortranarray(Wt, dtype=np.float64), beta=1.0, c=M, overwrite_c=1)
     k = pos.shape[0]
     np.subtract.at(M, (pos[:, 0], pos[:, 1]), w[:k])  # dsyrk wrote the upper triangle: mirror
@@ -179,21 +179,23 @@ def run(args, max_iter, tol, certify, verbose, gap, hint="", settings=""):
     if not converged:
         what = "relative duality gap" if certify else "relative objective decrease"
         last = value if certify else abs(obj[n - 1] - obj[n]) / abs(obj[n])
-        if stalled and not last < 1.0:
+        if certify and not np.isfinite(last):
+            # checked first: a run that also stalled would otherwise blame C for it
+            why = (
+                f"could not certify its result after {n} sweeps: the duality gap's eigenvalue "
+                "problem failed (the dual matrix of the constrained samples not numerically "
+                f"positive definite, or, above {_DENSE_SMALLEST_LIMIT:,} of them, ARPACK not "
+                "converging), so more sweeps (max_iter) cannot help. The kernel is the "
+                "descent's; fewer constrained samples (n_constraints, or fewer pairs) keep the "
+                "certificate dense"
+            )
+        elif stalled and not last < 1.0:
             # a relative gap of 1 or more certifies nothing: with a tiny C (and the default
             # delta = C / 2) the loss is negligible against the graph term at round-off
             why = (
                 f"stalled at round-off after {n} sweeps with no usable certificate (relative "
                 f"duality gap {last:.3g}): the loss weight C is too small against the graph "
                 "term; use a larger C (or delta)"
-            )
-        elif certify and not np.isfinite(last):
-            why = (
-                f"could not certify its result after {n} sweeps: the duality gap's eigenvalue "
-                "solver did not converge on the dual matrix of the constrained samples, so "
-                "more sweeps (max_iter) cannot help. The kernel is the descent's; up to "
-                f"{_DENSE_LIMIT:,} constrained samples (n_constraints, or fewer pairs) the "
-                "certificate is computed by dense LAPACK"
             )
         elif stalled:
             why = (

@@ -124,9 +124,10 @@ def _is_marker(v: Any) -> bool:
     return bool(v == -1 or v != v)
 
 
-# the unlabeled markers as str() writes them (-1, -1.0, None, NaN, pd.NA): as class names they
-# would most likely be unlabeled samples that went through a string conversion
-_MARKER_STRINGS = np.array(["-1", "-1.0", "None", "nan", "NaN", "<NA>"])
+# the unlabeled markers as str() writes them (-1, -1.0, NaN, pd.NA): as class names they would
+# most likely be unlabeled samples that went through a string conversion. 'None' is also a
+# plausible class name (a severity scale), so it is only warned about (``check_labels``)
+_MARKER_STRINGS = np.array(["-1", "-1.0", "nan", "NaN", "<NA>"])
 
 
 def _unlabeled_mask(arr: np.ndarray) -> np.ndarray:
@@ -240,8 +241,9 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
     distinct labels of the labeled samples, sorted; every other value is a class.
 
     Two inputs are refused because they are ambiguous or mistaken: the *strings* ``'-1'``,
-    ``'-1.0'``, ``'None'``, ``'nan'``, ``'NaN'`` and ``'<NA>'`` (a class of that name, or a
-    marker that went through ``y.astype(str)`` or a CSV file?) and labels of mixed
+    ``'-1.0'``, ``'nan'``, ``'NaN'`` and ``'<NA>'`` (a class of that name, or a marker that
+    went through ``y.astype(str)`` or a CSV file?; ``'None'``, a plausible class name, is a
+    class with a warning) and labels of mixed
     types (``'a'`` and ``3``: sorting them has no meaning and usually means a bug upstream).
 
     Parameters
@@ -283,6 +285,19 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
     values = arr[index]
     if values.dtype.kind == "O":
         values = _labeled_values(values)
+    if values.dtype.kind == "U" and np.any(values == "None"):
+        import warnings
+
+        from ._feature_names import _user_stacklevel
+
+        count = int(np.count_nonzero(values == "None"))
+        warnings.warn(
+            f"y holds the string 'None' ({count} samples), which is a class here. If they are "
+            "unlabeled samples whose marker None went through y.astype(str) or a CSV file, "
+            "mark them with None or -1.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
     if values.dtype.kind == "f" and not np.isfinite(values).all():
         bad = index[np.flatnonzero(~np.isfinite(values))[0]]
         raise ValueError(

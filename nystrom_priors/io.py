@@ -301,8 +301,8 @@ def _save(model: Any, path: str | os.PathLike) -> None:
                     "bytes can"
                     + (
                         "; refit with the classes mapped to one of those and the unlabeled "
-                        "samples kept as -1 or None (e.g. np.array([v if v is None else "
-                        "str(v) for v in y], dtype=object))."
+                        "markers kept (e.g. names = {c: str(c) for c in model.classes_}; "
+                        "y = np.array([names.get(v, v) for v in y], dtype=object))."
                         if key == "classes_"
                         else "."
                     )

@@ -154,7 +154,6 @@ def test_check_labels_markers_and_types():
         (["a", "-1", None], ValueError, r"y\[1\] is the string '-1'"),
         # what y.astype(str) makes of the markers None, NaN, -1.0 and pd.NA: they used to
         # become classes named 'None', 'nan', ... and every unlabeled sample a labeled one
-        (np.array(["a", "b", None], dtype=object).astype(str), ValueError, r"y\[2\] .* 'None'"),
         (np.array([0.0, 1.0, np.nan]).astype(str), ValueError, r"y\[2\] is the string 'nan'"),
         (np.array([0.0, 1.0, -1.0]).astype(str), ValueError, r"y\[2\] is the string '-1.0'"),
         (np.array(["a", "<NA>", "b"], dtype=object), ValueError, r"y\[1\] .* '<NA>'"),
@@ -231,18 +230,30 @@ def test_classes_save_cannot_store_are_refused_by_name_before_writing():
         ([datetime.date(2020, 1, k) for k in (1, 2, 3)], "date"),
     ):
         labels = np.empty(y.size, dtype=object)
-        labels[:] = [None if v == -1 else values[v] for v in y]
-        model = _fit("GeneralizedNystrom", X, labels)
-        with pytest.raises(TypeError, match=rf"'classes_': it holds {kind} objects.*kept as -1"):
+        for marker in (None, -1, np.nan):
+            labels[:] = [marker if v == -1 else values[v] for v in y]
+            model = _fit("GeneralizedNystrom", X, labels)
+            with pytest.raises(TypeError, match=rf"'classes_': it holds {kind} .*markers kept"):
+                npr.save(model, path)
+            assert not os.path.exists(path)
+            # the advised mapping keeps the unlabeled samples unlabeled (y.astype(str), the
+            # advice before, made them a class 'None' or 'nan') and can be saved
+            names = {c: str(c) for c in model.classes_}
+            mapped = np.array([names.get(v, v) for v in labels], dtype=object)
+            model = _fit("GeneralizedNystrom", X, mapped)
+            assert list(model.classes_) == sorted(str(v) for v in values)
             npr.save(model, path)
-        assert not os.path.exists(path)
-        # the advised mapping keeps the unlabeled samples unlabeled (y.astype(str), the
-        # advice before, made them a class 'None') and can be saved
-        mapped = np.array([v if v is None else str(v) for v in labels], dtype=object)
-        model = _fit("GeneralizedNystrom", X, mapped)
-        assert list(model.classes_) == sorted(str(v) for v in values)
-        npr.save(model, path)
-        os.remove(path)
+            os.remove(path)
+
+
+def test_a_class_named_none_is_a_class_with_a_warning():
+    """'None' is what y.astype(str) makes of the marker None, but also a plausible class
+    name: it stays a class, and a warning says how to mark unlabeled samples."""
+    X, y = _data()
+    names = np.array(["None", "Mild", "Severe"])[np.maximum(y, 0)]
+    with pytest.warns(UserWarning, match=r"string 'None' \(\d+ samples\), which is a class"):
+        model = npr.GeneralizedNystrom(n_landmarks=10, lam=1.0, random_state=0).fit(X, names)
+    assert list(model.classes_) == ["Mild", "None", "Severe"]
 
 
 @pytest.mark.parametrize("name", ["GeneralizedNystrom", "GeneralizedNystrom lam=1", "LogDet"])
