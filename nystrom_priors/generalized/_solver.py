@@ -304,18 +304,21 @@ def convergence_remedy(eigenvalues: np.ndarray, tol: float, solver: str, onestep
     W's scale, so float64 rounding in S is about ``cond(W) eps`` of the kernel: where that
     exceeds tol, more iterations may only cost time, and fewer or better separated
     directions of W (fewer landmarks, a larger rcond) are what lowers the floor."""
+    from ._paper import _CRAWL_STEPS
+
     ev = eigenvalues
     floor = float(ev[0] / ev[-1]) * float(np.finfo(np.float64).eps) if ev.size else 0.0
-    more = (
-        " (or use solver='auto': the paper's first-order gradient mapping crawls where lam is "
-        "small against mu_max^2)"
+    first = (
+        "use solver='auto' (the paper's first-order gradient mapping crawls where lam is "
+        "small against mu_max^2, and stops where its measure has not fallen by 1% in "
+        f"{_CRAWL_STEPS:,} steps), or increase max_iter or relax tol"
         if solver == "pgd"
-        else ""
+        else "increase max_iter or relax tol"
     )
     if floor <= tol:
-        return f"increase max_iter or relax tol{more}."
+        return f"{first}."
     return (
-        f"increase max_iter or relax tol{more}. W's kept eigenvalues span a ratio of "
+        f"{first}. W's kept eigenvalues span a ratio of "
         f"{ev[0] / ev[-1]:.1e}, so float64 rounding in S is about {floor:.0e} of the kernel, "
         "above tol: if more iterations do not lower the measure, use fewer n_landmarks or a "
         "larger rcond (drops W's weakest directions)"
