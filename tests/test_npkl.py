@@ -918,3 +918,21 @@ def test_square_loss_column_with_more_pairs_than_the_rank_matches_numpy():
     expected = np.linalg.solve(d * np.eye(r) + C * A @ A.T, -g + C * A @ np.ones(t))
     _solve_square_rank(tptr, tidx, tsgn, V, 0, C, g, d)
     np.testing.assert_allclose(V[0], expected, rtol=1e-12)
+
+
+def test_a_gap_that_crawls_stops_the_sweeps():
+    """A tiny C: the relative gap stayed at 0.99 for 100,000 sweeps and a max_iter of 10**9
+    ran for a day. Past _CRAWL_SWEEPS the gap is also taken every as many sweeps, and the
+    descent stops where it fell by less than 1%, saying why more sweeps cannot help."""
+    from nystrom_priors._bcd_gap import _CRAWL_SWEEPS
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 10))
+    y = np.full(500, -1)
+    y[:60] = np.arange(60) % 3
+    pairs = labels_to_pairs(y, 40, random_state=0)
+    budget = 10 * _CRAWL_SWEEPS  # the previous code ran all of them
+    with pytest.warns(ConvergenceWarning, match=r"fell by less than 1% over the last"):
+        model = BCDNPKL(C=1e-8, max_iter=budget, random_state=0).fit(X, pairs=pairs)
+    assert 2 * _CRAWL_SWEEPS <= model.n_iter_ < 4 * _CRAWL_SWEEPS
+    assert not model.converged_ and model.gap_ > 0.5
