@@ -251,6 +251,16 @@ def test_bregman_learners_name_duplicates_without_a_width(cls, kernel):
         cls(rank=4, n_landmarks=10, kernel=kernel, random_state=0).fit(X, pairs=pairs)
 
 
+@pytest.mark.parametrize("cls", [npr.LogDetKernelLearner, npr.VonNeumannKernelLearner])
+def test_zero_length_pairs_get_one_explanation_each(cls):
+    """Rows of 1e-170 differ but their squared distance underflows: those pairs were also
+    called duplicated samples in the refusal (counted under both explanations)."""
+    X = np.random.default_rng(0).normal(size=(20, 3)) * 1e-170
+    with pytest.raises(ValueError, match=r"2 of them join different rows .*underflows") as info:
+        cls(init="linear", max_iter=20).fit(X, pairs=np.array([[0, 1, 1], [2, 3, -1]]))
+    assert "duplicated" not in str(info.value)
+
+
 @pytest.mark.parametrize("rule", ["percentile", "relative"])
 @pytest.mark.parametrize("scale, word", [(1e160, "overflow"), (1e-300, "underflow")])
 def test_distance_bounds_name_overflow_and_underflow(rule, scale, word):

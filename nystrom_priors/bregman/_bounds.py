@@ -83,23 +83,23 @@ def zero_length_message(
     pairs, not at the width."""
     if every:
         text = "every pair has zero length in the initial kernel; nothing to learn."
-        under = int((zero & differ).sum())
-        if under:
-            text += (
-                f" {under} of them join different rows whose squared distance underflows "
-                "float64: rescale X or the kernel (width, kernel_gamma)."
-            )
     else:
         first = D[np.flatnonzero(zero)[0], :2].tolist()
         text = (
             f"{int(zero.sum())} pair(s) have zero length in the initial kernel (e.g. {first}); "
             "Bregman projections cannot change their distance, so they are skipped."
         )
+    under = int((zero & differ).sum())
+    if under:
+        text += (
+            f" {under} of them join different rows whose squared distance underflows "
+            "float64: rescale X or the kernel (width, kernel_gamma)."
+        )
     null = zero & ~A.any(axis=1) & ~B.any(axis=1)
     width = getattr(learner, "width_", None)
     if getattr(learner, "init_", None) != "nystrom" or not isinstance(width, float):
         # no width to blame (linear, cosine, poly, init="linear"): the samples coincide
-        same = zero & ~null
+        same = zero & ~null & ~differ  # rows that differ: the underflow, above
         if null.any():
             text += (
                 f" {int(null.sum())} of them join samples that the initial kernel maps to 0 "
@@ -118,7 +118,7 @@ def zero_length_message(
             f"kernel values with every landmark underflow): the width {width:.3g} is far below "
             "their distances; pass a larger width."
         )
-    same = zero & ~null
+    same = zero & ~null & ~differ  # rows that differ: the underflow, above
     if same.any():  # a huge width: every k(x, z) rounds to 1 and all rows coincide
         text += (
             f" {int(same.sum())} of them join samples whose rows of the initial kernel "
