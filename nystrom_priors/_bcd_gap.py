@@ -39,9 +39,9 @@ _CRAWL_SWEEPS = 10_000
 # constrained samples up to which the generalized eigenvalue of the tightest t is taken by
 # dense LAPACK (three l x l arrays)
 _DENSE_LIMIT = 800
-# ... and up to which the smallest eigenvalue of Dt - B is (one l x l array, built in place:
-# 72 MB and about 2 s at the limit), where ARPACK's, on a clustered spectrum, took ~16 s a
-# call at 2,000 samples or failed to converge (no certificate, sweeps to max_iter)
+# ... and up to which the smallest eigenvalue of Dt - B is (one l x l array built in place,
+# 72 MB at the limit): ARPACK's, at the low end of a clustered spectrum, converges slowly or
+# not at all (no certificate, sweeps to max_iter)
 _DENSE_SMALLEST_LIMIT = 3000
 
 
@@ -58,18 +58,17 @@ def multipliers(V, pos, sgn, C, loss, dual, order):
     return np.clip(0.5 * (both[:k] + both[k:]), 0.0, C)
 
 
-def _smallest_dense(A, Wt, pos, w):
-    """The smallest eigenvalue of ``A - Wt Wt^T - B`` (B: ``w`` at the pairs ``pos``, both
-    orders) in one dense l x l array updated in place (a rank-r BLAS update, then B's
-    entries), so the certificate adds one array to the fit's peak; NaN if LAPACK fails."""
+def _smallest_dense(A, Wt, B):
+    """The smallest eigenvalue of ``A - Wt Wt^T - B`` (A, B sparse l x l) in one dense array
+    updated in place (a rank-r BLAS update of its upper triangle, which LAPACK reads, then
+    B's entries), so the certificate adds one array to the fit's peak; NaN if LAPACK fails."""
     from scipy.linalg import LinAlgError, eigh
     from scipy.linalg.blas import dsyrk
 
     M = A.toarray(order="F").astype(np.float64, copy=False)  # F: dsyrk works in place
     M = dsyrk(-1.0, np.asfortranarray(Wt, dtype=np.float64), beta=1.0, c=M, overwrite_c=1)
-    k = pos.shape[0]
-    np.subtract.at(M, (pos[:, 0], pos[:, 1]), w[:k])  # dsyrk wrote the upper triangle: mirror
-    np.subtract.at(M, (pos[:, 1], pos[:, 0]), w[k:])  # both orders, read from it below
+    Bc = B.tocoo()  # from CSR: each (row, col) once, repeated pairs already summed
+    M[Bc.row, Bc.col] -= Bc.data
     try:
         return float(
             eigh(
@@ -101,7 +100,7 @@ def relative_gap(system, pos, sgn, V, C, loss, delta, primal, dual, order):
             return np.inf
         t = 1.0 if theta <= 1.0 else 1.0 / theta
     elif l <= _DENSE_SMALLEST_LIMIT:
-        lam = _smallest_dense(system.A, Wt, pos, w)
+        lam = _smallest_dense(system.A, Wt, B)
         if not np.isfinite(lam):
             return np.inf
         t = 1.0 if lam >= 0.0 else delta / (delta - lam)
@@ -168,7 +167,8 @@ def run(args, max_iter, tol, certify, verbose, gap, hint="", settings=""):
                     f"(objective {obj[n]}) at {settings}: the loss term is beyond float64's "
                     "range there. Use a smaller C or a larger delta."
                 )
-            if status == 1 and certify:
+            fresh = status == 1 and certify  # the gap at this V is taken here, once
+            if fresh:
                 value = gap()
                 converged = value <= tol
                 # stalled at round-off without a certificate: give up rather than spin
@@ -179,7 +179,7 @@ def run(args, max_iter, tol, certify, verbose, gap, hint="", settings=""):
             else:
                 converged = status == 1
             if certify and not converged and n >= crawl_next:
-                value = gap()
+                value = value if fresh else gap()
                 if not value < 0.99 * crawl_best:
                     crawled = True
                     break

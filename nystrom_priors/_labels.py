@@ -8,11 +8,13 @@ live in ``side_info``, which re-exports these names.
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ._feature_names import _user_stacklevel
 from ._validation import is_missing, is_sparse, refuse_masked
 
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
@@ -285,12 +287,8 @@ def check_labels(y: Any, n_samples: int, *, min_classes: int = 1) -> Labels:
     values = arr[index]
     if values.dtype.kind == "O":
         values = _labeled_values(values)
-    if values.dtype.kind == "U" and np.any(values == "None"):
-        import warnings
-
-        from ._feature_names import _user_stacklevel
-
-        count = int(np.count_nonzero(values == "None"))
+    count = int(np.count_nonzero(values == "None")) if values.dtype.kind == "U" else 0
+    if count:
         warnings.warn(
             f"y holds the string 'None' ({count} samples), which is a class here. If they are "
             "unlabeled samples whose marker None went through y.astype(str) or a CSV file, "

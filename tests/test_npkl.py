@@ -899,7 +899,7 @@ def test_dense_smallest_eigenvalue_of_the_certificate_matches_numpy():
     w = np.tile(rng.normal(size=k), 2)
     B = sp.csr_matrix((w, (np.r_[pos[:, 0], pos[:, 1]], np.r_[pos[:, 1], pos[:, 0]])), (l, l))
     M = A.toarray() - Wt @ Wt.T - B.toarray()
-    assert np.isclose(_smallest_dense(A, Wt, pos, w), np.linalg.eigvalsh(M)[0], rtol=1e-12)
+    assert np.isclose(_smallest_dense(A, Wt, B), np.linalg.eigvalsh(M)[0], rtol=1e-12)
 
 
 def test_square_loss_column_with_more_pairs_than_the_rank_matches_numpy():
